@@ -1,0 +1,83 @@
+# SPDX-License-Identifier: GPL-2.0
+#
+# The ftrace core project: build a Linux 6.12 kernel with the chosen
+# function tracer core and run it in QEMU. See README.md and
+# Documentation/harness.rst.
+#
+#   make run  [CORE=c|rust] [CMD='...' | SCRIPT=path] [EXTRA=dir]
+#   make test [CORE=c|rust]
+#   make ftracetest, make bench, make patch, make kernel, make clean
+
+CORE ?= c
+export CORE CMD SCRIPT EXTRA TIMEOUT ACCEL VERBOSE
+
+H := scripts/harness
+ST := tools/testing/selftests/rftrace
+BUILD := $(CURDIR)/build
+export BUILD
+
+.PHONY: all setup tree kernel run test cargo-test ftracetest bench patch clean distclean
+
+all: kernel
+
+setup:
+	@$(H)/setup-host.sh
+
+tree: setup
+	@$(H)/prepare-tree.sh
+
+kernel: tree
+	@$(H)/build-kernel.sh
+
+report := target/release/harness-report
+$(report): $(wildcard $(H)/report/src/*.rs) $(H)/report/Cargo.toml Cargo.toml
+	@cargo build -q --release -p harness-report
+
+ifneq ($(CMD),)
+run_mode := cmd
+else ifneq ($(SCRIPT),)
+run_mode := script
+else
+run_mode := shell
+endif
+
+run: kernel
+	@MODE=$(run_mode) $(H)/run-qemu.sh
+
+cargo-test: setup
+	@cargo test -q --workspace 2>&1 | grep -v '^$$'
+
+# The ftracetest cases: every case of test.d/ftrace and test.d/kprobe.
+ftlist := $(BUILD)/ftracetest-cases.txt
+define list-ftracetest
+	@(cd $(BUILD)/src/tools/testing/selftests/ftrace/test.d && ls ftrace/*.tc kprobe/*.tc) > $(ftlist)
+endef
+
+# Run test suites ($(2)) in the guest and turn the serial log into the
+# summary. A run fails on any failed or missing test and any kernel
+# warning.
+define guest-tests
+	$(list-ftracetest)
+	@rc=0; MODE=test SUITES="$(2)" TIMEOUT=$(3) LOG=$(BUILD)/log/$(1)-$(CORE).log \
+		FTRACETEST_LIST=$(ftlist) $(H)/run-qemu.sh || rc=$$?; \
+	$(report) test $(BUILD)/log/$(1)-$(CORE).log --boot $(ST)/boot-selftests.txt \
+		--known $(ST)/known-failures.txt --ftracetest-list $(ftlist) $(4) && [ $$rc -eq 0 ]
+endef
+
+test: cargo-test kernel $(report)
+	$(call guest-tests,test,own ftracetest,2400,--tests-dir $(ST)/tests)
+
+ftracetest: kernel $(report)
+	$(call guest-tests,ftracetest,ftracetest,2400,)
+
+bench: tree $(report)
+	@$(H)/bench.sh
+
+patch: setup
+	@$(H)/make-patch.sh
+
+clean:
+	rm -rf $(BUILD)/out-* $(BUILD)/initramfs-* $(BUILD)/log $(BUILD)/bench target
+
+distclean:
+	rm -rf $(BUILD) target

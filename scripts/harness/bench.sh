@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# make bench: build every core that exists, boot each in the same QEMU
+# configuration with instruction counting, run the guest's bench.sh and
+# print the C/Rust table; the rows go to build/bench/results.tsv.
+set -euo pipefail
+top=$(cd "$(dirname "$0")/../.." && pwd)
+build=${BUILD:-$top/build}
+reps=${BENCH_REPS:-5}
+mkdir -p "$build/bench"
+args=()
+for core in c rust; do
+	if [ ! -f "$top/kernel/configs/ftrace-core-$core.config" ]; then
+		echo "bench: CORE=$core: not built (no such core yet)"
+		continue
+	fi
+	CORE=$core "$top/scripts/harness/build-kernel.sh"
+	log=$build/bench/$core.log
+	echo "  BENCH   CORE=$core"
+	CORE=$core MODE=bench ICOUNT=0 BENCH_REPS=$reps TIMEOUT=${TIMEOUT:-1800} LOG=$log \
+		"$top/scripts/harness/run-qemu.sh" > "$build/bench/$core.out"
+	args+=(--"$core" "$log")
+done
+echo
+echo "QEMU TCG (thread=single), 2 vCPUs, 1 GiB, -icount shift=0: guest time is"
+echo "instruction count (1 insn = 1 ns), so runs repeat. Median of $reps runs each."
+"$top/target/release/harness-report" bench "${args[@]}" --tsv "$build/bench/results.tsv"
+echo "rows written to build/bench/results.tsv"

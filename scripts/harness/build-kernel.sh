@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Configure (tinyconfig + the project's fragments) and build bzImage and
+# modules for one core in build/out-$CORE; install the modules into
+# build/out-$CORE/modroot for the initramfs.
+set -euo pipefail
+. "$(dirname "$0")/env.sh"
+
+frags=("$src/kernel/configs/ftrace-test.config" "$src/kernel/configs/ftrace-core-$CORE.config")
+for f in "${frags[@]}"; do
+	[ -f "$f" ] || { echo "build-kernel: CORE=$CORE: no ${f#$src/} (this core is not built yet)" >&2; exit 3; }
+done
+mkdir -p "$out"
+stamp=$(cat "${frags[@]}" | sha256sum | cut -d' ' -f1)
+if [ ! -f "$out/.config" ] || [ "$(cat "$out/.fragments.sha" 2>/dev/null)" != "$stamp" ]; then
+	echo "  CONFIG  CORE=$CORE: tinyconfig + ${frags[*]##*/}"
+	kmake tinyconfig >/dev/null
+	(cd "$src" && ARCH=x86_64 scripts/kconfig/merge_config.sh -m -O "$out" "$out/.config" "${frags[@]}" >/dev/null)
+	kmake olddefconfig >/dev/null
+	# Every line of the fragments must have survived Kconfig.
+	bad=0
+	while IFS= read -r line; do
+		case "$line" in
+		CONFIG_*=n) opt=${line%%=*}
+			grep -q "^$opt=" "$out/.config" && { echo "build-kernel: $line not honoured: $(grep "^$opt=" "$out/.config")" >&2; bad=1; } ;;
+		CONFIG_*=*) grep -qx "$line" "$out/.config" ||
+			{ echo "build-kernel: $line not honoured: $(grep "^${line%%=*}=" "$out/.config" || echo "${line%%=*} unset")" >&2; bad=1; } ;;
+		esac
+	done < <(cat "${frags[@]}")
+	if [ $bad -ne 0 ]; then
+		rm -f "$out/.fragments.sha"
+		exit 1
+	fi
+	echo "$stamp" > "$out/.fragments.sha"
+fi
+
+echo "  KERNEL  CORE=$CORE (build/out-$CORE, -j$jobs)"
+kmake -j"$jobs" bzImage modules
+# Install the modules when one changed since the last install.
+stamp_file=$out/modroot/.stamp
+if [ ! -f "$stamp_file" ] || [ -n "$(find "$out" -name '*.ko' -newer "$stamp_file" -print -quit)" ]; then
+	rm -rf "$out/modroot"
+	kmake INSTALL_MOD_PATH="$out/modroot" INSTALL_MOD_STRIP=1 DEPMOD=/sbin/depmod modules_install >/dev/null
+	touch "$stamp_file"
+fi

@@ -1,0 +1,27 @@
+# Common settings of the harness scripts; sourced, not run.
+top=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+build=${BUILD:-$top/build}
+src=$build/src
+CORE=${CORE:-c}
+case "$CORE" in
+c | rust) ;;
+*) echo "CORE must be c or rust, not '$CORE'" >&2; exit 2 ;;
+esac
+out=$build/out-$CORE
+jobs=${JOBS:-$(($(nproc) + 1))}
+
+# The kernel's Rust toolchain: Debian's rustc-web and rust-web-src, and
+# bindgen-cli from crates.io (scripts/harness/setup-host.sh).
+export RUSTC=/usr/bin/rustc HOSTRUSTC=/usr/bin/rustc RUSTDOC=/usr/bin/rustdoc
+export BINDGEN=${BINDGEN:-$HOME/.cargo/bin/bindgen}
+export RUST_LIB_SRC=/usr/lib/rustlib/src/rust/library
+export ARCH=x86_64
+export CCACHE_BASEDIR=$build CCACHE_NOHASHDIR=1 CCACHE_COMPILERCHECK=content
+kcc="gcc"
+command -v ccache >/dev/null && kcc="ccache gcc"
+
+kmake() {
+	make -s -C "$src" O="$out" ARCH=x86_64 CC="$kcc" HOSTCC=gcc \
+		RUSTC="$RUSTC" HOSTRUSTC="$HOSTRUSTC" BINDGEN="$BINDGEN" \
+		RUSTDOC="$RUSTDOC" "$@"
+}

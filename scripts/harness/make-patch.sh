@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# make patch: write the project as a git-am-able series against the
+# pristine 6.12 tree of Debian's linux-source-6.12 into build/patches/.
+# Patch 1 holds the glue edits to upstream files, the others add the
+# project's files, one area each.
+set -euo pipefail
+top=$(cd "$(dirname "$0")/../.." && pwd)
+build=${BUILD:-$top/build}
+tarball=${KERNEL_TARBALL:-/usr/src/linux-source-6.12.tar.xz}
+work=$build/patch-work
+outdir=$build/patches
+rm -rf "$work" "$outdir"
+mkdir -p "$work" "$outdir"
+
+g() { git -C "$work" -c user.name="ftrace core project" -c user.email="ftrace-core@localhost" \
+	-c commit.gpgsign=false "$@"; }
+g init -q
+# The pristine versions of the upstream files the glue edits.
+touched=$(sed -n 's#^+++ b/\([^[:space:]]*\).*#\1#p' "$top"/scripts/kernel-glue/*.patch | sort -u)
+tar -xf "$tarball" -C "$work" --strip-components=1 \
+	$(for f in $touched; do echo "linux-source-6.12/$f"; done)
+g add -A && g commit -q -m "pristine files of linux-source-6.12"
+base=$(g rev-parse HEAD)
+
+for p in "$top"/scripts/kernel-glue/*.patch; do
+	patch -s -p1 -d "$work" < "$p"
+done
+g add -A
+g commit -q -F - <<'MSG'
+ftrace: make the function tracer core selectable
+
+Source kernel/trace/Kconfig.core, which holds the choice between the
+upstream C core and the Rust core, and include kernel/trace/Kbuild.core,
+which builds the objects of the chosen core.
+MSG
+
+commit_area() { # subject body paths...
+	local subject=$1 body=$2
+	shift 2
+	local any=0
+	while read -r from to; do
+		for p in "$@"; do
+			case "$to" in "$p"*)
+				mkdir -p "$(dirname "$work/$to")"
+				cp "$top/$from" "$work/$to"
+				any=1 ;;
+			esac
+		done
+	done < <("$top/scripts/harness/overlay-files.sh")
+	[ $any -eq 1 ] || return 0
+	g add -A
+	printf '%s\n\n%s\n' "$subject" "$body" | g commit -q -F -
+}
+commit_area "ftrace: add the function tracer core choice and its objects" \
+	"The Kconfig choice of the function tracer core and the objects each core builds." \
+	kernel/trace/
+commit_area "x86/ftrace: add the architecture code of the Rust core" \
+	"Trampolines and live patching for the Rust function tracer core." arch/
+commit_area "rust: add the kernel crate pieces of the Rust ftrace core" \
+	"Bindings, helpers and safe abstractions used by the Rust ftrace core." rust/
+commit_area "scripts/recordmcount: add the Rust call-site recorder" \
+	"Build-time recording of the fentry call sites." scripts/recordmcount/
+commit_area "kernel/configs: add the ftrace core test configuration" \
+	"Fragments for tinyconfig: the test configuration and one per core." kernel/configs/
+commit_area "selftests/rftrace: add the project's in-guest tests and benchmark" \
+	"Tests and benchmark scripts of the ftrace core project, run in the guest." \
+	tools/testing/selftests/rftrace/ samples/
+
+g format-patch -q -o "$outdir" "$base"..HEAD
+ls "$outdir"
+echo "apply with: git am $outdir/*.patch   (on a tree from $(basename "$tarball"))"

@@ -1,0 +1,553 @@
+// SPDX-License-Identifier: GPL-2.0
+//! Reads the serial logs the harness keeps and turns them into the test
+//! summary of `make test` and the benchmark table of `make bench`.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+/// Marker lines the guest prints (scripts/harness/guest/init and
+/// tools/testing/selftests/rftrace/run-tests.sh).
+pub const DMESG_BEGIN: &str = "=== harness: dmesg begin ===";
+pub const DMESG_END: &str = "=== harness: dmesg end ===";
+pub const EXIT_PREFIX: &str = "=== harness: exit ";
+
+/// Outcome of one test as the guest reported it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    Pass,
+    /// Anything else: FAIL, UNSUPPORTED, UNRESOLVED, a missing result...
+    NotPass(String),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TestResult {
+    pub name: String,
+    pub outcome: Outcome,
+}
+
+/// Strips a printk time stamp ("[   12.345678] ") from a line.
+pub fn strip_timestamp(line: &str) -> &str {
+    let t = line.trim_start();
+    if let Some(rest) = t.strip_prefix('[') {
+        if let Some(end) = rest.find("] ") {
+            let stamp = &rest[..end];
+            if stamp.trim().chars().all(|c| c.is_ascii_digit() || c == '.') {
+                return &rest[end + 2..];
+            }
+        }
+    }
+    line
+}
+
+/// The lines between the dmesg markers, or `None` when the guest never
+/// printed them (it did not get to the end of its job).
+pub fn dmesg_block(log: &str) -> Option<Vec<&str>> {
+    let mut lines = log.lines();
+    lines.find(|l| l.trim_end() == DMESG_BEGIN)?;
+    let mut out = Vec::new();
+    for l in lines {
+        if l.trim_end() == DMESG_END {
+            return Some(out);
+        }
+        out.push(l);
+    }
+    None
+}
+
+/// The boot-time selftests of CONFIG_FTRACE_STARTUP_TEST in a dmesg: each
+/// "Testing <name>: " opens a test, which ends at the first PASSED or
+/// FAILED after it (the verdict is printed with pr_cont, possibly on a
+/// later line when other messages came in between).
+pub fn boot_selftests(dmesg: &[&str]) -> Vec<TestResult> {
+    let mut out: Vec<TestResult> = Vec::new();
+    let mut open: Option<String> = None;
+    for raw in dmesg {
+        let mut line = strip_timestamp(raw);
+        loop {
+            if let Some(pos) = line.find("Testing ") {
+                let after = &line[pos + "Testing ".len()..];
+                if let Some(colon) = after.find(": ") {
+                    let before = &line[..pos];
+                    if let Some(name) = open.take() {
+                        out.push(verdict(name, before));
+                    }
+                    open = Some(after[..colon].trim().to_string());
+                    line = &after[colon + 2..];
+                    continue;
+                }
+            }
+            if let Some(name) = open.take() {
+                if has_verdict(line) {
+                    out.push(verdict(name, line));
+                } else {
+                    open = Some(name);
+                }
+            }
+            break;
+        }
+    }
+    if let Some(name) = open {
+        out.push(TestResult {
+            name: format!("boot: {name}"),
+            outcome: Outcome::NotPass("no verdict".into()),
+        });
+    }
+    out
+}
+
+/// Words that end a boot selftest: the tracer selftests print PASSED or
+/// FAILED, the event filter and kprobe selftests OK or NG.
+const PASS_WORDS: &[&str] = &["PASSED", "OK"];
+const FAIL_WORDS: &[&str] = &["FAILED", "FAILED!", "NG", "NG:"];
+
+fn has_verdict(text: &str) -> bool {
+    text.split_whitespace()
+        .any(|w| PASS_WORDS.contains(&w) || FAIL_WORDS.contains(&w))
+}
+
+fn verdict(name: String, text: &str) -> TestResult {
+    let first = text
+        .split_whitespace()
+        .find(|w| PASS_WORDS.contains(w) || FAIL_WORDS.contains(w));
+    let outcome = match first {
+        Some(w) if PASS_WORDS.contains(&w) => Outcome::Pass,
+        Some(_) => Outcome::NotPass("FAILED".into()),
+        None => Outcome::NotPass("no verdict".into()),
+    };
+    TestResult {
+        name: format!("boot: {name}"),
+        outcome,
+    }
+}
+
+/// "RESULT <status> <name> [(detail)]" lines of the guest's test runner.
+pub fn result_lines(log: &str) -> Vec<TestResult> {
+    let mut out = Vec::new();
+    for l in log.lines() {
+        let Some(rest) = l.trim_end().strip_prefix("RESULT ") else {
+            continue;
+        };
+        let mut it = rest.splitn(2, ' ');
+        let (Some(status), Some(name)) = (it.next(), it.next()) else {
+            continue;
+        };
+        let (name, detail) = match name.find(" (") {
+            Some(p) => (&name[..p], Some(name[p + 2..].trim_end_matches(')'))),
+            None => (name, None),
+        };
+        let outcome = if status == "PASS" {
+            Outcome::Pass
+        } else {
+            Outcome::NotPass(match detail {
+                Some(d) => format!("{status}: {d}"),
+                None => status.to_string(),
+            })
+        };
+        out.push(TestResult {
+            name: name.to_string(),
+            outcome,
+        });
+    }
+    out
+}
+
+/// Signs of a kernel in trouble. Any of them fails a test run.
+const KERNEL_TROUBLE: &[&str] = &[
+    "WARNING:",
+    "BUG:",
+    "Oops",
+    "Kernel panic",
+    "general protection fault",
+    "possible circular locking dependency",
+    "possible recursive locking",
+    "inconsistent lock state",
+    "KASAN:",
+    "UBSAN:",
+    "detected stalls on CPUs",
+    "self-detected stall",
+    "ftrace bug",
+    "ftrace failed to modify",
+    "ftrace faulted",
+    "Unable to handle kernel",
+];
+
+/// Distinct kernel-trouble lines of a log, time stamps stripped. Lines of
+/// test output the guest quoted ("    | ...") are not the kernel's.
+pub fn kernel_trouble(log: &str) -> Vec<String> {
+    let mut seen: Vec<String> = Vec::new();
+    for l in log.lines() {
+        if l.starts_with("    | ") || l.starts_with("RESULT ") {
+            continue;
+        }
+        let s = strip_timestamp(l).trim();
+        if KERNEL_TROUBLE.iter().any(|p| s.contains(p)) && !seen.iter().any(|x| x == s) {
+            seen.push(s.to_string());
+        }
+    }
+    seen
+}
+
+/// The job's exit status the guest printed last, if any.
+pub fn exit_status(log: &str) -> Option<i32> {
+    log.lines()
+        .filter_map(|l| l.trim_end().strip_prefix(EXIT_PREFIX))
+        .filter_map(|r| r.strip_suffix(" ===")?.parse().ok())
+        .next_back()
+}
+
+/// "<name>\t<reason>" lines, '#' comments and blank lines ignored.
+pub fn parse_name_list(text: &str) -> BTreeMap<String, String> {
+    let mut m = BTreeMap::new();
+    for l in text.lines() {
+        let l = l.trim_end();
+        if l.trim_start().starts_with('#') || l.trim().is_empty() {
+            continue;
+        }
+        let (name, reason) = match l.split_once('\t') {
+            Some((n, r)) => (n.trim(), r.trim()),
+            None => (l.trim(), ""),
+        };
+        m.insert(name.to_string(), reason.to_string());
+    }
+    m
+}
+
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Summary {
+    pub lines: Vec<String>,
+    pub passed: usize,
+    pub failed: usize,
+    pub skipped: usize,
+}
+
+impl Summary {
+    pub fn closing_line(&self) -> String {
+        let mut s = format!("{} passed, {} failed", self.passed, self.failed);
+        if self.skipped > 0 {
+            let _ = write!(s, ", {} skipped", self.skipped);
+        }
+        s
+    }
+}
+
+/// Inputs of one test run's verdict.
+pub struct TestRun<'a> {
+    pub log: &'a str,
+    /// Boot selftests that must report (name without the "boot: " prefix).
+    pub expected_boot: &'a BTreeMap<String, String>,
+    /// Tests the guest runner must report a RESULT for.
+    pub expected_results: &'a [String],
+    /// Tests that do not pass on the C core in this configuration, with why.
+    pub known: &'a BTreeMap<String, String>,
+}
+
+/// Everything a run reported, checked against what it had to report.
+pub fn summarize(run: &TestRun<'_>) -> Summary {
+    let mut sum = Summary::default();
+    let mut results: Vec<TestResult> = Vec::new();
+    match dmesg_block(run.log) {
+        Some(d) => results.extend(boot_selftests(&d)),
+        None => results.push(TestResult {
+            name: "harness: dmesg dump".into(),
+            outcome: Outcome::NotPass("missing: the guest did not finish its job".into()),
+        }),
+    }
+    for name in run.expected_boot.keys() {
+        let full = format!("boot: {name}");
+        if !results.iter().any(|r| r.name == full) {
+            results.push(TestResult {
+                name: full,
+                outcome: Outcome::NotPass("missing result".into()),
+            });
+        }
+    }
+    let reported = result_lines(run.log);
+    for name in run.expected_results {
+        if !reported.iter().any(|r| &r.name == name) {
+            results.push(TestResult {
+                name: name.clone(),
+                outcome: Outcome::NotPass("missing result".into()),
+            });
+        }
+    }
+    results.extend(reported);
+    if exit_status(run.log).is_none() {
+        results.push(TestResult {
+            name: "harness: guest exit".into(),
+            outcome: Outcome::NotPass("the guest did not power off cleanly".into()),
+        });
+    }
+    for t in kernel_trouble(run.log) {
+        results.push(TestResult {
+            name: "kernel log".into(),
+            outcome: Outcome::NotPass(t),
+        });
+    }
+    for r in results {
+        match r.outcome {
+            Outcome::Pass => {
+                sum.passed += 1;
+                sum.lines.push(format!("PASS  {}", r.name));
+            }
+            Outcome::NotPass(why) => match run.known.get(&r.name) {
+                Some(reason) => {
+                    sum.skipped += 1;
+                    sum.lines.push(format!("SKIP  {} [{why}]: {reason}", r.name));
+                }
+                None => {
+                    sum.failed += 1;
+                    sum.lines.push(format!("FAIL  {} [{why}]", r.name));
+                }
+            },
+        }
+    }
+    sum
+}
+
+/// Benchmark samples of one core: case -> (unit, values) in first-seen
+/// order.
+pub type Samples = Vec<(String, String, Vec<f64>)>;
+
+/// "SAMPLE <case> <value> <unit>" lines of the guest's bench.sh.
+pub fn bench_samples(log: &str) -> Samples {
+    let mut out: Samples = Vec::new();
+    for l in log.lines() {
+        let Some(rest) = l.trim_end().strip_prefix("SAMPLE ") else {
+            continue;
+        };
+        let f: Vec<&str> = rest.split_whitespace().collect();
+        let [case, value, unit] = f[..] else {
+            continue;
+        };
+        let Ok(v) = value.parse::<f64>() else {
+            continue;
+        };
+        match out.iter_mut().find(|(c, _, _)| c == case) {
+            Some((_, _, vs)) => vs.push(v),
+            None => out.push((case.to_string(), unit.to_string(), vec![v])),
+        }
+    }
+    out
+}
+
+/// Median of a non-empty sample; the mean of the middle two for an even
+/// count.
+pub fn median(values: &[f64]) -> Option<f64> {
+    if values.is_empty() {
+        return None;
+    }
+    let mut v = values.to_vec();
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    Some(if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    })
+}
+
+/// The comparison table of `make bench` and the rows of results.tsv.
+pub fn bench_table(c: &Samples, rust: Option<&Samples>) -> (String, String) {
+    let mut table = String::new();
+    let mut tsv = String::from("case\tcore\tvalue\tunit\n");
+    let _ = writeln!(
+        table,
+        "{:<24} {:>12} {:>12} {:>8}  unit (median)",
+        "case", "C", "Rust", "Rust/C"
+    );
+    let mut cases: Vec<(&str, &str)> = c.iter().map(|(k, u, _)| (k.as_str(), u.as_str())).collect();
+    if let Some(r) = rust {
+        for (k, u, _) in r {
+            if !cases.iter().any(|(c, _)| c == k) {
+                cases.push((k, u));
+            }
+        }
+    }
+    let med = |s: &Samples, case: &str| {
+        s.iter()
+            .find(|(k, _, _)| k == case)
+            .and_then(|(_, _, v)| median(v))
+    };
+    for (case, unit) in cases {
+        let cm = med(c, case);
+        let rm = rust.and_then(|r| med(r, case));
+        let fmt = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.0}"));
+        let rcol = if rust.is_some() {
+            fmt(rm)
+        } else {
+            "not built".to_string()
+        };
+        let ratio = match (cm, rm) {
+            (Some(c), Some(r)) if c > 0.0 => format!("{:.2}", r / c),
+            _ => "-".to_string(),
+        };
+        let _ = writeln!(table, "{case:<24} {:>12} {rcol:>12} {ratio:>8}  {unit}", fmt(cm));
+        if let Some(v) = cm {
+            let _ = writeln!(tsv, "{case}\tc\t{v}\t{unit}");
+        }
+        if let Some(v) = rm {
+            let _ = writeln!(tsv, "{case}\trust\t{v}\t{unit}");
+        }
+    }
+    (table, tsv)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const DMESG: &str = "\
+[    1.000000] Testing tracer function: PASSED
+[    2.000000] Testing dynamic ftrace: PASSED
+[    3.000000] Testing dynamic ftrace ops #1: 
+[    3.100000] (1 0 1 0 0) 
+[    3.200000] (1 1 2 0 0) PASSED
+[    4.000000] Testing ftrace recursion: PASSED
+[    4.500000] Testing ftrace regs: *callback never called* FAILED!
+[    5.000000] Testing tracer function_graph: PASSED
+[    6.000000] Testing fgraph storage of 1 byte: PASSED
+[    7.000000] Testing tracer nop: ";
+
+    #[test]
+    fn boot_selftests_are_parsed_across_continuations() {
+        let lines: Vec<&str> = DMESG.lines().collect();
+        let r = boot_selftests(&lines);
+        let names: Vec<&str> = r.iter().map(|t| t.name.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "boot: tracer function",
+                "boot: dynamic ftrace",
+                "boot: dynamic ftrace ops #1",
+                "boot: ftrace recursion",
+                "boot: ftrace regs",
+                "boot: tracer function_graph",
+                "boot: fgraph storage of 1 byte",
+                "boot: tracer nop",
+            ]
+        );
+        assert_eq!(r[2].outcome, Outcome::Pass);
+        assert_eq!(r[4].outcome, Outcome::NotPass("FAILED".into()));
+        assert_eq!(r[7].outcome, Outcome::NotPass("no verdict".into()));
+    }
+
+    #[test]
+    fn two_tests_on_one_line() {
+        let r = boot_selftests(&["Testing a: PASSED Testing b: FAILED!"]);
+        assert_eq!(r.len(), 2);
+        assert_eq!(r[0].outcome, Outcome::Pass);
+        assert_eq!(r[1].outcome, Outcome::NotPass("FAILED".into()));
+    }
+
+    #[test]
+    fn ok_and_ng_verdicts_and_prefixes() {
+        let r = boot_selftests(&[
+            "[ 1.0] Testing ftrace filter: OK",
+            "[ 2.0] trace_kprobe: Testing kprobe tracing: ",
+            "[ 2.1] LOOKUP of something",
+            "[ 2.5] OK",
+            "[ 3.0] Testing other: NG: Some tests are failed.",
+        ]);
+        let v: Vec<(&str, bool)> = r
+            .iter()
+            .map(|t| (t.name.as_str(), t.outcome == Outcome::Pass))
+            .collect();
+        assert_eq!(
+            v,
+            [
+                ("boot: ftrace filter", true),
+                ("boot: kprobe tracing", true),
+                ("boot: other", false)
+            ]
+        );
+    }
+
+    #[test]
+    fn timestamps() {
+        assert_eq!(strip_timestamp("[    1.234567] hello"), "hello");
+        assert_eq!(strip_timestamp("[x] hello"), "[x] hello");
+        assert_eq!(strip_timestamp("plain"), "plain");
+    }
+
+    fn log_with(results: &str, dmesg: &str) -> String {
+        format!("boot\n{results}\n{DMESG_BEGIN}\n{dmesg}\n{DMESG_END}\n=== harness: exit 0 ===\n")
+    }
+
+    #[test]
+    fn summary_counts_and_known_failures() {
+        let log = log_with(
+            "RESULT PASS rftrace/a.sh\nRESULT FAIL ftracetest/x.tc (exit 1)\nRESULT UNSUPPORTED ftracetest/y.tc",
+            "[ 1.0] Testing tracer function: PASSED",
+        );
+        let mut known = BTreeMap::new();
+        known.insert("ftracetest/y.tc".to_string(), "needs uprobes".to_string());
+        let boot = parse_name_list("tracer function\n");
+        let expected = vec!["rftrace/a.sh".to_string(), "ftracetest/z.tc".to_string()];
+        let s = summarize(&TestRun {
+            log: &log,
+            expected_boot: &boot,
+            expected_results: &expected,
+            known: &known,
+        });
+        assert_eq!((s.passed, s.failed, s.skipped), (2, 2, 1), "{:#?}", s.lines);
+        assert!(s.lines.iter().any(|l| l.starts_with("FAIL  ftracetest/z.tc [missing result]")));
+        assert!(s.lines.iter().any(|l| l.starts_with("FAIL  ftracetest/x.tc [FAIL: exit 1]")));
+        assert_eq!(s.closing_line(), "2 passed, 2 failed, 1 skipped");
+    }
+
+    #[test]
+    fn missing_boot_test_and_warning_fail() {
+        let log = log_with(
+            "[ 9.0] WARNING: CPU: 0 PID: 1 at kernel/trace/x.c:1 f+0x1/0x2\n    | WARNING: quoted",
+            "[ 1.0] Testing tracer function: PASSED\n[ 9.0] WARNING: CPU: 0 PID: 1 at kernel/trace/x.c:1 f+0x1/0x2",
+        );
+        let boot = parse_name_list("tracer function\ntracer nop\n");
+        let s = summarize(&TestRun {
+            log: &log,
+            expected_boot: &boot,
+            expected_results: &[],
+            known: &BTreeMap::new(),
+        });
+        assert_eq!((s.passed, s.failed), (1, 2), "{:#?}", s.lines);
+        assert!(s.lines.iter().any(|l| l.contains("boot: tracer nop [missing result]")));
+        assert!(s.lines.iter().any(|l| l.contains("kernel log [WARNING: CPU: 0")));
+    }
+
+    #[test]
+    fn unfinished_guest_fails() {
+        let s = summarize(&TestRun {
+            log: "booting...\nRESULT PASS a\n",
+            expected_boot: &BTreeMap::new(),
+            expected_results: &[],
+            known: &BTreeMap::new(),
+        });
+        assert_eq!((s.passed, s.failed), (1, 2), "{:#?}", s.lines);
+    }
+
+    #[test]
+    fn exit_status_is_the_last() {
+        assert_eq!(exit_status("=== harness: exit 3 ===\n=== harness: exit 0 ===\n"), Some(0));
+        assert_eq!(exit_status("nothing"), None);
+    }
+
+    #[test]
+    fn medians() {
+        assert_eq!(median(&[]), None);
+        assert_eq!(median(&[3.0, 1.0, 2.0]), Some(2.0));
+        assert_eq!(median(&[4.0, 1.0, 2.0, 3.0]), Some(2.5));
+    }
+
+    #[test]
+    fn bench_table_and_tsv() {
+        let c = bench_samples("SAMPLE one-ops 45 ns/call\nSAMPLE one-ops 47 ns/call\nSAMPLE one-ops 44 ns/call\nSAMPLE sites 15556 sites\nnoise\n");
+        let r = bench_samples("SAMPLE one-ops 36 ns/call\nSAMPLE new-case 10 us\n");
+        let (table, tsv) = bench_table(&c, Some(&r));
+        assert!(table.contains("one-ops"), "{table}");
+        assert!(table.lines().any(|l| l.starts_with("one-ops") && l.contains(" 45 ") && l.contains("0.80")), "{table}");
+        assert!(tsv.contains("one-ops\tc\t45\tns/call\n"));
+        assert!(tsv.contains("one-ops\trust\t36\tns/call\n"));
+        assert!(tsv.contains("new-case\trust\t10\tus\n"));
+        let (table, _) = bench_table(&c, None);
+        assert!(table.contains("not built"));
+    }
+}

@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# Boot the kernel of $CORE in QEMU with the harness initramfs and run one
+# job: MODE=shell (interactive), cmd (CMD=...), script (SCRIPT=path),
+# test or bench. EXTRA=dir is copied to /extra in the guest.
+#
+# QEMU always ends: the guest powers off, a panic reboots (and
+# -no-reboot ends QEMU), and a hung guest is killed after TIMEOUT
+# seconds. The exit status is the job's, or non-zero with a message when
+# the guest did not finish. The serial log is kept in build/log/.
+set -uo pipefail
+. "$(dirname "$0")/env.sh"
+
+MODE=${MODE:-shell}
+TIMEOUT=${TIMEOUT:-600}
+ACCEL=${ACCEL:-tcg}
+SMP=${SMP:-2}
+MEM=${MEM:-1G}
+kimage=$out/arch/x86/boot/bzImage
+[ -f "$kimage" ] || { echo "run-qemu: no kernel at ${kimage#$top/}; build it first" >&2; exit 2; }
+
+# --- initramfs -------------------------------------------------------------
+rootfs=$build/initramfs-$CORE
+rm -rf "$rootfs" && mkdir -p "$rootfs"/{bin,harness,opt/rftrace,lib/modules}
+cp /bin/busybox "$rootfs/bin/busybox"
+install -m 755 "$top/scripts/harness/guest/init" "$rootfs/init"
+cp -a "$out/modroot/lib/modules/." "$rootfs/lib/modules/" 2>/dev/null || true
+st=$src/tools/testing/selftests
+cp -a "$st/rftrace/." "$rootfs/opt/rftrace/"
+cp -a "$st/ftrace" "$rootfs/opt/ftracetest"
+helper=$build/timed_write
+if [ ! -x "$helper" ] || [ "$st/rftrace/timed_write.c" -nt "$helper" ]; then
+	gcc -static -O2 -Wall -o "$helper" "$st/rftrace/timed_write.c"
+fi
+cp "$helper" "$rootfs/bin/timed_write"
+{
+	echo "MODE=$([ "$MODE" = cmd ] && echo script || echo "$MODE")"
+	echo "CORE=$CORE"
+	echo "BENCH_REPS=${BENCH_REPS:-5}"
+	echo "SUITES='${SUITES:-own ftracetest}'"
+} > "$rootfs/harness/job"
+if [ -n "${FTRACETEST_LIST:-}" ]; then cp "$FTRACETEST_LIST" "$rootfs/harness/ftracetest.list"; else : > "$rootfs/harness/ftracetest.list"; fi
+case "$MODE" in
+cmd) [ -n "${CMD:-}" ] || { echo "run-qemu: CMD is empty" >&2; exit 2; }
+	printf '%s\n' "$CMD" > "$rootfs/harness/script" ;;
+script) [ -f "${SCRIPT:-}" ] || { echo "run-qemu: SCRIPT '${SCRIPT:-}' is not a file" >&2; exit 2; }
+	cp "$SCRIPT" "$rootfs/harness/script" ;;
+esac
+if [ -n "${EXTRA:-}" ]; then
+	[ -d "$EXTRA" ] || { echo "run-qemu: EXTRA '$EXTRA' is not a directory" >&2; exit 2; }
+	mkdir -p "$rootfs/extra" && cp -a "$EXTRA/." "$rootfs/extra/"
+fi
+initrd=$build/initramfs-$CORE.cpio.gz
+(cd "$rootfs" && find . | LC_ALL=C sort | cpio -o -H newc --quiet -R 0:0 | gzip -1 > "$initrd")
+
+# --- QEMU --------------------------------------------------------------------
+mkdir -p "$build/log"
+log=${LOG:-$build/log/$MODE-$CORE.log}
+append="console=ttyS0 panic=-1 ${KAPPEND:-}"
+case "$MODE" in
+cmd | script) append+=" loglevel=5" ;;
+esac
+qemu=(qemu-system-x86_64 -m "$MEM" -smp "$SMP" -no-reboot -nographic
+	-kernel "$kimage" -initrd "$initrd" -append "$append")
+case "$ACCEL" in
+tcg) qemu+=(-accel tcg,thread=single) ;; # MTTCG oopses on cross-vCPU code patching
+kvm) qemu+=(-accel kvm -cpu host) ;;
+*) echo "run-qemu: ACCEL must be tcg or kvm" >&2; exit 2 ;;
+esac
+[ -n "${ICOUNT:-}" ] && qemu+=(-icount "shift=$ICOUNT")
+
+if [ "$MODE" = shell ]; then
+	qemu+=(-serial mon:stdio)
+	exec "${qemu[@]}"
+fi
+qemu+=(-serial stdio -monitor none)
+# Show the job's output (between the markers) and every kernel warning;
+# keep the whole serial log.
+timeout -k 10 "$TIMEOUT" "${qemu[@]}" < /dev/null 2>&1 | tr -d '\r' | tee "$log" |
+	awk -v verbose="${VERBOSE:-0}" '
+		/^=== harness: begin ===/ { on = 1; next }
+		/^=== harness: dmesg begin ===/ { on = 0; next }
+		/^=== harness: dmesg end ===/ { on = 1; next }
+		/^=== harness: exit / { on = 0; next }
+		verbose == 1 || on { print; fflush(); next }
+		/WARNING:|BUG:|Oops|Kernel panic|Call Trace:|RIP:/ { print; fflush() }'
+qrc=${PIPESTATUS[0]}
+
+rc=$(sed -n 's/^=== harness: exit \([0-9]*\) ===$/\1/p' "$log" | tail -1)
+if [ "$qrc" -eq 124 ] || [ "$qrc" -eq 137 ]; then
+	echo "run-qemu: guest did not finish within ${TIMEOUT}s (hung?); killed. Serial log: ${log#$top/}" >&2
+	exit 124
+fi
+if grep -q 'Kernel panic' "$log"; then
+	echo "run-qemu: the guest kernel panicked. Serial log: ${log#$top/}" >&2
+	exit 125
+fi
+if [ -z "$rc" ]; then
+	echo "run-qemu: guest ended without reporting an exit status (qemu rc $qrc). Serial log: ${log#$top/}" >&2
+	exit 126
+fi
+if [ "$rc" -ne 0 ]; then
+	echo "run-qemu: guest job exited with status $rc. Serial log: ${log#$top/}" >&2
+fi
+exit "$rc"

@@ -1,0 +1,46 @@
+#!/bin/sh
+# In-guest benchmark of the harness (`make bench`). Prints
+# "SAMPLE <case> <value> <unit>" lines; the host takes the medians.
+. /harness/job
+T=/sys/kernel/tracing
+reps=${BENCH_REPS:-5}
+mod=$(find /lib/modules -name ftrace-ops.ko | head -1)
+[ -n "$mod" ] || { echo "bench: ftrace-ops.ko not found"; exit 1; }
+
+# ftrace-ops.ko times nr_function_calls calls of a traced function with
+# the given ops set up, prints "(N ns / call)" and refuses to load.
+ops_case() { # name params...
+	name=$1; shift
+	i=0
+	while [ $i -lt "$reps" ]; do
+		dmesg -c > /dev/null
+		insmod "$mod" "$@" 2> /dev/null
+		v=$(dmesg | sed -n 's/.*(\([0-9]*\)ns \/ call).*/\1/p' | tail -1)
+		if [ -z "$v" ]; then
+			echo "bench: $name: no result"; dmesg | tail -5; exit 1
+		fi
+		echo "SAMPLE $name $v ns/call"
+		i=$((i + 1))
+	done
+}
+
+ops_case baseline nr_ops_relevant=0
+ops_case one-ops nr_ops_relevant=1
+ops_case one-ops+10-irrelevant nr_ops_relevant=1 nr_ops_irrelevant=10
+ops_case two-ops-list nr_ops_relevant=2
+ops_case save-regs nr_ops_relevant=1 save_regs=1
+ops_case recursion-assist nr_ops_relevant=1 assist_recursion=1
+
+# Turning the function tracer on and off over every call site.
+echo SAMPLE sites "$(wc -l < $T/available_filter_functions)" sites
+set -- $(cat $T/dyn_ftrace_total_info)
+# "<records> pages:<pages> groups: <groups>"
+recs=$1 pages=${2#pages:}
+echo SAMPLE bytes-per-site "$((pages * 4096 / recs))" bytes
+i=0
+while [ $i -lt "$reps" ]; do
+	echo SAMPLE enable-all-sites "$(timed_write $T/current_tracer function)" us
+	echo SAMPLE disable-all-sites "$(timed_write $T/current_tracer nop)" us
+	i=$((i + 1))
+done
+exit 0

@@ -1,0 +1,60 @@
+#!/bin/sh
+# In-guest test runner of the harness (`make test`, `make ftracetest`).
+# Prints one "RESULT <status> <name>" line per test; the host turns them
+# into the summary (scripts/harness/report). Boot selftest results come
+# from the dmesg dump at the end.
+here=/opt/rftrace
+. /harness/job
+export CORE
+
+result() { # status name [detail]
+	echo "RESULT $1 $2${3:+ ($3)}"
+}
+
+# Quote a failing test's output: its last lines, each cut short.
+indent() { tail -n 40 | cut -c1-300 | sed 's/^/    | /'; }
+
+# The project's own tests: exit 0 passes, 4 is "unsupported", else fails.
+case " $SUITES " in *" own "*) own="$here"/tests/*.sh ;; *) own= ;; esac
+for t in $own; do
+	name=rftrace/$(basename "$t")
+	echo "--- $name"
+	timeout 600 sh "$t" > /tmp/out 2>&1
+	rc=$?
+	case $rc in
+	0) result PASS "$name" ;;
+	4) indent < /tmp/out; result UNSUPPORTED "$name" ;;
+	*) indent < /tmp/out; result FAIL "$name" "exit $rc" ;;
+	esac
+	# Leave tracing as a fresh boot has it.
+	echo nop > /sys/kernel/tracing/current_tracer
+	echo > /sys/kernel/tracing/set_ftrace_filter
+	echo > /sys/kernel/tracing/set_ftrace_notrace
+done
+
+# The kernel's ftracetest, one case at a time.
+cd /opt/ftracetest || exit 1
+case " $SUITES " in *" ftracetest "*) ;; *) : > /harness/ftracetest.list ;; esac
+grep -v '^[[:space:]]*#' /harness/ftracetest.list | while read -r case rest; do
+	[ -n "$case" ] || continue
+	name=ftracetest/$case
+	echo "--- $name"
+	if [ ! -f "test.d/$case" ]; then
+		result FAIL "$name" "no such case"
+		continue
+	fi
+	timeout 600 ./ftracetest -vv -l /tmp/ftlogs "test.d/$case" > /tmp/out 2>&1
+	rc=$?
+	st=$(grep -o '\[\(PASS\|FAIL\|UNRESOLVED\|UNTESTED\|UNSUPPORTED\|XFAIL\)\]' /tmp/out | tail -1 | tr -d '[]')
+	case "$st" in
+	PASS | XFAIL) result PASS "$name" ;;
+	"") indent < /tmp/out; result FAIL "$name" "no result, exit $rc" ;;
+	*) indent < /tmp/out; result "$st" "$name" ;;
+	esac
+	rm -rf /tmp/ftlogs
+done
+
+echo "=== harness: dmesg begin ==="
+dmesg
+echo "=== harness: dmesg end ==="
+exit 0
