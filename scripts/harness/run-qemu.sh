@@ -11,7 +11,8 @@ set -uo pipefail
 . "$(dirname "$0")/env.sh"
 
 MODE=${MODE:-shell}
-TIMEOUT=${TIMEOUT:-600}
+# An interactive shell has no time limit unless one is asked for.
+TIMEOUT=${TIMEOUT:-$([ "$MODE" = shell ] && echo 0 || echo 600)}
 ACCEL=${ACCEL:-tcg}
 SMP=${SMP:-2}
 MEM=${MEM:-1G}
@@ -70,7 +71,7 @@ esac
 
 if [ "$MODE" = shell ]; then
 	qemu+=(-serial mon:stdio)
-	exec "${qemu[@]}"
+	exec timeout --foreground "$TIMEOUT" "${qemu[@]}"
 fi
 qemu+=(-serial stdio -monitor none)
 # Show the job's output (between the markers) and every kernel warning;

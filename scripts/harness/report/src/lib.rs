@@ -371,7 +371,7 @@ pub fn bench_table(c: &Samples, rust: Option<&Samples>) -> (String, String) {
     for (case, unit) in cases {
         let cm = med(c, case);
         let rm = rust.and_then(|r| med(r, case));
-        let fmt = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.0}"));
+        let fmt = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.1}"));
         let rcol = if rust.is_some() {
             fmt(rm)
         } else {
@@ -543,7 +543,7 @@ mod tests {
         let r = bench_samples("SAMPLE one-ops 36 ns/call\nSAMPLE new-case 10 us\n");
         let (table, tsv) = bench_table(&c, Some(&r));
         assert!(table.contains("one-ops"), "{table}");
-        assert!(table.lines().any(|l| l.starts_with("one-ops") && l.contains(" 45 ") && l.contains("0.80")), "{table}");
+        assert!(table.lines().any(|l| l.starts_with("one-ops") && l.contains(" 45.0 ") && l.contains("0.80")), "{table}");
         assert!(tsv.contains("one-ops\tc\t45\tns/call\n"));
         assert!(tsv.contains("one-ops\trust\t36\tns/call\n"));
         assert!(tsv.contains("new-case\trust\t10\tus\n"));

@@ -15,7 +15,9 @@ ops_case() { # name params...
 	while [ $i -lt "$reps" ]; do
 		dmesg -c > /dev/null
 		insmod "$mod" "$@" 2> /dev/null
-		v=$(dmesg | sed -n 's/.*(\([0-9]*\)ns \/ call).*/\1/p' | tail -1)
+		# "Attempted <calls> calls to <fn> in <total>ns (<n>ns / call)"
+		v=$(dmesg | sed -n 's/.*Attempted \([0-9]*\) calls to .* in \([0-9]*\)ns (.*/\2 \1/p' |
+			tail -1 | awk '{ if ($2 > 0) printf "%.2f", $1 / $2 }')
 		if [ -z "$v" ]; then
 			echo "bench: $name: no result"; dmesg | tail -5; exit 1
 		fi
