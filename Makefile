@@ -60,7 +60,8 @@ define guest-tests
 	$(list-ftracetest)
 	@rc=0; MODE=test SUITES="$(2)" TIMEOUT=$(3) LOG=$(BUILD)/log/$(1)-$(CORE).log \
 		FTRACETEST_LIST=$(ftlist) $(H)/run-qemu.sh || rc=$$?; \
-	$(report) test $(BUILD)/log/$(1)-$(CORE).log --boot $(ST)/boot-selftests.txt \
+	$(report) test $(BUILD)/log/$(1)-$(CORE).log \
+		--console $(BUILD)/log/$(1)-$(CORE).console.log --boot $(ST)/boot-selftests.txt \
 		--known $(ST)/known-failures.txt --ftracetest-list $(ftlist) $(4) && [ $$rc -eq 0 ]
 endef
 

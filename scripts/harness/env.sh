@@ -13,6 +13,7 @@ jobs=${JOBS:-$(($(nproc) + 1))}
 # The kernel's Rust toolchain: Debian's rustc-web and rust-web-src, and
 # bindgen-cli from crates.io (scripts/harness/setup-host.sh).
 export RUSTC=/usr/bin/rustc HOSTRUSTC=/usr/bin/rustc RUSTDOC=/usr/bin/rustdoc
+export CLIPPY_DRIVER=/usr/bin/clippy-driver RUSTFMT=/usr/bin/rustfmt
 export BINDGEN=${BINDGEN:-$HOME/.cargo/bin/bindgen}
 export RUST_LIB_SRC=/usr/lib/rustlib/src/rust/library
 export ARCH=x86_64
@@ -23,5 +24,5 @@ command -v ccache >/dev/null && kcc="ccache gcc"
 kmake() {
 	make -s -C "$src" O="$out" ARCH=x86_64 CC="$kcc" HOSTCC=gcc \
 		RUSTC="$RUSTC" HOSTRUSTC="$HOSTRUSTC" BINDGEN="$BINDGEN" \
-		RUSTDOC="$RUSTDOC" "$@"
+		RUSTDOC="$RUSTDOC" CLIPPY_DRIVER="$CLIPPY_DRIVER" RUSTFMT="$RUSTFMT" ${CLIPPY:+CLIPPY=$CLIPPY} "$@"
 }

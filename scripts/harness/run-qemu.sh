@@ -55,11 +55,10 @@ initrd=$build/initramfs-$CORE.cpio.gz
 
 # --- QEMU --------------------------------------------------------------------
 mkdir -p "$build/log"
+# The job's output (second serial port) and the kernel console (first).
 log=${LOG:-$build/log/$MODE-$CORE.log}
+console=${log%.log}.console.log
 append="console=ttyS0 panic=-1 ${KAPPEND:-}"
-case "$MODE" in
-cmd | script) append+=" loglevel=5" ;;
-esac
 qemu=(qemu-system-x86_64 -m "$MEM" -smp "$SMP" -no-reboot -nographic
 	-kernel "$kimage" -initrd "$initrd" -append "$append")
 case "$ACCEL" in
@@ -73,33 +72,40 @@ if [ "$MODE" = shell ]; then
 	qemu+=(-serial mon:stdio)
 	exec timeout --foreground "$TIMEOUT" "${qemu[@]}"
 fi
-qemu+=(-serial stdio -monitor none)
-# Show the job's output (between the markers) and every kernel warning;
-# keep the whole serial log.
-timeout -k 10 "$TIMEOUT" "${qemu[@]}" < /dev/null 2>&1 | tr -d '\r' | tee "$log" |
-	awk -v verbose="${VERBOSE:-0}" '
-		/^=== harness: begin ===/ { on = 1; next }
-		/^=== harness: dmesg begin ===/ { on = 0; next }
-		/^=== harness: dmesg end ===/ { on = 1; next }
-		/^=== harness: exit / { on = 0; next }
-		verbose == 1 || on { print; fflush(); next }
-		/WARNING:|BUG:|Oops|Kernel panic|Call Trace:|RIP:/ { print; fflush() }'
+qemu+=(-monitor none -chardev "file,id=con,path=$console" -serial chardev:con
+	-chardev stdio,id=job,signal=off -serial chardev:job)
+timeout -k 10 "$TIMEOUT" "${qemu[@]}" < /dev/null 2>&1 | stdbuf -oL tr -d '\r' | tee "$log" |
+	if [ "${VERBOSE:-0}" = 1 ]; then cat; else
+		sed -u '/^=== harness: dmesg begin ===/,/^=== harness: dmesg end ===/d'; fi
 qrc=${PIPESTATUS[0]}
+if [ "${VERBOSE:-0}" = 1 ]; then
+	echo "--- kernel console (${console#$top/}) ---"
+	cat "$console"
+fi
+
+# Kernel trouble on the console is shown whatever the job said.
+trouble='WARNING:|BUG:|Oops|Kernel panic|general protection fault|circular locking|KASAN:|UBSAN:|stall|ftrace bug|ftrace failed|ftrace faulted'
+if grep -Eq "$trouble" "$console"; then
+	echo "run-qemu: kernel trouble on the console (${console#$top/}):" >&2
+	grep -E -A12 "$trouble" "$console" | head -60 >&2
+fi
 
 rc=$(sed -n 's/^=== harness: exit \([0-9]*\) ===$/\1/p' "$log" | tail -1)
 if [ "$qrc" -eq 124 ] || [ "$qrc" -eq 137 ]; then
-	echo "run-qemu: guest did not finish within ${TIMEOUT}s (hung?); killed. Serial log: ${log#$top/}" >&2
+	echo "run-qemu: guest did not finish within ${TIMEOUT}s (hung?); killed. Last console lines:" >&2
+	tail -n 15 "$console" >&2
 	exit 124
 fi
-if grep -q 'Kernel panic' "$log"; then
-	echo "run-qemu: the guest kernel panicked. Serial log: ${log#$top/}" >&2
+if grep -q 'Kernel panic' "$console"; then
+	echo "run-qemu: the guest kernel panicked. Console: ${console#$top/}" >&2
 	exit 125
 fi
 if [ -z "$rc" ]; then
-	echo "run-qemu: guest ended without reporting an exit status (qemu rc $qrc). Serial log: ${log#$top/}" >&2
+	echo "run-qemu: guest ended without reporting an exit status (qemu rc $qrc). Last console lines:" >&2
+	tail -n 15 "$console" >&2
 	exit 126
 fi
 if [ "$rc" -ne 0 ]; then
-	echo "run-qemu: guest job exited with status $rc. Serial log: ${log#$top/}" >&2
+	echo "run-qemu: guest job exited with status $rc. Logs: ${log#$top/}, ${console#$top/}" >&2
 fi
 exit "$rc"

@@ -232,7 +232,10 @@ impl Summary {
 
 /// Inputs of one test run's verdict.
 pub struct TestRun<'a> {
+    /// What the guest's job printed.
     pub log: &'a str,
+    /// The kernel console, when it went to its own log.
+    pub console: &'a str,
     /// Boot selftests that must report (name without the "boot: " prefix).
     pub expected_boot: &'a BTreeMap<String, String>,
     /// Tests the guest runner must report a RESULT for.
@@ -277,7 +280,13 @@ pub fn summarize(run: &TestRun<'_>) -> Summary {
             outcome: Outcome::NotPass("the guest did not power off cleanly".into()),
         });
     }
+    let mut trouble = kernel_trouble(run.console);
     for t in kernel_trouble(run.log) {
+        if !trouble.contains(&t) {
+            trouble.push(t);
+        }
+    }
+    for t in trouble {
         results.push(TestResult {
             name: "kernel log".into(),
             outcome: Outcome::NotPass(t),
@@ -292,7 +301,8 @@ pub fn summarize(run: &TestRun<'_>) -> Summary {
             Outcome::NotPass(why) => match run.known.get(&r.name) {
                 Some(reason) => {
                     sum.skipped += 1;
-                    sum.lines.push(format!("SKIP  {} [{why}]: {reason}", r.name));
+                    sum.lines
+                        .push(format!("SKIP  {} [{why}]: {reason}", r.name));
                 }
                 None => {
                     sum.failed += 1;
@@ -381,7 +391,11 @@ pub fn bench_table(c: &Samples, rust: Option<&Samples>) -> (String, String) {
             (Some(c), Some(r)) if c > 0.0 => format!("{:.2}", r / c),
             _ => "-".to_string(),
         };
-        let _ = writeln!(table, "{case:<24} {:>12} {rcol:>12} {ratio:>8}  {unit}", fmt(cm));
+        let _ = writeln!(
+            table,
+            "{case:<24} {:>12} {rcol:>12} {ratio:>8}  {unit}",
+            fmt(cm)
+        );
         if let Some(v) = cm {
             let _ = writeln!(tsv, "{case}\tc\t{v}\t{unit}");
         }
@@ -485,13 +499,20 @@ mod tests {
         let expected = vec!["rftrace/a.sh".to_string(), "ftracetest/z.tc".to_string()];
         let s = summarize(&TestRun {
             log: &log,
+            console: "",
             expected_boot: &boot,
             expected_results: &expected,
             known: &known,
         });
         assert_eq!((s.passed, s.failed, s.skipped), (2, 2, 1), "{:#?}", s.lines);
-        assert!(s.lines.iter().any(|l| l.starts_with("FAIL  ftracetest/z.tc [missing result]")));
-        assert!(s.lines.iter().any(|l| l.starts_with("FAIL  ftracetest/x.tc [FAIL: exit 1]")));
+        assert!(s
+            .lines
+            .iter()
+            .any(|l| l.starts_with("FAIL  ftracetest/z.tc [missing result]")));
+        assert!(s
+            .lines
+            .iter()
+            .any(|l| l.starts_with("FAIL  ftracetest/x.tc [FAIL: exit 1]")));
         assert_eq!(s.closing_line(), "2 passed, 2 failed, 1 skipped");
     }
 
@@ -504,29 +525,41 @@ mod tests {
         let boot = parse_name_list("tracer function\ntracer nop\n");
         let s = summarize(&TestRun {
             log: &log,
+            console: "",
             expected_boot: &boot,
             expected_results: &[],
             known: &BTreeMap::new(),
         });
         assert_eq!((s.passed, s.failed), (1, 2), "{:#?}", s.lines);
-        assert!(s.lines.iter().any(|l| l.contains("boot: tracer nop [missing result]")));
-        assert!(s.lines.iter().any(|l| l.contains("kernel log [WARNING: CPU: 0")));
+        assert!(s
+            .lines
+            .iter()
+            .any(|l| l.contains("boot: tracer nop [missing result]")));
+        assert!(s
+            .lines
+            .iter()
+            .any(|l| l.contains("kernel log [WARNING: CPU: 0")));
     }
 
     #[test]
     fn unfinished_guest_fails() {
         let s = summarize(&TestRun {
             log: "booting...\nRESULT PASS a\n",
+            console: "[ 1.0] Oops: 0000 [#1] PREEMPT SMP\n",
             expected_boot: &BTreeMap::new(),
             expected_results: &[],
             known: &BTreeMap::new(),
         });
-        assert_eq!((s.passed, s.failed), (1, 2), "{:#?}", s.lines);
+        assert_eq!((s.passed, s.failed), (1, 3), "{:#?}", s.lines);
+        assert!(s.lines.iter().any(|l| l.contains("kernel log [Oops: 0000")));
     }
 
     #[test]
     fn exit_status_is_the_last() {
-        assert_eq!(exit_status("=== harness: exit 3 ===\n=== harness: exit 0 ===\n"), Some(0));
+        assert_eq!(
+            exit_status("=== harness: exit 3 ===\n=== harness: exit 0 ===\n"),
+            Some(0)
+        );
         assert_eq!(exit_status("nothing"), None);
     }
 
@@ -543,7 +576,12 @@ mod tests {
         let r = bench_samples("SAMPLE one-ops 36 ns/call\nSAMPLE new-case 10 us\n");
         let (table, tsv) = bench_table(&c, Some(&r));
         assert!(table.contains("one-ops"), "{table}");
-        assert!(table.lines().any(|l| l.starts_with("one-ops") && l.contains(" 45.0 ") && l.contains("0.80")), "{table}");
+        assert!(
+            table
+                .lines()
+                .any(|l| l.starts_with("one-ops") && l.contains(" 45.0 ") && l.contains("0.80")),
+            "{table}"
+        );
         assert!(tsv.contains("one-ops\tc\t45\tns/call\n"));
         assert!(tsv.contains("one-ops\trust\t36\tns/call\n"));
         assert!(tsv.contains("new-case\trust\t10\tus\n"));

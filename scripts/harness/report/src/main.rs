@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 //! harness-report: the host side of `make test` and `make bench`.
 //!
-//!   harness-report test LOG --boot FILE --known FILE [--tests-dir DIR] --ftracetest-list FILE
+//!   harness-report test LOG [--console LOG] --boot FILE --known FILE [--tests-dir DIR] --ftracetest-list FILE
 //!   harness-report bench --c LOG [--rust LOG] --tsv OUT
 
 use harness_report::*;
@@ -26,6 +26,10 @@ fn need<'a>(args: &'a [String], name: &str) -> Result<&'a str, String> {
 
 fn test(args: &[String]) -> Result<bool, String> {
     let log = read(args.first().ok_or("missing LOG")?)?;
+    let console = match opt(args, "--console") {
+        Some(p) => read(p)?,
+        None => String::new(),
+    };
     let boot = parse_name_list(&read(need(args, "--boot")?)?);
     let known = parse_name_list(&read(need(args, "--known")?)?);
     let mut expected = Vec::new();
@@ -43,6 +47,7 @@ fn test(args: &[String]) -> Result<bool, String> {
     expected.extend(list.keys().map(|c| format!("ftracetest/{c}")));
     let s = summarize(&TestRun {
         log: &log,
+        console: &console,
         expected_boot: &boot,
         expected_results: &expected,
         known: &known,

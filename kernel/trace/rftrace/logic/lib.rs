@@ -1,0 +1,14 @@
+// SPDX-License-Identifier: GPL-2.0
+//! The portable logic of the Rust ftrace core.
+//!
+//! Every module here depends on `core` only: the kernel build compiles the
+//! same files into vmlinux (see `kernel/trace/rftrace/`), and the host
+//! workspace runs their tests, property tests included, with `cargo test`.
+#![no_std]
+
+#[cfg(test)]
+extern crate std;
+
+pub mod glob;
+pub mod insn;
+pub mod sites;

@@ -1,0 +1,170 @@
+// SPDX-License-Identifier: GPL-2.0
+//! The call-site table: one 16-byte record per `__fentry__` call site,
+//! kept sorted by address in groups (the kernel image, each module), and
+//! the searches the rest of the kernel asks of it.
+
+use crate::insn::SITE_SIZE;
+
+/// Flags of a call site. The low bits say what the site is patched to now;
+/// the others what it is and what happened to it.
+pub mod flags {
+    /// The site calls a trampoline (it is not a NOP).
+    pub const ENABLED: u32 = 1 << 0;
+    /// The trampoline it calls saves a full `pt_regs`.
+    pub const REGS: u32 = 1 << 1;
+    /// It calls one ops' own trampoline rather than the shared list one.
+    pub const DIRECT_OPS: u32 = 1 << 2;
+    /// An ops that may change the return ip (IPMODIFY) is on it.
+    pub const IPMODIFY: u32 = 1 << 3;
+    /// It has been traced at least once since boot (`touched_functions`).
+    pub const TOUCHED: u32 = 1 << 4;
+    /// An ops that modifies it (IPMODIFY, a direct caller) touched it.
+    pub const MODIFIED: u32 = 1 << 5;
+    /// It lies in init text, which goes away after boot or module load.
+    pub const INIT: u32 = 1 << 6;
+    /// It can never be patched: its text is gone, or its bytes were wrong.
+    pub const DISABLED: u32 = 1 << 7;
+}
+
+/// One call site. 16 bytes, as the C core's `struct dyn_ftrace`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Site {
+    /// Address of the 5-byte call or NOP.
+    pub ip: u64,
+    /// How many ops want this site traced.
+    pub refs: u32,
+    /// [`flags`].
+    pub flags: u32,
+}
+
+const _: () = assert!(core::mem::size_of::<Site>() == 16);
+
+impl Site {
+    pub const fn new(ip: u64) -> Self {
+        Site {
+            ip,
+            refs: 0,
+            flags: 0,
+        }
+    }
+
+    pub fn has(&self, f: u32) -> bool {
+        self.flags & f != 0
+    }
+}
+
+/// Sorts call-site addresses and drops duplicates and zeros (a zero is an
+/// entry the build or the loader cleared). Returns how many remain at the
+/// front of `ips`. Sorting in place: no allocation.
+pub fn sort_unique(ips: &mut [u64]) -> usize {
+    ips.sort_unstable();
+    let mut n = 0;
+    for i in 0..ips.len() {
+        let ip = ips[i];
+        if ip != 0 && (n == 0 || ips[n - 1] != ip) {
+            ips[n] = ip;
+            n += 1;
+        }
+    }
+    n
+}
+
+/// Whether `ips` is sorted strictly ascending (what a build-time sort
+/// gives), so boot can skip sorting.
+pub fn is_sorted_unique(ips: &[u64]) -> bool {
+    ips.windows(2).all(|w| w[0] < w[1])
+}
+
+/// The index of the site at exactly `ip`.
+pub fn find(sites: &[Site], ip: u64) -> Option<usize> {
+    sites.binary_search_by(|s| s.ip.cmp(&ip)).ok()
+}
+
+/// The index of the first site whose call instruction overlaps the range
+/// `[start, end]` (inclusive), as `ftrace_location_range()` and
+/// `ftrace_text_reserved()` need.
+pub fn first_overlapping(sites: &[Site], start: u64, end: u64) -> Option<usize> {
+    if end < start {
+        return None;
+    }
+    // The first site that ends after `start`...
+    let lo = start.saturating_sub(SITE_SIZE as u64 - 1);
+    let i = sites.partition_point(|s| s.ip < lo);
+    // ...if it begins no later than `end`.
+    sites
+        .get(i..)?
+        .iter()
+        .position(|s| s.ip.saturating_add(SITE_SIZE as u64) > start)
+        .map(|k| i + k)
+        .filter(|&k| sites[k].ip <= end)
+}
+
+/// The index of the first site whose address lies in `[start, end]`: what
+/// `ftrace_location_range()` returns the address of.
+pub fn first_in(sites: &[Site], start: u64, end: u64) -> Option<usize> {
+    let i = sites.partition_point(|s| s.ip < start);
+    sites.get(i).filter(|s| s.ip <= end).map(|_| i)
+}
+
+/// The range of indexes of sites whose address lies in `[start, end)`:
+/// the sites of one module's init text, say, when it is freed.
+pub fn range(sites: &[Site], start: u64, end: u64) -> core::ops::Range<usize> {
+    let a = sites.partition_point(|s| s.ip < start);
+    let b = sites.partition_point(|s| s.ip < end);
+    a..b.max(a)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use std::vec::Vec;
+
+    fn table(ips: &[u64]) -> Vec<Site> {
+        ips.iter().map(|&ip| Site::new(ip)).collect()
+    }
+
+    #[test]
+    fn sorting() {
+        let mut v = [30, 10, 0, 20, 10, 30];
+        let n = sort_unique(&mut v);
+        assert_eq!(&v[..n], &[10, 20, 30]);
+        assert!(is_sorted_unique(&v[..n]));
+        assert!(!is_sorted_unique(&[1, 1]));
+    }
+
+    #[test]
+    fn lookups() {
+        let t = table(&[100, 200, 300]);
+        assert_eq!(find(&t, 200), Some(1));
+        assert_eq!(find(&t, 201), None);
+        assert_eq!(first_in(&t, 150, 250), Some(1));
+        assert_eq!(first_in(&t, 201, 299), None);
+        assert_eq!(first_in(&t, 300, 300), Some(2));
+        assert_eq!(first_overlapping(&t, 204, 204), Some(1));
+        assert_eq!(first_overlapping(&t, 205, 250), None);
+        assert_eq!(first_overlapping(&t, 0, 96), None);
+        assert_eq!(first_overlapping(&t, 0, 100), Some(0));
+        assert_eq!(first_overlapping(&t, 150, 140), None);
+        assert_eq!(range(&t, 150, 301), 1..3);
+        assert_eq!(range(&t, 301, 150), 3..3);
+    }
+
+    proptest! {
+        #[test]
+        fn overlap_agrees_with_scan(mut ips in proptest::collection::vec(0u64..2000, 0..64),
+                                    start in 0u64..2100, len in 0u64..40) {
+            let n = sort_unique(&mut ips);
+            let t = table(&ips[..n]);
+            let end = start + len;
+            let scan = t.iter().position(|s| s.ip <= end && s.ip + 5 > start);
+            prop_assert_eq!(first_overlapping(&t, start, end), scan);
+            let scan_in = t.iter().position(|s| s.ip >= start && s.ip <= end);
+            prop_assert_eq!(first_in(&t, start, end), scan_in);
+            for (i, s) in t.iter().enumerate() {
+                prop_assert_eq!(find(&t, s.ip), Some(i));
+            }
+        }
+    }
+}
