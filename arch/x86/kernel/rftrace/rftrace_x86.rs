@@ -1,0 +1,636 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! x86_64 architecture layer of the Rust ftrace core.
+//!
+//! It rewrites call sites live, in batches of any size: an `int3` over the
+//! first byte of every site of the batch, a sync of all CPUs, the tails,
+//! a sync, the first bytes, a sync. A CPU that meets a site in the middle
+//! of this traps, and [`rftrace_int3_handler`] makes it behave as the new
+//! instruction. No `stop_machine`.
+//!
+//! At this stage it serves the generic C core (`kernel/trace/ftrace.c`)
+//! through the architecture interface of `include/linux/ftrace.h`
+//! (`ftrace_replace_code()`, `ftrace_make_call()`, ...), so the C core
+//! runs on Rust patching, the Rust graph entry and the trampolines of
+//! `trampolines_64.S`.
+
+use core::cell::UnsafeCell;
+use kernel::ffi::{c_int, c_ulong, c_void};
+use core::ptr;
+use core::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
+use kernel::bindings;
+use kernel::prelude::*;
+
+#[allow(dead_code, unreachable_pub, missing_docs)]
+#[path = "../../../../kernel/trace/rftrace/logic/insn.rs"]
+mod insn;
+
+use insn::{Decoded, NOP5, SITE_SIZE};
+
+const __LOG_PREFIX: &[u8] = b"ftrace\0";
+
+const EINVAL: c_int = bindings::EINVAL as c_int;
+const EFAULT: c_int = bindings::EFAULT as c_int;
+
+/// One site of a batch: where, what must be there now, what comes.
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct Poke {
+    ip: u64,
+    /// Where a CPU that traps on the site continues: the call target of
+    /// the new instruction, or 0 to step over it (a NOP).
+    emulate_call: u64,
+    old: [u8; SITE_SIZE],
+    new: [u8; SITE_SIZE],
+}
+
+impl Poke {
+    /// A rewrite of the site at `ip` from `old` to `new`; `None` when `new`
+    /// is neither a call nor the NOP.
+    fn new(ip: u64, old: [u8; SITE_SIZE], new: [u8; SITE_SIZE]) -> Option<Self> {
+        let emulate_call = match insn::decode(ip, &new) {
+            Decoded::Nop => 0,
+            Decoded::Call(t) => t,
+            Decoded::Other => return None,
+        };
+        Some(Poke {
+            ip,
+            emulate_call,
+            old,
+            new,
+        })
+    }
+}
+
+/// The batch the `int3` handler consults while it is being written.
+struct Active {
+    pokes: *const Poke,
+    len: usize,
+}
+
+static ACTIVE: AtomicPtr<Active> = AtomicPtr::new(ptr::null_mut());
+
+/// Makes a CPU that hit the `int3` of a site being rewritten behave as the
+/// site's new instruction. Called from `exc_int3()` before anything else
+/// that could itself hit an `int3`; calls nothing.
+///
+/// # Safety
+///
+/// `regs` is the trap frame of an `int3`, with the gap below it that the
+/// x86_64 entry code leaves for emulating a call.
+#[no_mangle]
+#[link_section = ".noinstr.text"]
+pub unsafe extern "C" fn rftrace_int3_handler(regs: *mut bindings::pt_regs) -> c_int {
+    // SAFETY: the caller passes a valid trap frame.
+    let regs = unsafe { &mut *regs };
+    // SAFETY: `csx` covers the whole cs slot, which entry code wrote.
+    if unsafe { regs.__bindgen_anon_1.csx } & 3 != 0 {
+        return 0;
+    }
+    // Seeing our `int3` implies seeing the batch published before it
+    // (release store, then the text write and a sync of all CPUs).
+    let active = ACTIVE.load(Ordering::Acquire);
+    if active.is_null() {
+        return 0;
+    }
+    // SAFETY: a published batch stays valid until it is unpublished, which
+    // happens after the last sync of the batch, when no CPU can be in here
+    // (this runs with interrupts off, and a sync waits for every CPU to
+    // take an interrupt).
+    let active = unsafe { &*active };
+    let ip = regs.ip.wrapping_sub(1) as u64;
+    let (mut lo, mut hi) = (0usize, active.len);
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
+        // SAFETY: `mid < len`, and the batch holds `len` pokes.
+        let p = unsafe { &*active.pokes.add(mid) };
+        if p.ip < ip {
+            lo = mid + 1;
+        } else if p.ip > ip {
+            hi = mid;
+        } else {
+            let next = p.ip + SITE_SIZE as u64;
+            if p.emulate_call == 0 {
+                regs.ip = next as c_ulong;
+            } else {
+                regs.sp -= 8;
+                // SAFETY: the entry code left room below the trap frame to
+                // push a return address; `sp` now points into it.
+                unsafe { ptr::write(regs.sp as *mut u64, next) };
+                regs.ip = p.emulate_call as c_ulong;
+            }
+            return 1;
+        }
+    }
+    0
+}
+
+/// Reads the 5 bytes at `ip`.
+fn read_site(ip: u64) -> Option<[u8; SITE_SIZE]> {
+    let mut b = [0u8; SITE_SIZE];
+    // SAFETY: `copy_from_kernel_nofault` checks the source and fails
+    // rather than faulting; the destination is a local buffer.
+    let r = unsafe {
+        bindings::copy_from_kernel_nofault(
+            b.as_mut_ptr().cast(),
+            ip as *const c_void,
+            SITE_SIZE,
+        )
+    };
+    (r == 0).then_some(b)
+}
+
+/// Writes `bytes` at `addr` in live kernel text.
+///
+/// # Safety
+///
+/// `text_mutex` is held and `addr..addr + bytes.len()` is a call site of
+/// the batch being written.
+unsafe fn poke_text(addr: u64, bytes: &[u8]) {
+    // SAFETY: per the function's contract.
+    unsafe { bindings::text_poke(addr as *mut c_void, bytes.as_ptr().cast(), bytes.len()) };
+}
+
+/// Makes every CPU serialize its instruction stream.
+fn sync_cores() {
+    // SAFETY: callable from any sleepable context.
+    unsafe { bindings::text_poke_sync() };
+}
+
+/// Rewrites the sites of `pokes`, sorted by address and without
+/// duplicates, from their `old` to their `new` bytes, checking first that
+/// every site holds its `old` bytes. Returns the index of the first site
+/// that does not; nothing is written then.
+///
+/// # Safety
+///
+/// `text_mutex` is held, and the context may sleep.
+unsafe fn write_batch(pokes: &mut [Poke]) -> core::result::Result<(), usize> {
+    pokes.sort_unstable_by_key(|p| p.ip);
+    for (i, p) in pokes.iter().enumerate() {
+        if read_site(p.ip) != Some(p.old) || (i > 0 && pokes[i - 1].ip == p.ip) {
+            return Err(i);
+        }
+    }
+    if pokes.is_empty() {
+        return Ok(());
+    }
+    let active = Active {
+        pokes: pokes.as_ptr(),
+        len: pokes.len(),
+    };
+    ACTIVE.store(ptr::from_ref(&active).cast_mut(), Ordering::Release);
+
+    let mut tails = false;
+    for p in pokes.iter() {
+        let [first, tail, _] = insn::phases(&p.old, &p.new);
+        if let Some(w) = first {
+            // SAFETY: `text_mutex` is held; the site is one of the batch.
+            unsafe { poke_text(p.ip + w.offset as u64, w.bytes) };
+        }
+        tails |= tail.is_some();
+    }
+    sync_cores();
+    if tails {
+        for p in pokes.iter() {
+            if let [_, Some(w), _] = insn::phases(&p.old, &p.new) {
+                // SAFETY: as above.
+                unsafe { poke_text(p.ip + w.offset as u64, w.bytes) };
+            }
+        }
+        sync_cores();
+    }
+    for p in pokes.iter() {
+        if let [_, _, Some(w)] = insn::phases(&p.old, &p.new) {
+            // SAFETY: as above.
+            unsafe { poke_text(p.ip + w.offset as u64, w.bytes) };
+        }
+    }
+    sync_cores();
+    // No CPU runs the handler for this batch any more (see the handler).
+    ACTIVE.store(ptr::null_mut(), Ordering::Release);
+    Ok(())
+}
+
+/// Data only touched with `text_mutex` held.
+struct TextLocked<T>(UnsafeCell<T>);
+
+// SAFETY: every access goes through `get`, whose callers hold `text_mutex`.
+unsafe impl<T> Sync for TextLocked<T> {}
+
+impl<T> TextLocked<T> {
+    /// # Safety
+    ///
+    /// `text_mutex` is held for as long as the reference lives.
+    #[allow(clippy::mut_from_ref)]
+    unsafe fn get(&self) -> &mut T {
+        // SAFETY: `text_mutex` serializes all users.
+        unsafe { &mut *self.0.get() }
+    }
+}
+
+const QUEUE_LEN: usize = 128;
+
+/// Site rewrites requested one at a time while patching is "late"
+/// (between `ftrace_arch_code_modify_prepare()` and
+/// `ftrace_arch_code_modify_post_process()`), written as one batch.
+struct Queue {
+    len: usize,
+    pokes: [Poke; QUEUE_LEN],
+}
+
+const EMPTY_POKE: Poke = Poke {
+    ip: 0,
+    emulate_call: 0,
+    old: NOP5,
+    new: NOP5,
+};
+
+static QUEUE: TextLocked<Queue> = TextLocked(UnsafeCell::new(Queue {
+    len: 0,
+    pokes: [EMPTY_POKE; QUEUE_LEN],
+}));
+
+/// Set while the core holds `text_mutex` to patch live text.
+static POKE_LATE: AtomicBool = AtomicBool::new(false);
+
+/// Writes the queued rewrites.
+///
+/// # Safety
+///
+/// `text_mutex` is held.
+unsafe fn flush_queue() {
+    // SAFETY: `text_mutex` is held.
+    let q = unsafe { QUEUE.get() };
+    let n = q.len;
+    q.len = 0;
+    // SAFETY: `text_mutex` is held; the callers of the ftrace arch
+    // interface may sleep.
+    if let Err(i) = unsafe { write_batch(&mut q.pokes[..n]) } {
+        pr_err!("site {:#x} changed while queued; not patched\n", q.pokes[i].ip);
+    }
+}
+
+/// Rewrites one site: at once before SMP and for code not yet running,
+/// else through the queue.
+fn rewrite_site(ip: u64, old: [u8; SITE_SIZE], new: [u8; SITE_SIZE]) -> c_int {
+    match read_site(ip) {
+        None => return -EFAULT,
+        Some(cur) if cur != old => {
+            // SAFETY: `ftrace_expected` is read by `ftrace_bug()` only,
+            // which the C core calls right after this returns; point it at
+            // static bytes.
+            unsafe { bindings::ftrace_expected = expected_bytes(&old) };
+            return -EINVAL;
+        }
+        Some(_) => {}
+    }
+    let Some(p) = Poke::new(ip, old, new) else {
+        return -EINVAL;
+    };
+    if !POKE_LATE.load(Ordering::Relaxed) {
+        // SAFETY: early boot or a module whose code does not run yet:
+        // nothing executes the site while it is written.
+        unsafe { bindings::text_poke_early(ip as *mut c_void, new.as_ptr().cast(), SITE_SIZE) };
+        return 0;
+    }
+    // SAFETY: POKE_LATE is only set with `text_mutex` held.
+    let q = unsafe { QUEUE.get() };
+    if q.len == QUEUE_LEN {
+        // SAFETY: `text_mutex` is held.
+        unsafe { flush_queue() };
+    }
+    q.pokes[q.len] = p;
+    q.len += 1;
+    0
+}
+
+/// The bytes a failed check expected, kept for `ftrace_bug()`'s report.
+static EXPECTED: TextLocked<[u8; SITE_SIZE]> = TextLocked(UnsafeCell::new(NOP5));
+
+fn expected_bytes(b: &[u8; SITE_SIZE]) -> *const c_void {
+    // SAFETY: reports are made under `ftrace_lock` by the core, one at a
+    // time; the buffer is only read by `ftrace_bug()`.
+    let e = unsafe { EXPECTED.get() };
+    *e = *b;
+    e.as_ptr().cast()
+}
+
+fn call_bytes(ip: u64, target: u64) -> Option<[u8; SITE_SIZE]> {
+    insn::call(ip, target)
+}
+
+/// The `__fentry__` call every site holds in the object files.
+fn mcount_addr() -> c_ulong {
+    bindings::__fentry__ as *const () as c_ulong
+}
+
+/// Takes `text_mutex` for a series of live text changes.
+#[no_mangle]
+pub extern "C" fn ftrace_arch_code_modify_prepare() {
+    // SAFETY: `text_mutex` is a valid, initialised global mutex; the core
+    // calls this from a sleepable context.
+    unsafe { bindings::mutex_lock(ptr::addr_of_mut!(bindings::text_mutex)) };
+    POKE_LATE.store(true, Ordering::Relaxed);
+}
+
+/// Writes what was queued and releases `text_mutex`.
+#[no_mangle]
+pub extern "C" fn ftrace_arch_code_modify_post_process() {
+    // SAFETY: paired with `ftrace_arch_code_modify_prepare()`, which took
+    // `text_mutex`.
+    unsafe { flush_queue() };
+    POKE_LATE.store(false, Ordering::Relaxed);
+    // SAFETY: this context holds `text_mutex` since the prepare call.
+    unsafe { bindings::mutex_unlock(ptr::addr_of_mut!(bindings::text_mutex)) };
+}
+
+/// Turns the compiler's `call __fentry__` at a site into the NOP, at boot
+/// and at module load.
+///
+/// # Safety
+///
+/// `rec` points to a valid call-site record.
+#[no_mangle]
+pub unsafe extern "C" fn ftrace_make_nop(
+    _module: *mut bindings::module,
+    rec: *mut bindings::dyn_ftrace,
+    addr: c_ulong,
+) -> c_int {
+    // SAFETY: per the function's contract.
+    let ip = unsafe { (*rec).ip } as u64;
+    if addr != mcount_addr() {
+        // The generic core only asks this for `__fentry__` calls here; the
+        // rest goes through `ftrace_replace_code()`.
+        pr_err!("ftrace_make_nop({:#x}) for a call to {:#x}: not supported\n", ip, addr);
+        return -EINVAL;
+    }
+    match call_bytes(ip, addr as u64) {
+        Some(old) => rewrite_site(ip, old, NOP5),
+        None => -EINVAL,
+    }
+}
+
+/// Turns the NOP at a site into a call of `addr` (module load).
+///
+/// # Safety
+///
+/// `rec` points to a valid call-site record.
+#[no_mangle]
+pub unsafe extern "C" fn ftrace_make_call(rec: *mut bindings::dyn_ftrace, addr: c_ulong) -> c_int {
+    // SAFETY: per the function's contract.
+    let ip = unsafe { (*rec).ip } as u64;
+    match call_bytes(ip, addr as u64) {
+        Some(new) => rewrite_site(ip, NOP5, new),
+        None => -EINVAL,
+    }
+}
+
+/// Never used on x86_64: `ftrace_replace_code()` changes calls itself.
+///
+/// # Safety
+///
+/// `rec` points to a valid call-site record.
+#[no_mangle]
+pub unsafe extern "C" fn ftrace_modify_call(
+    rec: *mut bindings::dyn_ftrace,
+    _old_addr: c_ulong,
+    _addr: c_ulong,
+) -> c_int {
+    // SAFETY: per the function's contract.
+    let ip = unsafe { (*rec).ip };
+    pr_err!("ftrace_modify_call({:#x}): not supported on x86_64\n", ip);
+    -EINVAL
+}
+
+/// Points the callback calls of both trampolines at `func`.
+#[no_mangle]
+pub extern "C" fn ftrace_update_ftrace_func(func: bindings::ftrace_func_t) -> c_int {
+    let Some(func) = func else {
+        return -EINVAL;
+    };
+    let target = func as usize as u64;
+    let mut pokes = [EMPTY_POKE; 2];
+    let calls = [
+        bindings::ftrace_call as *const () as u64,
+        bindings::ftrace_regs_call as *const () as u64,
+    ];
+    for (p, &ip) in pokes.iter_mut().zip(calls.iter()) {
+        let (Some(old), Some(new)) = (read_site(ip), call_bytes(ip, target)) else {
+            return -EFAULT;
+        };
+        if !matches!(insn::decode(ip, &old), Decoded::Call(_)) {
+            pr_err!("trampoline call at {:#x} is not a call\n", ip);
+            return -EINVAL;
+        }
+        match Poke::new(ip, old, new) {
+            Some(x) => *p = x,
+            None => return -EINVAL,
+        }
+    }
+    // SAFETY: the core calls this between `ftrace_arch_code_modify_prepare()`
+    // and `..._post_process()`, with `text_mutex` held, in a sleepable
+    // context.
+    match unsafe { write_batch(&mut pokes) } {
+        Ok(()) => 0,
+        Err(_) => -EINVAL,
+    }
+}
+
+/// What one record needs, as the generic core says: the bytes now and the
+/// bytes wanted. `None` when it needs nothing.
+///
+/// # Safety
+///
+/// `rec` points to a valid call-site record; `ftrace_lock` is held.
+unsafe fn record_change(
+    rec: *mut bindings::dyn_ftrace,
+    enable: bool,
+) -> Option<([u8; SITE_SIZE], [u8; SITE_SIZE])> {
+    // SAFETY: per the function's contract.
+    let ip = unsafe { (*rec).ip } as u64;
+    // SAFETY: as above.
+    let what = unsafe { bindings::ftrace_test_record(rec, enable) } as u32;
+    // SAFETY (all three): as above.
+    let curr = || call_bytes(ip, unsafe { bindings::ftrace_get_addr_curr(rec) } as u64);
+    let new = || call_bytes(ip, unsafe { bindings::ftrace_get_addr_new(rec) } as u64);
+    match what {
+        bindings::FTRACE_UPDATE_MAKE_CALL => Some((NOP5, new()?)),
+        bindings::FTRACE_UPDATE_MODIFY_CALL => Some((curr()?, new()?)),
+        bindings::FTRACE_UPDATE_MAKE_NOP => Some((curr()?, NOP5)),
+        _ => None,
+    }
+}
+
+/// Applies what the generic core decided for every record, as one batch:
+/// check every site first and report the first that is not what the core
+/// believes (`ftrace_bug()`), then rewrite them all at once.
+#[no_mangle]
+pub extern "C" fn ftrace_replace_code(mod_flags: c_int) {
+    // Bit 0 of the flags the generic core passes: enable (its private
+    // FTRACE_MODIFY_ENABLE_FL).
+    let enable = mod_flags & 1 != 0;
+
+    // Pass 1: count, and check each site's bytes before touching any.
+    let mut count = 0usize;
+    let mut iter = {
+        // SAFETY: called by the core with `ftrace_lock` held.
+        unsafe { bindings::ftrace_rec_iter_start() }
+    };
+    while !iter.is_null() {
+        // SAFETY: `iter` is a live iterator of the core.
+        let rec = unsafe { bindings::ftrace_rec_iter_record(iter) };
+        // SAFETY: a record of the core, `ftrace_lock` held.
+        if let Some((old, _)) = unsafe { record_change(rec, enable) } {
+            // SAFETY: as above.
+            let ip = unsafe { (*rec).ip } as u64;
+            match read_site(ip) {
+                Some(cur) if cur == old => count += 1,
+                cur => {
+                    // SAFETY: `ftrace_bug()` reads `ftrace_expected`, set
+                    // here to static bytes, and reports `rec`.
+                    unsafe {
+                        bindings::ftrace_expected = expected_bytes(&old);
+                        bindings::ftrace_bug(if cur.is_none() { -EFAULT } else { -EINVAL }, rec);
+                        bindings::ftrace_expected = ptr::null();
+                    }
+                    return;
+                }
+            }
+        }
+        // SAFETY: `iter` is live.
+        iter = unsafe { bindings::ftrace_rec_iter_next(iter) };
+    }
+    if count == 0 {
+        return;
+    }
+
+    // Pass 2: collect the batch and update the records, then write. When
+    // memory for one batch is short, write in queue-sized pieces.
+    let mut big = KVVec::<Poke>::with_capacity(count, GFP_KERNEL).ok();
+    // SAFETY: called by the core with `text_mutex` held (prepare).
+    let q = unsafe { QUEUE.get() };
+    // SAFETY: as above.
+    unsafe { flush_queue() };
+    // SAFETY: as above.
+    iter = unsafe { bindings::ftrace_rec_iter_start() };
+    while !iter.is_null() {
+        // SAFETY: `iter` is live.
+        let rec = unsafe { bindings::ftrace_rec_iter_record(iter) };
+        // SAFETY: a record of the core, `ftrace_lock` held.
+        if let Some((old, new)) = unsafe { record_change(rec, enable) } {
+            // SAFETY: as above.
+            let ip = unsafe { (*rec).ip } as u64;
+            if let Some(p) = Poke::new(ip, old, new) {
+                let pushed = match big.as_mut() {
+                    Some(v) if v.len() < v.capacity() => v.push(p, GFP_KERNEL).is_ok(),
+                    _ => false,
+                };
+                if !pushed {
+                    if q.len == QUEUE_LEN {
+                        // SAFETY: `text_mutex` is held.
+                        unsafe { flush_queue() };
+                    }
+                    q.pokes[q.len] = p;
+                    q.len += 1;
+                }
+            }
+            // SAFETY: as above.
+            unsafe { bindings::ftrace_update_record(rec, enable) };
+        }
+        // SAFETY: `iter` is live.
+        iter = unsafe { bindings::ftrace_rec_iter_next(iter) };
+    }
+    if let Some(mut v) = big {
+        // SAFETY: `text_mutex` is held, sleepable context.
+        if let Err(i) = unsafe { write_batch(v.as_mut_slice()) } {
+            pr_err!("site {:#x} changed under the batch; nothing written\n", v[i].ip);
+        }
+    }
+    // SAFETY: `text_mutex` is held.
+    unsafe { flush_queue() };
+}
+
+/// The whole update the core asked for, with `text_mutex` held by the
+/// caller; x86_64 needs no `stop_machine`.
+#[no_mangle]
+pub extern "C" fn arch_ftrace_update_code(command: c_int) {
+    // SAFETY: the core calls this with its locks held and the command it
+    // built.
+    unsafe { bindings::ftrace_modify_all_code(command) };
+}
+
+/// Called when kernel rodata becomes read-only. This layer creates no
+/// per-ops trampolines, so there is nothing to protect.
+#[no_mangle]
+pub extern "C" fn set_ftrace_ops_ro() {}
+
+/// Architecture setup at `ftrace_init()`: says which core runs.
+#[no_mangle]
+pub extern "C" fn ftrace_dyn_arch_init() -> c_int {
+    pr_info!("function tracer core: Rust (x86_64 arch layer in Rust; generic core still kernel/trace/ftrace.c)\n");
+    0
+}
+
+/// Hooks the return of the traced function whose return address is at
+/// `parent`: records it with the graph core and replaces it with
+/// `return_to_handler`.
+///
+/// # Safety
+///
+/// `parent` points to the return address slot of the traced function on
+/// the current stack.
+#[no_mangle]
+pub unsafe extern "C" fn prepare_ftrace_return(ip: c_ulong, parent: *mut c_ulong, frame_pointer: c_ulong) {
+    // A CPU resuming from suspend can get here in real mode, on a stack
+    // that is not a kernel virtual address.
+    let marker = 0u8;
+    if (ptr::addr_of!(marker) as isize) >= 0 {
+        return;
+    }
+    // SAFETY: a plain read of the graph core's state.
+    if unsafe { bindings::ftrace_graph_is_dead() } {
+        return;
+    }
+    // Not `get_current()`: the general helpers are traced, and calling a
+    // traced function from here would recurse.
+    // SAFETY: reads the current task's pause counter.
+    if unsafe { bindings::ftrace_graph_paused() } {
+        return;
+    }
+    // SAFETY: per the function's contract `parent` is readable.
+    let ret = unsafe { *parent };
+    // SAFETY: the recursion protection of the tracing core.
+    let bit = unsafe { bindings::ftrace_test_recursion_trylock(ip, ret) };
+    if bit < 0 {
+        return;
+    }
+    // SAFETY: the graph core records `ret` for this frame; `parent` is
+    // the slot it is taken from.
+    if unsafe { bindings::function_graph_enter(ret, ip, frame_pointer, parent) } == 0 {
+        // SAFETY: per the function's contract `parent` is writable.
+        unsafe { *parent = bindings::return_to_handler as *const () as c_ulong };
+    }
+    // SAFETY: paired with the trylock above.
+    unsafe { bindings::ftrace_test_recursion_unlock(bit) };
+}
+
+/// The callback of the function graph tracer's ops.
+///
+/// # Safety
+///
+/// Called by a trampoline: `fregs` is its frame.
+#[no_mangle]
+pub unsafe extern "C" fn ftrace_graph_func(
+    ip: c_ulong,
+    _parent_ip: c_ulong,
+    _op: *mut bindings::ftrace_ops,
+    fregs: *mut bindings::ftrace_regs,
+) {
+    // SAFETY: on x86_64 `struct ftrace_regs` is a `struct pt_regs`, and
+    // `sp` is the stack pointer at the traced function's entry, where its
+    // return address is.
+    let sp = unsafe { (*fregs.cast::<bindings::pt_regs>()).sp };
+    // SAFETY: see above.
+    unsafe { prepare_ftrace_return(ip, sp as *mut c_ulong, 0) };
+}

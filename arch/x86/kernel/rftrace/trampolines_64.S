@@ -1,0 +1,241 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * x86_64 trampolines of the Rust ftrace core.
+ *
+ * A traced function starts with a 5-byte call site. While nothing traces
+ * it, the site is a NOP; when something does, the site calls one of the
+ * trampolines below. A trampoline builds a struct pt_regs frame on the
+ * stack (struct ftrace_regs is a pt_regs on x86_64), calls the tracing
+ * callback with
+ *
+ *	rdi = the site, rsi = the traced function's return address,
+ *	rdx = function_trace_op, rcx = the frame,
+ *
+ * restores what the callback may have changed and returns into the traced
+ * function, or wherever the callback pointed regs->ip (IPMODIFY).
+ *
+ * ftrace_caller saves the argument registers only and leaves regs->cs 0,
+ * which tells ftrace_get_regs() that the frame is not a full pt_regs.
+ * ftrace_regs_caller saves everything, flags included, and can also
+ * continue into a direct trampoline named by regs->orig_ax.
+ *
+ * The callback call of each trampoline (ftrace_call, ftrace_regs_call) is
+ * itself a 5-byte call that the core rewrites at run time.
+ */
+
+#include <linux/export.h>
+#include <linux/cfi_types.h>
+#include <linux/linkage.h>
+#include <asm/asm-offsets.h>
+#include <asm/ptrace.h>
+#include <asm/ftrace.h>
+#include <asm/segment.h>
+#include <asm/nospec-branch.h>
+#include <asm/unwind_hints.h>
+#include <asm/frame.h>
+
+	.code64
+	.section .text, "ax"
+
+/*
+ * Reserve the pt_regs frame and fill in what every callback may use: the
+ * argument registers, rax and rbp, orig_ax = 0, ip = the return address
+ * of the site's call (site + 5) and sp = the stack pointer the traced
+ * function had at its entry. Leaves the first two callback arguments in
+ * rdi and rsi.
+ *
+ * @pushed: bytes pushed by the trampoline before this (the saved flags).
+ */
+.macro rft_save_frame pushed
+	subq	$FRAME_SIZE, %rsp
+	movq	%rdi, RDI(%rsp)
+	movq	%rsi, RSI(%rsp)
+	movq	%rdx, RDX(%rsp)
+	movq	%rcx, RCX(%rsp)
+	movq	%r8, R8(%rsp)
+	movq	%r9, R9(%rsp)
+	movq	%rax, RAX(%rsp)
+	movq	%rbp, RBP(%rsp)
+	movq	$0, ORIG_RAX(%rsp)
+
+	/* Above the frame: [pushed bytes], site + 5, the traced function's return address. */
+	movq	FRAME_SIZE+\pushed(%rsp), %rdi
+	movq	%rdi, RIP(%rsp)
+	subq	$MCOUNT_INSN_SIZE, %rdi
+	movq	FRAME_SIZE+\pushed+8(%rsp), %rsi
+	leaq	FRAME_SIZE+\pushed+8(%rsp), %rdx
+	movq	%rdx, RSP(%rsp)
+.endm
+
+/* Reload what rft_save_frame saved; callbacks may have changed it. */
+.macro rft_load_frame
+	movq	RBP(%rsp), %rbp
+	movq	RAX(%rsp), %rax
+	movq	R9(%rsp), %r9
+	movq	R8(%rsp), %r8
+	movq	RCX(%rsp), %rcx
+	movq	RDX(%rsp), %rdx
+	movq	RSI(%rsp), %rsi
+	movq	RDI(%rsp), %rdi
+.endm
+
+SYM_TYPED_FUNC_START(ftrace_stub)
+	CALL_DEPTH_ACCOUNT
+	RET
+SYM_FUNC_END(ftrace_stub)
+
+SYM_TYPED_FUNC_START(ftrace_stub_graph)
+	CALL_DEPTH_ACCOUNT
+	RET
+SYM_FUNC_END(ftrace_stub_graph)
+
+/* What the sites call in the object files: nothing. */
+SYM_FUNC_START(__fentry__)
+	CALL_DEPTH_ACCOUNT
+	RET
+SYM_FUNC_END(__fentry__)
+EXPORT_SYMBOL(__fentry__)
+
+SYM_FUNC_START(ftrace_caller)
+	rft_save_frame 0
+	CALL_DEPTH_ACCOUNT
+
+	movq	function_trace_op(%rip), %rdx
+	movq	$0, CS(%rsp)
+	movq	%rsp, %rcx
+
+	CALL_DEPTH_ACCOUNT
+SYM_INNER_LABEL(ftrace_call, SYM_L_GLOBAL)
+	ANNOTATE_NOENDBR
+	call	ftrace_stub
+
+	/* Return to regs->ip. */
+	movq	RIP(%rsp), %rax
+	movq	%rax, FRAME_SIZE(%rsp)
+	rft_load_frame
+	addq	$FRAME_SIZE, %rsp
+	RET
+SYM_FUNC_END(ftrace_caller)
+STACK_FRAME_NON_STANDARD_FP(ftrace_caller)
+
+SYM_FUNC_START(ftrace_regs_caller)
+	/* The flags first, before anything here changes them. */
+	pushfq
+	rft_save_frame 8
+	CALL_DEPTH_ACCOUNT
+
+	movq	function_trace_op(%rip), %rdx
+	movq	%rbx, RBX(%rsp)
+	movq	%r10, R10(%rsp)
+	movq	%r11, R11(%rsp)
+	movq	%r12, R12(%rsp)
+	movq	%r13, R13(%rsp)
+	movq	%r14, R14(%rsp)
+	movq	%r15, R15(%rsp)
+	movq	FRAME_SIZE(%rsp), %rcx
+	movq	%rcx, EFLAGS(%rsp)
+	movq	$__KERNEL_CS, CS(%rsp)
+	movq	$__KERNEL_DS, SS(%rsp)
+	ENCODE_FRAME_POINTER
+	movq	%rsp, %rcx
+
+	CALL_DEPTH_ACCOUNT
+SYM_INNER_LABEL(ftrace_regs_call, SYM_L_GLOBAL)
+	ANNOTATE_NOENDBR
+	call	ftrace_stub
+
+	/* Flags and ip as the callback left them. */
+	movq	EFLAGS(%rsp), %rax
+	movq	%rax, FRAME_SIZE(%rsp)
+	movq	RIP(%rsp), %rax
+	movq	%rax, FRAME_SIZE+8(%rsp)
+	movq	RBX(%rsp), %rbx
+	movq	R10(%rsp), %r10
+	movq	R12(%rsp), %r12
+	movq	R13(%rsp), %r13
+	movq	R14(%rsp), %r14
+	movq	R15(%rsp), %r15
+
+	/* A direct trampoline to go through (arch_ftrace_set_direct_caller)? */
+	movq	ORIG_RAX(%rsp), %rax
+	testq	%rax, %rax
+	jnz	.Lrft_direct
+
+	rft_load_frame
+	addq	$FRAME_SIZE, %rsp
+	popfq
+	RET
+
+.Lrft_direct:
+	/*
+	 * Stack above the frame: flags, ip, return address. Make it
+	 * flags, direct trampoline, ip, return address; pop the flags and
+	 * return into the direct trampoline, which then runs as if the site
+	 * had called it.
+	 */
+	movq	FRAME_SIZE(%rsp), %rcx
+	movq	%rcx, FRAME_SIZE-8(%rsp)
+	movq	%rax, FRAME_SIZE(%rsp)
+	rft_load_frame
+	addq	$FRAME_SIZE-8, %rsp
+	popfq
+	UNWIND_HINT_FUNC
+
+	/* Balance the return stack buffer with a call of our own. */
+	ANNOTATE_INTRA_FUNCTION_CALL
+	call	.Lrft_direct_ret
+	int3
+.Lrft_direct_ret:
+	addq	$8, %rsp
+	ALTERNATIVE __stringify(RET), \
+		    __stringify(ANNOTATE_UNRET_SAFE; ret; int3), \
+		    X86_FEATURE_CALL_DEPTH
+SYM_FUNC_END(ftrace_regs_caller)
+STACK_FRAME_NON_STANDARD_FP(ftrace_regs_caller)
+
+SYM_FUNC_START(ftrace_stub_direct_tramp)
+	CALL_DEPTH_ACCOUNT
+	RET
+SYM_FUNC_END(ftrace_stub_direct_tramp)
+
+#ifdef CONFIG_FUNCTION_GRAPH_TRACER
+/*
+ * The function graph tracer replaced a traced function's return address
+ * with this. The function's ret has popped it: rsp points at the caller's
+ * stack. Save the return value registers in a frame, ask the graph core
+ * for the real return address (running the return callbacks) and go
+ * there.
+ */
+SYM_CODE_START(return_to_handler)
+	UNWIND_HINT_UNDEFINED
+	ANNOTATE_NOENDBR
+
+	movq	%rsp, %rdi
+	/* Put back the slot the ret consumed. */
+	subq	$8, %rsp
+	UNWIND_HINT_FUNC
+	subq	$FRAME_SIZE, %rsp
+	movq	%rax, RAX(%rsp)
+	movq	%rdx, RDX(%rsp)
+	movq	%rbp, RBP(%rsp)
+	movq	%rdi, RSP(%rsp)
+	movq	%rsp, %rdi
+
+	call	ftrace_return_to_handler
+
+	movq	%rax, %rdi
+	movq	RDX(%rsp), %rdx
+	movq	RAX(%rsp), %rax
+	addq	$FRAME_SIZE+8, %rsp
+
+	/* Return to it without an indirect jump, RSB balanced. */
+	ANNOTATE_INTRA_FUNCTION_CALL
+	call	.Lrft_return
+	int3
+.Lrft_return:
+	movq	%rdi, (%rsp)
+	ALTERNATIVE __stringify(RET), \
+		    __stringify(ANNOTATE_UNRET_SAFE; ret; int3), \
+		    X86_FEATURE_CALL_DEPTH
+SYM_CODE_END(return_to_handler)
+#endif

@@ -1,0 +1,35 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Helpers for the Rust ftrace core: the static inline functions of the
+ * tracing headers it needs. They run on the function tracer's hot path,
+ * so they must not be traced themselves.
+ */
+
+#include <linux/ftrace.h>
+#include <linux/trace_recursion.h>
+
+#ifdef CONFIG_FUNCTION_TRACER
+notrace int rust_helper_ftrace_test_recursion_trylock(unsigned long ip,
+						      unsigned long parent_ip)
+{
+	return ftrace_test_recursion_trylock(ip, parent_ip);
+}
+
+notrace void rust_helper_ftrace_test_recursion_unlock(int bit)
+{
+	ftrace_test_recursion_unlock(bit);
+}
+#endif
+
+#ifdef CONFIG_FUNCTION_GRAPH_TRACER
+notrace bool rust_helper_ftrace_graph_is_dead(void)
+{
+	return ftrace_graph_is_dead();
+}
+
+/* Whether the current task has paused graph tracing. */
+notrace bool rust_helper_ftrace_graph_paused(void)
+{
+	return atomic_read(&current->tracing_graph_pause) != 0;
+}
+#endif
