@@ -9,7 +9,7 @@
 #   make ftracetest, make bench, make patch, make kernel, make clean
 
 CORE ?= c
-export CORE CMD SCRIPT EXTRA TIMEOUT ACCEL VERBOSE
+export CORE SCRIPT EXTRA TIMEOUT ACCEL VERBOSE
 
 H := scripts/harness
 ST := tools/testing/selftests/rftrace
@@ -41,8 +41,10 @@ else
 run_mode := shell
 endif
 
+# CMD is written out unexpanded, so that '$x' reaches the guest's shell.
 run: kernel
-	@MODE=$(run_mode) $(H)/run-qemu.sh
+	$(if $(filter cmd,$(run_mode)),$(file >$(BUILD)/run-cmd.sh,$(value CMD)))
+	@MODE=$(run_mode) CMD_FILE=$(BUILD)/run-cmd.sh $(H)/run-qemu.sh
 
 cargo-test: setup
 	@cargo test -q --workspace 2>&1 | grep -v '^$$'

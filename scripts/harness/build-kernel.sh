@@ -33,6 +33,9 @@ if [ ! -f "$out/.config" ] || [ "$(cat "$out/.fragments.sha" 2>/dev/null)" != "$
 	echo "$stamp" > "$out/.fragments.sha"
 fi
 
+# Kconfig files may have changed (a new option): settle the config
+# without asking; this leaves an unchanged configuration untouched.
+kmake olddefconfig >/dev/null
 echo "  KERNEL  CORE=$CORE (build/out-$CORE, -j$jobs)"
 kmake -j"$jobs" bzImage modules
 # Install the modules when one changed since the last install.

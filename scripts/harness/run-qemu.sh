@@ -41,8 +41,9 @@ cp "$helper" "$rootfs/bin/timed_write"
 } > "$rootfs/harness/job"
 if [ -n "${FTRACETEST_LIST:-}" ]; then cp "$FTRACETEST_LIST" "$rootfs/harness/ftracetest.list"; else : > "$rootfs/harness/ftracetest.list"; fi
 case "$MODE" in
-cmd) [ -n "${CMD:-}" ] || { echo "run-qemu: CMD is empty" >&2; exit 2; }
-	printf '%s\n' "$CMD" > "$rootfs/harness/script" ;;
+cmd) if [ -n "${CMD_FILE:-}" ]; then cp "$CMD_FILE" "$rootfs/harness/script"
+	elif [ -n "${CMD:-}" ]; then printf '%s\n' "$CMD" > "$rootfs/harness/script"
+	else echo "run-qemu: CMD is empty" >&2; exit 2; fi ;;
 script) [ -f "${SCRIPT:-}" ] || { echo "run-qemu: SCRIPT '${SCRIPT:-}' is not a file" >&2; exit 2; }
 	cp "$SCRIPT" "$rootfs/harness/script" ;;
 esac

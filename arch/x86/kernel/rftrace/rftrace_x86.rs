@@ -15,10 +15,10 @@
 //! `trampolines_64.S`.
 
 use core::cell::UnsafeCell;
-use kernel::ffi::{c_int, c_ulong, c_void};
 use core::ptr;
 use core::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
 use kernel::bindings;
+use kernel::ffi::{c_int, c_ulong, c_void};
 use kernel::prelude::*;
 
 #[allow(dead_code, unreachable_pub, missing_docs)]
@@ -131,24 +131,105 @@ fn read_site(ip: u64) -> Option<[u8; SITE_SIZE]> {
     // SAFETY: `copy_from_kernel_nofault` checks the source and fails
     // rather than faulting; the destination is a local buffer.
     let r = unsafe {
-        bindings::copy_from_kernel_nofault(
-            b.as_mut_ptr().cast(),
-            ip as *const c_void,
-            SITE_SIZE,
-        )
+        bindings::copy_from_kernel_nofault(b.as_mut_ptr().cast(), ip as *const c_void, SITE_SIZE)
     };
     (r == 0).then_some(b)
 }
 
-/// Writes `bytes` at `addr` in live kernel text.
-///
-/// # Safety
-///
-/// `text_mutex` is held and `addr..addr + bytes.len()` is a call site of
-/// the batch being written.
-unsafe fn poke_text(addr: u64, bytes: &[u8]) {
-    // SAFETY: per the function's contract.
-    unsafe { bindings::text_poke(addr as *mut c_void, bytes.as_ptr().cast(), bytes.len()) };
+const PAGE_SIZE: u64 = bindings::PAGE_SIZE as u64;
+
+/// A writable alias of the text pages a batch touches, so that rewriting
+/// thousands of sites costs a store per byte instead of a temporary
+/// mapping per write (`text_poke()`), and calls nothing that could itself
+/// be a site of the batch. It exists only while a batch is written, under
+/// `text_mutex`.
+struct Alias {
+    base: *mut u8,
+    /// Page-aligned addresses of the aliased pages, ascending; page `i`
+    /// is at `base + i * PAGE_SIZE`.
+    pages: KVVec<u64>,
+}
+
+impl Alias {
+    /// Maps the pages of `pokes` (sorted by address).
+    fn new(pokes: &[Poke]) -> Option<Self> {
+        let mut pages = KVVec::<u64>::new();
+        for p in pokes {
+            for a in [p.ip, p.ip + SITE_SIZE as u64 - 1] {
+                let page = a & !(PAGE_SIZE - 1);
+                if pages.last() != Some(&page) {
+                    pages.push(page, GFP_KERNEL).ok()?;
+                }
+            }
+        }
+        let mut structs =
+            KVVec::<*mut bindings::page>::with_capacity(pages.len(), GFP_KERNEL).ok()?;
+        for &page in pages.iter() {
+            // SAFETY: `page` is the start of a page of kernel or module
+            // text holding a call site.
+            let sp = unsafe { bindings::ftrace_text_page(page as c_ulong) };
+            if sp.is_null() {
+                return None;
+            }
+            structs.push(sp, GFP_KERNEL).ok()?;
+        }
+        let count = u32::try_from(structs.len()).ok()?;
+        // SAFETY: `structs` holds `count` valid page pointers.
+        let base = unsafe { bindings::ftrace_vmap_rw(structs.as_mut_ptr(), count) };
+        if base.is_null() {
+            return None;
+        }
+        Some(Alias {
+            base: base.cast(),
+            pages,
+        })
+    }
+
+    /// Writes `bytes` at text address `addr` through the alias.
+    fn write(&self, addr: u64, bytes: &[u8]) {
+        for (k, &b) in bytes.iter().enumerate() {
+            let a = addr + k as u64;
+            let page = a & !(PAGE_SIZE - 1);
+            if let Ok(i) = self.pages.binary_search(&page) {
+                let off = i as u64 * PAGE_SIZE + (a - page);
+                // SAFETY: `off` lies in the aliased page of `a`, within
+                // the `pages.len()` pages mapped at `base`.
+                unsafe { ptr::write_volatile(self.base.add(off as usize), b) };
+            }
+        }
+    }
+}
+
+impl Drop for Alias {
+    fn drop(&mut self) {
+        // SAFETY: `base` came from `vmap()` and is no longer used.
+        unsafe { bindings::ftrace_vunmap(self.base.cast()) };
+    }
+}
+
+/// How a batch writes text: through an alias, or with `text_poke()` per
+/// write when no alias could be made.
+enum Writer {
+    Alias(Alias),
+    Poke,
+}
+
+impl Writer {
+    /// Writes `bytes` at `addr` in live kernel text.
+    ///
+    /// # Safety
+    ///
+    /// `text_mutex` is held and `addr..addr + bytes.len()` is within a call
+    /// site of the batch being written.
+    unsafe fn write(&self, addr: u64, bytes: &[u8]) {
+        match self {
+            Writer::Alias(a) => a.write(addr, bytes),
+            // SAFETY: per the function's contract.
+            Writer::Poke => unsafe {
+                bindings::text_poke(addr as *mut c_void, bytes.as_ptr().cast(), bytes.len());
+            },
+        }
+    }
 }
 
 /// Makes every CPU serialize its instruction stream.
@@ -179,6 +260,10 @@ unsafe fn write_batch(pokes: &mut [Poke]) -> core::result::Result<(), usize> {
         pokes: pokes.as_ptr(),
         len: pokes.len(),
     };
+    let writer = match Alias::new(pokes) {
+        Some(a) => Writer::Alias(a),
+        None => Writer::Poke,
+    };
     ACTIVE.store(ptr::from_ref(&active).cast_mut(), Ordering::Release);
 
     let mut tails = false;
@@ -186,7 +271,7 @@ unsafe fn write_batch(pokes: &mut [Poke]) -> core::result::Result<(), usize> {
         let [first, tail, _] = insn::phases(&p.old, &p.new);
         if let Some(w) = first {
             // SAFETY: `text_mutex` is held; the site is one of the batch.
-            unsafe { poke_text(p.ip + w.offset as u64, w.bytes) };
+            unsafe { writer.write(p.ip + w.offset as u64, w.bytes) };
         }
         tails |= tail.is_some();
     }
@@ -195,7 +280,7 @@ unsafe fn write_batch(pokes: &mut [Poke]) -> core::result::Result<(), usize> {
         for p in pokes.iter() {
             if let [_, Some(w), _] = insn::phases(&p.old, &p.new) {
                 // SAFETY: as above.
-                unsafe { poke_text(p.ip + w.offset as u64, w.bytes) };
+                unsafe { writer.write(p.ip + w.offset as u64, w.bytes) };
             }
         }
         sync_cores();
@@ -203,12 +288,13 @@ unsafe fn write_batch(pokes: &mut [Poke]) -> core::result::Result<(), usize> {
     for p in pokes.iter() {
         if let [_, _, Some(w)] = insn::phases(&p.old, &p.new) {
             // SAFETY: as above.
-            unsafe { poke_text(p.ip + w.offset as u64, w.bytes) };
+            unsafe { writer.write(p.ip + w.offset as u64, w.bytes) };
         }
     }
     sync_cores();
     // No CPU runs the handler for this batch any more (see the handler).
     ACTIVE.store(ptr::null_mut(), Ordering::Release);
+    drop(writer);
     Ok(())
 }
 
@@ -267,7 +353,10 @@ unsafe fn flush_queue() {
     // SAFETY: `text_mutex` is held; the callers of the ftrace arch
     // interface may sleep.
     if let Err(i) = unsafe { write_batch(&mut q.pokes[..n]) } {
-        pr_err!("site {:#x} changed while queued; not patched\n", q.pokes[i].ip);
+        pr_err!(
+            "site {:#x} changed while queued; not patched\n",
+            q.pokes[i].ip
+        );
     }
 }
 
@@ -362,7 +451,11 @@ pub unsafe extern "C" fn ftrace_make_nop(
     if addr != mcount_addr() {
         // The generic core only asks this for `__fentry__` calls here; the
         // rest goes through `ftrace_replace_code()`.
-        pr_err!("ftrace_make_nop({:#x}) for a call to {:#x}: not supported\n", ip, addr);
+        pr_err!(
+            "ftrace_make_nop({:#x}) for a call to {:#x}: not supported\n",
+            ip,
+            addr
+        );
         return -EINVAL;
     }
     match call_bytes(ip, addr as u64) {
@@ -544,7 +637,10 @@ pub extern "C" fn ftrace_replace_code(mod_flags: c_int) {
     if let Some(mut v) = big {
         // SAFETY: `text_mutex` is held, sleepable context.
         if let Err(i) = unsafe { write_batch(v.as_mut_slice()) } {
-            pr_err!("site {:#x} changed under the batch; nothing written\n", v[i].ip);
+            pr_err!(
+                "site {:#x} changed under the batch; nothing written\n",
+                v[i].ip
+            );
         }
     }
     // SAFETY: `text_mutex` is held.
@@ -560,10 +656,242 @@ pub extern "C" fn arch_ftrace_update_code(command: c_int) {
     unsafe { bindings::ftrace_modify_all_code(command) };
 }
 
-/// Called when kernel rodata becomes read-only. This layer creates no
-/// per-ops trampolines, so there is nothing to protect.
+/// Called when kernel rodata becomes read-only. Per-ops trampolines are
+/// made read-only when they are created, so there is nothing left to do.
 #[no_mangle]
 pub extern "C" fn set_ftrace_ops_ro() {}
+
+// Labels of trampolines_64.S that delimit what a per-ops trampoline copies.
+extern "C" {
+    fn ftrace_caller_op_ptr();
+    fn ftrace_caller_end();
+    fn ftrace_regs_caller_op_ptr();
+    fn ftrace_regs_caller_jmp();
+    fn ftrace_regs_caller_end();
+}
+
+/// Where things are in a trampoline's code, as offsets from its start.
+struct Template {
+    start: u64,
+    /// Bytes copied: everything before the final `ret`.
+    len: usize,
+    /// The 7-byte `movq function_trace_op(%rip), %rdx`.
+    op_load: usize,
+    /// The 5-byte callback call.
+    call: usize,
+    /// The 2-byte `jnz` to the direct-call path (full-regs trampoline).
+    jnz: Option<usize>,
+}
+
+fn addr(f: unsafe extern "C" fn()) -> u64 {
+    f as *const () as u64
+}
+
+fn template(save_regs: bool) -> Template {
+    if save_regs {
+        let start = addr(bindings::ftrace_regs_caller);
+        Template {
+            start,
+            len: (addr(ftrace_regs_caller_end) - start) as usize,
+            op_load: (addr(ftrace_regs_caller_op_ptr) - start) as usize,
+            call: (addr(bindings::ftrace_regs_call) - start) as usize,
+            jnz: Some((addr(ftrace_regs_caller_jmp) - start) as usize),
+        }
+    } else {
+        let start = addr(bindings::ftrace_caller);
+        Template {
+            start,
+            len: (addr(ftrace_caller_end) - start) as usize,
+            op_load: (addr(ftrace_caller_op_ptr) - start) as usize,
+            call: (addr(bindings::ftrace_call) - start) as usize,
+            jnz: None,
+        }
+    }
+}
+
+/// `movq disp32(%rip), %rdx`, without the displacement.
+const OP_LOAD: [u8; 3] = [0x48, 0x8b, 0x15];
+const JNZ8: u8 = 0x75;
+const NOP2: [u8; 2] = [0x66, 0x90];
+const RET_INT3: [u8; 2] = [0xc3, 0xcc];
+
+fn ops_flag(ops: &bindings::ftrace_ops, flag: u32) -> bool {
+    ops.flags & flag as c_ulong != 0
+}
+
+/// Builds the code of a per-ops trampoline in `buf` (at address `at`):
+/// a copy of the template that loads `ops` from the slot after its `ret`
+/// and calls `func`. Returns `None` when the template is not as expected.
+fn build_trampoline(buf: &mut [u8], at: u64, t: &Template, ops: u64, func: u64) -> Option<()> {
+    let slot = (t.len + RET_INT3.len()).next_multiple_of(8);
+    buf.get_mut(t.len..t.len + RET_INT3.len())?
+        .copy_from_slice(&RET_INT3);
+    buf.get_mut(slot..slot + 8)?
+        .copy_from_slice(&ops.to_le_bytes());
+    if let Some(j) = t.jnz {
+        if *buf.get(j)? != JNZ8 {
+            return None;
+        }
+        buf.get_mut(j..j + 2)?.copy_from_slice(&NOP2);
+    }
+    let load = buf.get_mut(t.op_load..t.op_load + 7)?;
+    if load[..3] != OP_LOAD {
+        return None;
+    }
+    let next = at + (t.op_load + 7) as u64;
+    let disp = i32::try_from((at + slot as u64) as i64 - next as i64).ok()?;
+    load[3..].copy_from_slice(&disp.to_le_bytes());
+    let call = insn::call(at + t.call as u64, func)?;
+    buf.get_mut(t.call..t.call + SITE_SIZE)?
+        .copy_from_slice(&call);
+    Some(())
+}
+
+/// Size of a per-ops trampoline for template `t`.
+fn trampoline_size(t: &Template) -> usize {
+    (t.len + RET_INT3.len()).next_multiple_of(8) + 8
+}
+
+/// Creates the trampoline of `ops`. Returns its address, or 0.
+///
+/// # Safety
+///
+/// `ops` is a registered ops, under `ftrace_lock`.
+unsafe fn create_trampoline(ops: &mut bindings::ftrace_ops) -> u64 {
+    let t = template(ops_flag(ops, bindings::FTRACE_OPS_FL_SAVE_REGS));
+    let size = trampoline_size(&t);
+    // SAFETY: plain allocation of executable memory.
+    let mem = unsafe { bindings::execmem_alloc(bindings::execmem_type_EXECMEM_FTRACE, size) };
+    if mem.is_null() {
+        return 0;
+    }
+    let at = mem as u64;
+    // SAFETY: `execmem_alloc` returned `size` writable bytes, not yet
+    // executable or visible to anyone else.
+    let buf = unsafe { core::slice::from_raw_parts_mut(mem.cast::<u8>(), size) };
+    // SAFETY: copies the template, which is kernel text; fails instead of
+    // faulting.
+    let copied =
+        unsafe { bindings::copy_from_kernel_nofault(mem, t.start as *const c_void, t.len) } == 0;
+    // SAFETY: `ops` is live.
+    let func = unsafe { bindings::ftrace_ops_get_func(ops) }.map_or(0, |f| f as *const () as u64);
+    let ops_addr = ptr::from_mut(ops) as u64;
+    if !copied || func == 0 || build_trampoline(buf, at, &t, ops_addr, func).is_none() {
+        pr_err!("cannot build a trampoline for ops {:#x}\n", ops_addr);
+        // SAFETY: allocated above and not published.
+        unsafe { bindings::execmem_free(mem) };
+        return 0;
+    }
+    ops.flags |= bindings::FTRACE_OPS_FL_ALLOC_TRAMP as c_ulong;
+    let pages = size.div_ceil(bindings::PAGE_SIZE as usize) as c_int;
+    // SAFETY: the trampoline is complete; make it read-only and executable.
+    unsafe { bindings::set_memory_rox(at as c_ulong, pages) };
+    at
+}
+
+/// Gives `ops` its own trampoline, which calls its function directly and
+/// passes it the ops without going through `function_trace_op`; or points
+/// the trampoline it has at its current function.
+///
+/// # Safety
+///
+/// `ops` is a valid ops, under `ftrace_lock`.
+#[no_mangle]
+pub unsafe extern "C" fn arch_ftrace_update_trampoline(ops: *mut bindings::ftrace_ops) {
+    // SAFETY: per the function's contract.
+    let ops = unsafe { &mut *ops };
+    if ops.trampoline == 0 {
+        // SAFETY: as above.
+        let at = unsafe { create_trampoline(ops) };
+        if at != 0 {
+            ops.trampoline = at as c_ulong;
+            ops.trampoline_size =
+                trampoline_size(&template(ops_flag(ops, bindings::FTRACE_OPS_FL_SAVE_REGS))) as _;
+        }
+        return;
+    }
+    // A trampoline the ops' owner made is not ours to change.
+    if !ops_flag(ops, bindings::FTRACE_OPS_FL_ALLOC_TRAMP) {
+        return;
+    }
+    let t = template(ops_flag(ops, bindings::FTRACE_OPS_FL_SAVE_REGS));
+    let ip = ops.trampoline as u64 + t.call as u64;
+    // SAFETY: `ops` is live.
+    let Some(func) = (unsafe { bindings::ftrace_ops_get_func(ops) }) else {
+        return;
+    };
+    let (Some(old), Some(new)) = (read_site(ip), insn::call(ip, func as *const () as u64)) else {
+        return;
+    };
+    let Some(p) = Poke::new(ip, old, new) else {
+        return;
+    };
+    // SAFETY: `text_mutex` is a valid global mutex, not held here.
+    unsafe { bindings::mutex_lock(ptr::addr_of_mut!(bindings::text_mutex)) };
+    // SAFETY: `text_mutex` is held; the trampoline may be running, which is
+    // what the int3 protocol is for.
+    if unsafe { write_batch(&mut [p]) }.is_err() {
+        pr_err!("trampoline call at {:#x} changed under us\n", ip);
+    }
+    // SAFETY: taken above.
+    unsafe { bindings::mutex_unlock(ptr::addr_of_mut!(bindings::text_mutex)) };
+}
+
+/// The function a trampoline calls: for `enabled_functions`.
+fn call_target(ip: u64) -> *mut c_void {
+    match read_site(ip).map(|b| insn::decode(ip, &b)) {
+        Some(Decoded::Call(t)) => t as *mut c_void,
+        _ => ptr::null_mut(),
+    }
+}
+
+/// The function that the trampoline serving `rec` for `ops` calls.
+///
+/// # Safety
+///
+/// `ops` is null or a valid ops; `rec` is a valid record.
+#[no_mangle]
+pub unsafe extern "C" fn arch_ftrace_trampoline_func(
+    ops: *mut bindings::ftrace_ops,
+    rec: *mut bindings::dyn_ftrace,
+) -> *mut c_void {
+    // SAFETY: per the function's contract.
+    let ops = unsafe { ops.as_ref() };
+    match ops {
+        Some(o) if ops_flag(o, bindings::FTRACE_OPS_FL_ALLOC_TRAMP) => {
+            let t = template(ops_flag(o, bindings::FTRACE_OPS_FL_SAVE_REGS));
+            call_target(o.trampoline as u64 + t.call as u64)
+        }
+        // Someone else's trampoline: unknown.
+        Some(o) if o.trampoline != 0 => ptr::null_mut(),
+        _ => {
+            // SAFETY: per the function's contract.
+            let regs = unsafe { (*rec).flags } & bindings::FTRACE_FL_REGS_EN as c_ulong != 0;
+            call_target(template(regs).start + template(regs).call as u64)
+        }
+    }
+}
+
+/// Frees the trampoline this layer made for `ops`.
+///
+/// # Safety
+///
+/// `ops` is null or a valid ops whose trampoline no CPU can be running
+/// (the core waits for that before calling).
+#[no_mangle]
+pub unsafe extern "C" fn arch_ftrace_trampoline_free(ops: *mut bindings::ftrace_ops) {
+    // SAFETY: per the function's contract.
+    let Some(ops) = (unsafe { ops.as_mut() }) else {
+        return;
+    };
+    if !ops_flag(ops, bindings::FTRACE_OPS_FL_ALLOC_TRAMP) || ops.trampoline == 0 {
+        return;
+    }
+    // SAFETY: made by `create_trampoline()` with `execmem_alloc()`; no
+    // longer in use per the function's contract.
+    unsafe { bindings::execmem_free(ops.trampoline as *mut c_void) };
+    ops.trampoline = 0;
+}
 
 /// Architecture setup at `ftrace_init()`: says which core runs.
 #[no_mangle]
@@ -581,7 +909,11 @@ pub extern "C" fn ftrace_dyn_arch_init() -> c_int {
 /// `parent` points to the return address slot of the traced function on
 /// the current stack.
 #[no_mangle]
-pub unsafe extern "C" fn prepare_ftrace_return(ip: c_ulong, parent: *mut c_ulong, frame_pointer: c_ulong) {
+pub unsafe extern "C" fn prepare_ftrace_return(
+    ip: c_ulong,
+    parent: *mut c_ulong,
+    frame_pointer: c_ulong,
+) {
     // A CPU resuming from suspend can get here in real mode, on a stack
     // that is not a kernel virtual address.
     let marker = 0u8;

@@ -21,6 +21,14 @@
  *
  * The callback call of each trampoline (ftrace_call, ftrace_regs_call) is
  * itself a 5-byte call that the core rewrites at run time.
+ *
+ * Per-ops trampolines are copies of the code from ftrace_caller (or
+ * ftrace_regs_caller) up to its *_end label, followed by a ret and the
+ * ops pointer; the copy loads that pointer instead of function_trace_op
+ * (the 7-byte load at *_op_ptr) and calls the ops' function. So the code
+ * up to *_end must be position independent apart from that load and the
+ * callback call, and ftrace_regs_caller_jmp must be a 2-byte jnz (the
+ * copy replaces it with a 2-byte NOP).
  */
 
 #include <linux/export.h>
@@ -100,6 +108,8 @@ SYM_FUNC_START(ftrace_caller)
 	rft_save_frame 0
 	CALL_DEPTH_ACCOUNT
 
+SYM_INNER_LABEL(ftrace_caller_op_ptr, SYM_L_GLOBAL)
+	ANNOTATE_NOENDBR
 	movq	function_trace_op(%rip), %rdx
 	movq	$0, CS(%rsp)
 	movq	%rsp, %rcx
@@ -114,6 +124,8 @@ SYM_INNER_LABEL(ftrace_call, SYM_L_GLOBAL)
 	movq	%rax, FRAME_SIZE(%rsp)
 	rft_load_frame
 	addq	$FRAME_SIZE, %rsp
+SYM_INNER_LABEL(ftrace_caller_end, SYM_L_GLOBAL)
+	ANNOTATE_NOENDBR
 	RET
 SYM_FUNC_END(ftrace_caller)
 STACK_FRAME_NON_STANDARD_FP(ftrace_caller)
@@ -124,6 +136,8 @@ SYM_FUNC_START(ftrace_regs_caller)
 	rft_save_frame 8
 	CALL_DEPTH_ACCOUNT
 
+SYM_INNER_LABEL(ftrace_regs_caller_op_ptr, SYM_L_GLOBAL)
+	ANNOTATE_NOENDBR
 	movq	function_trace_op(%rip), %rdx
 	movq	%rbx, RBX(%rsp)
 	movq	%r10, R10(%rsp)
@@ -159,11 +173,15 @@ SYM_INNER_LABEL(ftrace_regs_call, SYM_L_GLOBAL)
 	/* A direct trampoline to go through (arch_ftrace_set_direct_caller)? */
 	movq	ORIG_RAX(%rsp), %rax
 	testq	%rax, %rax
+SYM_INNER_LABEL(ftrace_regs_caller_jmp, SYM_L_GLOBAL)
+	ANNOTATE_NOENDBR
 	jnz	.Lrft_direct
 
 	rft_load_frame
 	addq	$FRAME_SIZE, %rsp
 	popfq
+SYM_INNER_LABEL(ftrace_regs_caller_end, SYM_L_GLOBAL)
+	ANNOTATE_NOENDBR
 	RET
 
 .Lrft_direct:

@@ -1,0 +1,53 @@
+#!/bin/sh
+# With both CPUs busy running traced code, switch current_tracer between
+# nop and function and rewrite set_ftrace_filter 200 times. Every switch
+# patches call sites live while they run. At the end nothing may be left
+# patched, and the tracer must still trace exactly what it is told to.
+T=/sys/kernel/tracing
+fail() { echo "$*"; kill $busy 2>/dev/null; exit 1; }
+
+# Two busy loops that keep calling ksys_read and much else.
+busy=
+for cpu in 0 1; do
+	(while :; do read -r line < /proc/version; done) &
+	busy="$busy $!"
+done
+
+filters='ksys_read *lock* vfs_* schedule* !*lock* __x64_sys_*'
+i=0
+while [ $i -lt 200 ]; do
+	set -- $filters
+	shift $((i % 6))
+	f=$1
+	case $((i % 4)) in
+	0) echo > $T/set_ftrace_filter ;;                # every site
+	*) echo "$f" > $T/set_ftrace_filter || fail "filter '$f' rejected" ;;
+	esac
+	echo function > $T/current_tracer || fail "cannot select function (round $i)"
+	echo "$f" >> $T/set_ftrace_filter || fail "cannot add '$f' while tracing"
+	echo nop > $T/current_tracer || fail "cannot select nop (round $i)"
+	i=$((i + 1))
+done
+
+echo > $T/set_ftrace_filter
+n=$(wc -l < $T/enabled_functions)
+[ "$n" -eq 0 ] || fail "enabled_functions not empty after the switches: $(head -5 $T/enabled_functions)"
+
+# Still correct: only the filtered function, from both CPUs' loops.
+echo 0 > $T/tracing_on
+echo > $T/trace
+echo ksys_read > $T/set_ftrace_filter
+echo function > $T/current_tracer
+echo 1 > $T/tracing_on
+sleep 1
+echo 0 > $T/tracing_on
+kill $busy
+# Read before switching tracers: a switch empties the buffer.
+good=$(grep -c ' ksys_read <-' $T/trace)
+bad=$(grep -v '^#' $T/trace | grep -vc ' ksys_read <-')
+echo nop > $T/current_tracer
+echo > $T/set_ftrace_filter
+[ "$good" -gt 10 ] || fail "only $good ksys_read entries after the switches"
+[ "$bad" -eq 0 ] || fail "$bad entries of other functions: $(grep -v '^#' $T/trace | grep -v ' ksys_read <-' | head -3)"
+[ "$(wc -l < $T/enabled_functions)" -eq 0 ] || fail "enabled_functions not empty at the end"
+echo 1 > $T/tracing_on
