@@ -16,7 +16,7 @@ ST := tools/testing/selftests/rftrace
 BUILD := $(CURDIR)/build
 export BUILD
 
-.PHONY: all setup tree kernel run test cargo-test ftracetest bench patch clean distclean
+.PHONY: all setup tree kernel run test cargo-test ftracetest bench patch clippy clean distclean
 
 all: kernel
 
@@ -78,6 +78,11 @@ bench: tree $(report)
 
 patch: setup
 	@$(H)/make-patch.sh
+
+# The kernel's Rust lints over the Rust core (rebuilds the Rust objects of
+# build/out-rust with clippy-driver).
+clippy: tree
+	@CORE=rust CLIPPY=1 $(H)/build-kernel.sh
 
 clean:
 	rm -rf $(BUILD)/out-* $(BUILD)/initramfs-* $(BUILD)/log $(BUILD)/bench target

@@ -544,9 +544,16 @@ unsafe fn record_change(
     let ip = unsafe { (*rec).ip } as u64;
     // SAFETY: as above.
     let what = unsafe { bindings::ftrace_test_record(rec, enable) } as u32;
-    // SAFETY (all three): as above.
-    let curr = || call_bytes(ip, unsafe { bindings::ftrace_get_addr_curr(rec) } as u64);
-    let new = || call_bytes(ip, unsafe { bindings::ftrace_get_addr_new(rec) } as u64);
+    let curr = || {
+        // SAFETY: as above.
+        let a = unsafe { bindings::ftrace_get_addr_curr(rec) };
+        call_bytes(ip, a as u64)
+    };
+    let new = || {
+        // SAFETY: as above.
+        let a = unsafe { bindings::ftrace_get_addr_new(rec) };
+        call_bytes(ip, a as u64)
+    };
     match what {
         bindings::FTRACE_UPDATE_MAKE_CALL => Some((NOP5, new()?)),
         bindings::FTRACE_UPDATE_MODIFY_CALL => Some((curr()?, new()?)),
@@ -783,7 +790,7 @@ unsafe fn create_trampoline(ops: &mut bindings::ftrace_ops) -> u64 {
         return 0;
     }
     ops.flags |= bindings::FTRACE_OPS_FL_ALLOC_TRAMP as c_ulong;
-    let pages = size.div_ceil(bindings::PAGE_SIZE as usize) as c_int;
+    let pages = size.div_ceil(bindings::PAGE_SIZE) as c_int;
     // SAFETY: the trampoline is complete; make it read-only and executable.
     unsafe { bindings::set_memory_rox(at as c_ulong, pages) };
     at
