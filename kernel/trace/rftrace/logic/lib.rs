@@ -11,4 +11,5 @@ extern crate std;
 
 pub mod glob;
 pub mod insn;
+pub mod parser;
 pub mod sites;

@@ -1,0 +1,286 @@
+// SPDX-License-Identifier: GPL-2.0
+//! The token parser of the filter files (`set_ftrace_filter`,
+//! `set_graph_function`, ...), with the C core's semantics (see
+//! `Documentation/design/filter-files.md`, section 3):
+//!
+//! - each `write()` consumes at most one token, with the whitespace before
+//!   it and the one byte that ends it, and returns how many bytes it took;
+//! - a token that reaches the end of a write continues in the next one;
+//! - NUL ends a token like whitespace does;
+//! - a token longer than [`BUF_SIZE`]` - 1` bytes fails with `EINVAL` and
+//!   leaves the parser failed for the life of the open file: later writes
+//!   are consumed but never produce a token.
+
+/// Size of the token buffer: `KSYM_SYMBOL_LEN + 4` on 64-bit.
+pub const BUF_SIZE: usize = 670;
+
+/// Whitespace as the kernel's `isspace()` sees it (Latin-1 included).
+pub fn is_space(b: u8) -> bool {
+    matches!(b, 0x09..=0x0d | 0x20 | 0xa0)
+}
+
+/// Why a scan failed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ScanError {
+    /// The token does not fit (`EINVAL`).
+    TooLong,
+}
+
+/// The parser state of one open filter file.
+pub struct Parser {
+    buf: [u8; BUF_SIZE],
+    idx: usize,
+    cont: bool,
+    fail: bool,
+}
+
+impl Default for Parser {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Parser {
+    /// A parser for a newly opened file.
+    pub const fn new() -> Self {
+        Parser {
+            buf: [0; BUF_SIZE],
+            idx: 0,
+            cont: false,
+            fail: false,
+        }
+    }
+
+    /// Forgets a pending token (not the failure).
+    pub fn clear(&mut self) {
+        self.idx = 0;
+        self.cont = false;
+    }
+
+    /// Marks the parser failed, as a fault reading the user's buffer does.
+    pub fn set_failed(&mut self) {
+        self.fail = true;
+    }
+
+    /// Whether a token is there to process: complete or pending, and the
+    /// parser has not failed.
+    pub fn loaded(&self) -> bool {
+        !self.fail && self.idx != 0
+    }
+
+    /// Whether the token continues in the next write.
+    pub fn pending(&self) -> bool {
+        self.cont
+    }
+
+    /// The token collected so far.
+    pub fn token(&self) -> &[u8] {
+        &self.buf[..self.idx]
+    }
+
+    /// Scans `input`, the bytes of one `write()` at file position `pos`
+    /// (which is not empty), and returns how many bytes it consumed. After
+    /// an `Ok`, a token is ready when [`Parser::loaded`] and not
+    /// [`Parser::pending`]. After an error the parser is failed and the
+    /// file position must not move.
+    pub fn scan(&mut self, input: &[u8], pos: u64) -> Result<usize, ScanError> {
+        if pos == 0 {
+            self.clear();
+        }
+        let mut i = 0;
+        // `ch` is input[i]; `i + 1` bytes are consumed once it is read.
+        let Some(&first) = input.first() else {
+            return Ok(0);
+        };
+        let mut ch = first;
+        if !self.cont {
+            while i + 1 < input.len() && is_space(ch) {
+                i += 1;
+                ch = input[i];
+            }
+            self.idx = 0;
+            if is_space(ch) || ch == 0 {
+                return Ok(i + 1);
+            }
+        }
+        while i + 1 < input.len() && !is_space(ch) && ch != 0 {
+            if self.idx < BUF_SIZE - 1 {
+                self.buf[self.idx] = ch;
+                self.idx += 1;
+            } else {
+                self.fail = true;
+                return Err(ScanError::TooLong);
+            }
+            i += 1;
+            ch = input[i];
+        }
+        if is_space(ch) || ch == 0 {
+            self.cont = false;
+        } else if self.idx < BUF_SIZE - 1 {
+            self.cont = true;
+            self.buf[self.idx] = ch;
+            self.idx += 1;
+        } else {
+            self.fail = true;
+            return Err(ScanError::TooLong);
+        }
+        Ok(i + 1)
+    }
+}
+
+/// One token of a filter file, split at its colons: `func`, then
+/// `:command`, then `:param` (which may hold more colons).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Token<'a> {
+    pub func: &'a [u8],
+    /// `None` when the token has no colon: a plain function pattern.
+    pub command: Option<&'a [u8]>,
+    pub param: Option<&'a [u8]>,
+}
+
+impl<'a> Token<'a> {
+    pub fn split(tok: &'a [u8]) -> Self {
+        let mut it = tok.splitn(3, |&b| b == b':');
+        let func = it.next().unwrap_or(&[]);
+        Token {
+            func,
+            command: it.next(),
+            param: it.next(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use std::vec::Vec;
+
+    /// Feeds `writes` as successive write() calls the way the C core's
+    /// caller would (a short write makes the caller write the rest), and
+    /// returns the tokens processed and the return values.
+    fn feed(writes: &[&[u8]]) -> (Vec<Vec<u8>>, Vec<Result<usize, ScanError>>) {
+        let mut p = Parser::new();
+        let mut pos = 0u64;
+        let mut toks = Vec::new();
+        let mut rets = Vec::new();
+        for w in writes {
+            let mut rest = *w;
+            while !rest.is_empty() {
+                let r = p.scan(rest, pos);
+                rets.push(r);
+                match r {
+                    Ok(n) => {
+                        if p.loaded() && !p.pending() {
+                            toks.push(p.token().to_vec());
+                            p.clear();
+                        }
+                        pos += n as u64;
+                        rest = &rest[n..];
+                    }
+                    Err(_) => break,
+                }
+            }
+        }
+        (toks, rets)
+    }
+
+    #[test]
+    fn one_token_per_write() {
+        let mut p = Parser::new();
+        assert_eq!(p.scan(b"foo bar\n", 0), Ok(4));
+        assert!(p.loaded() && !p.pending());
+        assert_eq!(p.token(), b"foo");
+    }
+
+    #[test]
+    fn tokens_across_writes() {
+        let (toks, _) = feed(&[b"  fo", b"o\tba", b"r\n"]);
+        assert_eq!(toks, [b"foo".to_vec(), b"bar".to_vec()]);
+        let (toks, _) = feed(&[b"a\0b c"]);
+        assert_eq!(toks, [b"a".to_vec(), b"b".to_vec()]);
+        let (toks, _) = feed(&[b"   \n\n"]);
+        assert!(toks.is_empty());
+        let (toks, _) = feed(&[b"x\xa0y "]);
+        assert_eq!(toks, [b"x".to_vec(), b"y".to_vec()]);
+    }
+
+    #[test]
+    fn pending_token_stays_pending() {
+        let mut p = Parser::new();
+        assert_eq!(p.scan(b"abc", 0), Ok(3));
+        assert!(p.loaded() && p.pending());
+        assert_eq!(p.token(), b"abc");
+        // A leading space ends it.
+        assert_eq!(p.scan(b" x", 3), Ok(1));
+        assert!(!p.pending());
+        assert_eq!(p.token(), b"abc");
+    }
+
+    #[test]
+    fn too_long_is_sticky() {
+        let long = [b'a'; BUF_SIZE + 5];
+        let mut p = Parser::new();
+        assert_eq!(p.scan(&long, 0), Err(ScanError::TooLong));
+        assert!(!p.loaded());
+        // Later writes are consumed but yield nothing.
+        assert_eq!(p.scan(b"foo ", 0), Ok(4));
+        assert!(!p.loaded());
+        let exact = [b'b'; BUF_SIZE - 1];
+        let mut q = Parser::new();
+        let mut w = exact.to_vec();
+        w.push(b'\n');
+        assert_eq!(q.scan(&w, 0), Ok(BUF_SIZE));
+        assert_eq!(q.token().len(), BUF_SIZE - 1);
+    }
+
+    #[test]
+    fn splits() {
+        let t = Token::split(b"foo:mod:ext4");
+        assert_eq!(
+            (t.func, t.command, t.param),
+            (&b"foo"[..], Some(&b"mod"[..]), Some(&b"ext4"[..]))
+        );
+        let t = Token::split(b"f:enable_event:sched:sched_switch:2");
+        assert_eq!(t.param, Some(&b"sched:sched_switch:2"[..]));
+        let t = Token::split(b"plain");
+        assert_eq!((t.command, t.param), (None, None));
+        let t = Token::split(b"foo:");
+        assert_eq!((t.command, t.param), (Some(&b""[..]), None));
+    }
+
+    proptest! {
+        /// However the input is cut into writes, the tokens are the
+        /// whitespace-separated words (when none is too long).
+        #[test]
+        fn cuts_do_not_matter(words in proptest::collection::vec("[a-z*!:]{1,12}", 0..8),
+                              seps in proptest::collection::vec("[ \t\n]{1,3}", 8),
+                              cuts in proptest::collection::vec(1usize..7, 0..20)) {
+            let mut text = Vec::new();
+            for (w, s) in words.iter().zip(seps.iter()) {
+                text.extend_from_slice(w.as_bytes());
+                text.extend_from_slice(s.as_bytes());
+            }
+            let mut writes: Vec<&[u8]> = Vec::new();
+            let mut rest = &text[..];
+            for c in cuts {
+                if rest.is_empty() { break; }
+                let n = c.min(rest.len());
+                writes.push(&rest[..n]);
+                rest = &rest[n..];
+            }
+            if !rest.is_empty() { writes.push(rest); }
+            let (toks, rets) = feed(&writes);
+            prop_assert!(rets.iter().all(|r| r.is_ok()));
+            let want: Vec<Vec<u8>> = words.iter().map(|w| w.as_bytes().to_vec()).collect();
+            prop_assert_eq!(toks, want);
+        }
+
+        #[test]
+        fn never_panics(data in proptest::collection::vec(any::<u8>(), 0..1500), pos in 0u64..3) {
+            let mut p = Parser::new();
+            let _ = p.scan(&data, pos);
+            let _ = Token::split(p.token());
+        }
+    }
+}
