@@ -12,4 +12,5 @@ extern crate std;
 pub mod glob;
 pub mod insn;
 pub mod parser;
+pub mod plan;
 pub mod sites;
