@@ -22,17 +22,13 @@ tar -xf "$tarball" -C "$work" --strip-components=1 \
 g add -A && g commit -q -m "pristine files of linux-source-6.12"
 base=$(g rev-parse HEAD)
 
+# One commit per glue patch; the text before its first "--- " line is the
+# commit message.
 for p in "$top"/scripts/kernel-glue/*.patch; do
 	patch -s -p1 -d "$work" < "$p"
+	g add -A
+	sed '/^--- /,$d' "$p" | g commit -q -F -
 done
-g add -A
-g commit -q -F - <<'MSG'
-ftrace: make the function tracer core selectable
-
-Source kernel/trace/Kconfig.core, which holds the choice between the
-upstream C core and the Rust core, and include kernel/trace/Kbuild.core,
-which builds the objects of the chosen core.
-MSG
 
 commit_area() { # subject body paths...
 	local subject=$1 body=$2

@@ -28,11 +28,14 @@ cp -a "$out/modroot/lib/modules/." "$rootfs/lib/modules/" 2>/dev/null || true
 st=$src/tools/testing/selftests
 cp -a "$st/rftrace/." "$rootfs/opt/rftrace/"
 cp -a "$st/ftrace" "$rootfs/opt/ftracetest"
-helper=$build/timed_write
-if [ ! -x "$helper" ] || [ "$st/rftrace/timed_write.c" -nt "$helper" ]; then
-	gcc -static -O2 -Wall -o "$helper" "$st/rftrace/timed_write.c"
-fi
-cp "$helper" "$rootfs/bin/timed_write"
+# Static helper programs for the guest.
+for tool in timed_write syscall_loop; do
+	bin=$build/$tool
+	if [ ! -x "$bin" ] || [ "$st/rftrace/$tool.c" -nt "$bin" ]; then
+		gcc -static -O2 -Wall -o "$bin" "$st/rftrace/$tool.c"
+	fi
+	cp "$bin" "$rootfs/bin/$tool"
+done
 {
 	echo "MODE=$([ "$MODE" = cmd ] && echo script || echo "$MODE")"
 	echo "CORE=$CORE"

@@ -33,6 +33,31 @@ ops_case two-ops-list nr_ops_relevant=2
 ops_case save-regs nr_ops_relevant=1 save_regs=1
 ops_case recursion-assist nr_ops_relevant=1 assist_recursion=1
 
+# One traced system call, __x64_sys_getppid, called N times from user
+# space: the cost of a hook is (time with it - time without) / N.
+N=20000
+F=__x64_sys_getppid
+hook_case() { # name setup teardown
+	name=$1 setup=$2 teardown=$3
+	i=0
+	while [ $i -lt "$reps" ]; do
+		base=$(syscall_loop $N)
+		eval "$setup" || { echo "bench: $name: setup failed"; exit 1; }
+		t=$(syscall_loop $N)
+		eval "$teardown"
+		echo "SAMPLE $name $(awk -v t="$t" -v b="$base" -v n=$N 'BEGIN { printf "%.2f", (t - b) / n }') ns/call"
+		i=$((i + 1))
+	done
+}
+# function_graph: entry and return of one function (depth 1, one site).
+hook_case function-graph \
+	"echo $F > $T/set_ftrace_filter && echo 1 > $T/max_graph_depth && echo function_graph > $T/current_tracer" \
+	"echo nop > $T/current_tracer; echo 0 > $T/max_graph_depth; echo > $T/set_ftrace_filter"
+# A kprobe on the function's entry, which goes through ftrace (full regs).
+hook_case kprobe-on-ftrace \
+	"echo 'p:rftbench $F' > $T/kprobe_events && echo 1 > $T/events/kprobes/rftbench/enable" \
+	"echo 0 > $T/events/kprobes/rftbench/enable; echo > $T/kprobe_events"
+
 # Turning the function tracer on and off over every call site.
 echo SAMPLE sites "$(wc -l < $T/available_filter_functions)" sites
 set -- $(cat $T/dyn_ftrace_total_info)
