@@ -40,7 +40,7 @@ notrace bool rust_helper_ftrace_graph_paused(void)
 #include <linux/vmalloc.h>
 
 /* The page holding a byte of kernel or module text. */
-struct page *rust_helper_ftrace_text_page(unsigned long addr)
+notrace struct page *rust_helper_ftrace_text_page(unsigned long addr)
 {
 	if (core_kernel_text(addr))
 		return virt_to_page((void *)addr);
@@ -51,12 +51,12 @@ struct page *rust_helper_ftrace_text_page(unsigned long addr)
  * A writable alias of text pages, for rewriting many call sites without a
  * mapping per write. vunmap() it as soon as the writes are done.
  */
-void *rust_helper_ftrace_vmap_rw(struct page **pages, unsigned int count)
+notrace void *rust_helper_ftrace_vmap_rw(struct page **pages, unsigned int count)
 {
 	return vmap(pages, count, VM_MAP, PAGE_KERNEL);
 }
 
-void rust_helper_ftrace_vunmap(void *addr)
+notrace void rust_helper_ftrace_vunmap(void *addr)
 {
 	vunmap(addr);
 }
