@@ -33,10 +33,10 @@ ops_case two-ops-list nr_ops_relevant=2
 ops_case save-regs nr_ops_relevant=1 save_regs=1
 ops_case recursion-assist nr_ops_relevant=1 assist_recursion=1
 
-# One traced system call, __x64_sys_getppid, called N times from user
+# One traced function of a system call, __do_sys_getppid, called N times from user
 # space: the cost of a hook is (time with it - time without) / N.
 N=20000
-F=__x64_sys_getppid
+F=__do_sys_getppid
 hook_case() { # name setup teardown
 	name=$1 setup=$2 teardown=$3
 	i=0
