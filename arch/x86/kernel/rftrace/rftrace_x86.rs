@@ -101,19 +101,21 @@ pub unsafe extern "C" fn rftrace_int3_handler(regs: *mut bindings::pt_regs) -> c
     let ip = regs.ip.wrapping_sub(1) as u64;
     let (mut lo, mut hi) = (0usize, active.len);
     while lo < hi {
-        let mid = lo + (hi - lo) / 2;
+        let mid = lo.wrapping_add(hi.wrapping_sub(lo) / 2);
         // SAFETY: `mid < len`, and the batch holds `len` pokes.
         let p = unsafe { &*active.pokes.add(mid) };
         if p.ip < ip {
-            lo = mid + 1;
+            lo = mid.wrapping_add(1);
         } else if p.ip > ip {
             hi = mid;
         } else {
-            let next = p.ip + SITE_SIZE as u64;
+            // Wrapping arithmetic: nothing here may call out, not even to
+            // an overflow panic.
+            let next = p.ip.wrapping_add(SITE_SIZE as u64);
             if p.emulate_call == 0 {
                 regs.ip = next as c_ulong;
             } else {
-                regs.sp -= 8;
+                regs.sp = regs.sp.wrapping_sub(8);
                 // SAFETY: the entry code left room below the trap frame to
                 // push a return address; `sp` now points into it.
                 unsafe { ptr::write(regs.sp as *mut u64, next) };
