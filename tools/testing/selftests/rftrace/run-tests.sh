@@ -2,7 +2,8 @@
 # In-guest test runner of the harness (`make test`, `make ftracetest`).
 # Prints one "RESULT <status> <name>" line per test; the host turns them
 # into the summary (scripts/harness/report). Boot selftest results come
-# from the dmesg dump at the end.
+# from the dmesg dump at the start; kernel warnings during the tests from
+# the console log.
 here=/opt/rftrace
 . /harness/job
 export CORE
@@ -13,6 +14,12 @@ result() { # status name [detail]
 
 # Quote a failing test's output: its last lines, each cut short.
 indent() { tail -n 40 | cut -c1-300 | sed 's/^/    | /'; }
+
+# The boot log, with the boot selftests' verdicts, before the tests add
+# to the ring buffer (and could push its start out).
+echo "=== harness: dmesg begin ==="
+dmesg
+echo "=== harness: dmesg end ==="
 
 # The project's own tests: exit 0 passes, 4 is "unsupported", else fails.
 case " $SUITES " in *" own "*) own="$here"/tests/*.sh ;; *) own= ;; esac
@@ -54,7 +61,4 @@ grep -v '^[[:space:]]*#' /harness/ftracetest.list | while read -r case rest; do
 	rm -rf /tmp/ftlogs
 done
 
-echo "=== harness: dmesg begin ==="
-dmesg
-echo "=== harness: dmesg end ==="
 exit 0
