@@ -60,4 +60,14 @@ notrace void rust_helper_ftrace_vunmap(void *addr)
 {
 	vunmap(addr);
 }
+
+notrace void rust_helper_ftrace_preempt_disable_notrace(void)
+{
+	preempt_disable_notrace();
+}
+
+notrace void rust_helper_ftrace_preempt_enable_notrace(void)
+{
+	preempt_enable_notrace();
+}
 #endif

@@ -317,11 +317,13 @@ impl<T> TextLocked<T> {
     }
 }
 
+#[cfg_attr(CONFIG_FTRACE_CORE_RUST_GENERIC, allow(dead_code))]
 const QUEUE_LEN: usize = 128;
 
 /// Site rewrites requested one at a time while patching is "late"
 /// (between `ftrace_arch_code_modify_prepare()` and
 /// `ftrace_arch_code_modify_post_process()`), written as one batch.
+#[cfg_attr(CONFIG_FTRACE_CORE_RUST_GENERIC, allow(dead_code))]
 struct Queue {
     len: usize,
     pokes: [Poke; QUEUE_LEN],
@@ -334,12 +336,14 @@ const EMPTY_POKE: Poke = Poke {
     new: NOP5,
 };
 
+#[cfg_attr(CONFIG_FTRACE_CORE_RUST_GENERIC, allow(dead_code))]
 static QUEUE: TextLocked<Queue> = TextLocked(UnsafeCell::new(Queue {
     len: 0,
     pokes: [EMPTY_POKE; QUEUE_LEN],
 }));
 
 /// Set while the core holds `text_mutex` to patch live text.
+#[cfg_attr(CONFIG_FTRACE_CORE_RUST_GENERIC, allow(dead_code))]
 static POKE_LATE: AtomicBool = AtomicBool::new(false);
 
 /// Writes the queued rewrites.
@@ -347,6 +351,7 @@ static POKE_LATE: AtomicBool = AtomicBool::new(false);
 /// # Safety
 ///
 /// `text_mutex` is held.
+#[cfg_attr(CONFIG_FTRACE_CORE_RUST_GENERIC, allow(dead_code))]
 unsafe fn flush_queue() {
     // SAFETY: `text_mutex` is held.
     let q = unsafe { QUEUE.get() };
@@ -364,6 +369,7 @@ unsafe fn flush_queue() {
 
 /// Rewrites one site: at once before SMP and for code not yet running,
 /// else through the queue.
+#[cfg_attr(CONFIG_FTRACE_CORE_RUST_GENERIC, allow(dead_code))]
 fn rewrite_site(ip: u64, old: [u8; SITE_SIZE], new: [u8; SITE_SIZE]) -> c_int {
     match read_site(ip) {
         None => return -EFAULT,
@@ -413,9 +419,10 @@ fn call_bytes(ip: u64, target: u64) -> Option<[u8; SITE_SIZE]> {
 
 /// The `__fentry__` call every site holds in the object files.
 fn mcount_addr() -> c_ulong {
-    bindings::__fentry__ as *const () as c_ulong
+    addr(bindings::__fentry__) as c_ulong
 }
 
+#[cfg(not(CONFIG_FTRACE_CORE_RUST_GENERIC))]
 /// Takes `text_mutex` for a series of live text changes.
 #[no_mangle]
 pub extern "C" fn ftrace_arch_code_modify_prepare() {
@@ -425,6 +432,7 @@ pub extern "C" fn ftrace_arch_code_modify_prepare() {
     POKE_LATE.store(true, Ordering::Relaxed);
 }
 
+#[cfg(not(CONFIG_FTRACE_CORE_RUST_GENERIC))]
 /// Writes what was queued and releases `text_mutex`.
 #[no_mangle]
 pub extern "C" fn ftrace_arch_code_modify_post_process() {
@@ -436,6 +444,7 @@ pub extern "C" fn ftrace_arch_code_modify_post_process() {
     unsafe { bindings::mutex_unlock(ptr::addr_of_mut!(bindings::text_mutex)) };
 }
 
+#[cfg(not(CONFIG_FTRACE_CORE_RUST_GENERIC))]
 /// Turns the compiler's `call __fentry__` at a site into the NOP, at boot
 /// and at module load.
 ///
@@ -466,6 +475,7 @@ pub unsafe extern "C" fn ftrace_make_nop(
     }
 }
 
+#[cfg(not(CONFIG_FTRACE_CORE_RUST_GENERIC))]
 /// Turns the NOP at a site into a call of `addr` (module load).
 ///
 /// # Safety
@@ -481,6 +491,7 @@ pub unsafe extern "C" fn ftrace_make_call(rec: *mut bindings::dyn_ftrace, addr: 
     }
 }
 
+#[cfg(not(CONFIG_FTRACE_CORE_RUST_GENERIC))]
 /// Never used on x86_64: `ftrace_replace_code()` changes calls itself.
 ///
 /// # Safety
@@ -506,10 +517,7 @@ pub extern "C" fn ftrace_update_ftrace_func(func: bindings::ftrace_func_t) -> c_
     };
     let target = func as usize as u64;
     let mut pokes = [EMPTY_POKE; 2];
-    let calls = [
-        bindings::ftrace_call as *const () as u64,
-        bindings::ftrace_regs_call as *const () as u64,
-    ];
+    let calls = [addr(bindings::ftrace_call), addr(bindings::ftrace_regs_call)];
     for (p, &ip) in pokes.iter_mut().zip(calls.iter()) {
         let (Some(old), Some(new)) = (read_site(ip), call_bytes(ip, target)) else {
             return -EFAULT;
@@ -532,6 +540,7 @@ pub extern "C" fn ftrace_update_ftrace_func(func: bindings::ftrace_func_t) -> c_
     }
 }
 
+#[cfg(not(CONFIG_FTRACE_CORE_RUST_GENERIC))]
 /// What one record needs, as the generic core says: the bytes now and the
 /// bytes wanted. `None` when it needs nothing.
 ///
@@ -564,6 +573,7 @@ unsafe fn record_change(
     }
 }
 
+#[cfg(not(CONFIG_FTRACE_CORE_RUST_GENERIC))]
 /// Applies what the generic core decided for every record, as one batch:
 /// check every site first and report the first that is not what the core
 /// believes (`ftrace_bug()`), then rewrite them all at once.
@@ -656,6 +666,7 @@ pub extern "C" fn ftrace_replace_code(mod_flags: c_int) {
     unsafe { flush_queue() };
 }
 
+#[cfg(not(CONFIG_FTRACE_CORE_RUST_GENERIC))]
 /// The whole update the core asked for, with `text_mutex` held by the
 /// caller; x86_64 needs no `stop_machine`.
 #[no_mangle]
@@ -902,6 +913,7 @@ pub unsafe extern "C" fn arch_ftrace_trampoline_free(ops: *mut bindings::ftrace_
     ops.trampoline = 0;
 }
 
+#[cfg(not(CONFIG_FTRACE_CORE_RUST_GENERIC))]
 /// Architecture setup at `ftrace_init()`: says which core runs.
 #[no_mangle]
 pub extern "C" fn ftrace_dyn_arch_init() -> c_int {
@@ -974,4 +986,136 @@ pub unsafe extern "C" fn ftrace_graph_func(
     let sp = unsafe { (*fregs.cast::<bindings::pt_regs>()).sp };
     // SAFETY: see above.
     unsafe { prepare_ftrace_return(ip, sp as *mut c_ulong, 0) };
+}
+
+/// One call-site change planned by the generic Rust core: the call target
+/// the site has now and the one it gets, 0 meaning the NOP.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct RftraceChange {
+    /// Address of the site.
+    pub ip: u64,
+    /// Target now, or 0.
+    pub old: u64,
+    /// Target wanted, or 0.
+    pub new: u64,
+}
+
+/// The bytes of a site that calls `target`, or holds the NOP for 0.
+fn site_bytes(ip: u64, target: u64) -> Option<[u8; SITE_SIZE]> {
+    if target == 0 {
+        Some(NOP5)
+    } else {
+        call_bytes(ip, target)
+    }
+}
+
+/// Applies `n` changes to live text as one int3 batch, after checking
+/// that every site holds what its change says it holds now. On a mismatch
+/// nothing is written, `*bad_ip` names the site, `ftrace_expected` points
+/// at the bytes that were expected, and the result is `-EINVAL`.
+///
+/// # Safety
+///
+/// `changes` points to `n` valid changes and `bad_ip` to a writable u64;
+/// the context may sleep; the caller serializes call-site changes
+/// (`ftrace_lock`).
+#[cfg(CONFIG_FTRACE_CORE_RUST_GENERIC)]
+#[no_mangle]
+pub unsafe extern "C" fn rftrace_arch_apply(
+    changes: *const RftraceChange,
+    n: usize,
+    bad_ip: *mut u64,
+) -> c_int {
+    if n == 0 {
+        return 0;
+    }
+    // SAFETY: per the function's contract.
+    let changes = unsafe { core::slice::from_raw_parts(changes, n) };
+    let poke = |c: &RftraceChange| {
+        Poke::new(c.ip, site_bytes(c.ip, c.old)?, site_bytes(c.ip, c.new)?)
+    };
+    let mut pokes = match KVVec::<Poke>::with_capacity(n, GFP_KERNEL) {
+        Ok(v) => v,
+        Err(_) => return -(bindings::ENOMEM as c_int),
+    };
+    for c in changes {
+        let Some(p) = poke(c) else {
+            // SAFETY: per the function's contract.
+            unsafe { *bad_ip = c.ip };
+            return -EINVAL;
+        };
+        // Capacity was reserved for all `n`: this does not allocate.
+        if pokes.push(p, GFP_KERNEL).is_err() {
+            return -(bindings::ENOMEM as c_int);
+        }
+    }
+    // SAFETY: `text_mutex` is a valid global mutex, not held here.
+    unsafe { bindings::mutex_lock(ptr::addr_of_mut!(bindings::text_mutex)) };
+    // SAFETY: `text_mutex` is held; the caller may sleep.
+    let r = unsafe { write_batch(pokes.as_mut_slice()) };
+    let ret = match r {
+        Ok(()) => 0,
+        Err(i) => {
+            let p = pokes[i];
+            // SAFETY: per the function's contract; `ftrace_expected` is only
+            // read by `ftrace_bug()`, which the caller calls next.
+            unsafe {
+                *bad_ip = p.ip;
+                bindings::ftrace_expected = expected_bytes(&p.old);
+            }
+            if read_site(p.ip).is_none() {
+                -EFAULT
+            } else {
+                -EINVAL
+            }
+        }
+    };
+    // SAFETY: taken above.
+    unsafe { bindings::mutex_unlock(ptr::addr_of_mut!(bindings::text_mutex)) };
+    ret
+}
+
+/// Sets a site of code that does not run yet (the kernel at boot, a
+/// module being loaded) to call `target`, or to the NOP for 0, after
+/// checking that it holds the compiler's `call __fentry__` or the NOP.
+///
+/// # Safety
+///
+/// No CPU executes the site's code yet, and its text is still writable.
+#[cfg(CONFIG_FTRACE_CORE_RUST_GENERIC)]
+#[no_mangle]
+pub unsafe extern "C" fn rftrace_arch_init_site(ip: u64, target: u64) -> c_int {
+    let Some(cur) = read_site(ip) else {
+        return -EFAULT;
+    };
+    let Some(fentry) = call_bytes(ip, mcount_addr() as u64) else {
+        return -EINVAL;
+    };
+    if cur != fentry && cur != NOP5 {
+        // SAFETY: read by `ftrace_bug()` only, which the caller calls next.
+        unsafe { bindings::ftrace_expected = expected_bytes(&fentry) };
+        return -EINVAL;
+    }
+    let Some(new) = site_bytes(ip, target) else {
+        return -EINVAL;
+    };
+    if new != cur {
+        // SAFETY: per the function's contract nothing runs this code, and
+        // `text_poke_early()` is meant for exactly that.
+        unsafe { bindings::text_poke_early(ip as *mut c_void, new.as_ptr().cast(), SITE_SIZE) };
+    }
+    0
+}
+
+/// What the site at `ip` calls now, 0 for the NOP, `u64::MAX` for bytes
+/// that are neither (for `enabled_functions` and checks).
+#[cfg(CONFIG_FTRACE_CORE_RUST_GENERIC)]
+#[no_mangle]
+pub extern "C" fn rftrace_arch_site_target(ip: u64) -> u64 {
+    match read_site(ip).map(|b| insn::decode(ip, &b)) {
+        Some(Decoded::Nop) => 0,
+        Some(Decoded::Call(t)) => t,
+        _ => u64::MAX,
+    }
 }

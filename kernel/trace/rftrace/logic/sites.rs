@@ -3,7 +3,7 @@
 //! kept sorted by address in groups (the kernel image, each module), and
 //! the searches the rest of the kernel asks of it.
 
-use crate::insn::SITE_SIZE;
+use super::insn::SITE_SIZE;
 
 /// Flags of a call site. The low bits say what the site is patched to now;
 /// the others what it is and what happened to it.
@@ -52,7 +52,22 @@ impl Site {
     pub fn has(&self, f: u32) -> bool {
         self.flags & f != 0
     }
+
+    /// The trampoline slot of the one ops the site calls directly
+    /// ([`flags::DIRECT_OPS`]), kept in the top bits of the flags.
+    pub fn slot(&self) -> u32 {
+        self.flags >> SLOT_SHIFT
+    }
+
+    pub fn set_slot(&mut self, slot: u32) {
+        self.flags = (self.flags & ((1 << SLOT_SHIFT) - 1)) | (slot << SLOT_SHIFT);
+    }
 }
+
+/// Where the slot number starts in [`Site::flags`]; slots are below
+/// [`MAX_SLOTS`].
+pub const SLOT_SHIFT: u32 = 16;
+pub const MAX_SLOTS: u32 = 1 << (32 - SLOT_SHIFT);
 
 /// Sorts call-site addresses and drops duplicates and zeros (a zero is an
 /// entry the build or the loader cleared). Returns how many remain at the
@@ -76,42 +91,55 @@ pub fn is_sorted_unique(ips: &[u64]) -> bool {
     ips.windows(2).all(|w| w[0] < w[1])
 }
 
+/// Anything with the address of a call site: a [`Site`], or the kernel's
+/// cell around one, whose address never changes while others may be
+/// reading it.
+pub trait SiteIp {
+    fn site_ip(&self) -> u64;
+}
+
+impl SiteIp for Site {
+    fn site_ip(&self) -> u64 {
+        self.ip
+    }
+}
+
 /// The index of the site at exactly `ip`.
-pub fn find(sites: &[Site], ip: u64) -> Option<usize> {
-    sites.binary_search_by(|s| s.ip.cmp(&ip)).ok()
+pub fn find<S: SiteIp>(sites: &[S], ip: u64) -> Option<usize> {
+    sites.binary_search_by(|s| s.site_ip().cmp(&ip)).ok()
 }
 
 /// The index of the first site whose call instruction overlaps the range
 /// `[start, end]` (inclusive), as `ftrace_location_range()` and
 /// `ftrace_text_reserved()` need.
-pub fn first_overlapping(sites: &[Site], start: u64, end: u64) -> Option<usize> {
+pub fn first_overlapping<S: SiteIp>(sites: &[S], start: u64, end: u64) -> Option<usize> {
     if end < start {
         return None;
     }
     // The first site that ends after `start`...
     let lo = start.saturating_sub(SITE_SIZE as u64 - 1);
-    let i = sites.partition_point(|s| s.ip < lo);
+    let i = sites.partition_point(|s| s.site_ip() < lo);
     // ...if it begins no later than `end`.
     sites
         .get(i..)?
         .iter()
-        .position(|s| s.ip.saturating_add(SITE_SIZE as u64) > start)
+        .position(|s| s.site_ip().saturating_add(SITE_SIZE as u64) > start)
         .map(|k| i + k)
-        .filter(|&k| sites[k].ip <= end)
+        .filter(|&k| sites[k].site_ip() <= end)
 }
 
 /// The index of the first site whose address lies in `[start, end]`: what
 /// `ftrace_location_range()` returns the address of.
-pub fn first_in(sites: &[Site], start: u64, end: u64) -> Option<usize> {
-    let i = sites.partition_point(|s| s.ip < start);
-    sites.get(i).filter(|s| s.ip <= end).map(|_| i)
+pub fn first_in<S: SiteIp>(sites: &[S], start: u64, end: u64) -> Option<usize> {
+    let i = sites.partition_point(|s| s.site_ip() < start);
+    sites.get(i).filter(|s| s.site_ip() <= end).map(|_| i)
 }
 
 /// The range of indexes of sites whose address lies in `[start, end)`:
 /// the sites of one module's init text, say, when it is freed.
-pub fn range(sites: &[Site], start: u64, end: u64) -> core::ops::Range<usize> {
-    let a = sites.partition_point(|s| s.ip < start);
-    let b = sites.partition_point(|s| s.ip < end);
+pub fn range<S: SiteIp>(sites: &[S], start: u64, end: u64) -> core::ops::Range<usize> {
+    let a = sites.partition_point(|s| s.site_ip() < start);
+    let b = sites.partition_point(|s| s.site_ip() < end);
     a..b.max(a)
 }
 
@@ -149,6 +177,18 @@ mod tests {
         assert_eq!(first_overlapping(&t, 150, 140), None);
         assert_eq!(range(&t, 150, 301), 1..3);
         assert_eq!(range(&t, 301, 150), 3..3);
+    }
+
+    #[test]
+    fn slots_keep_flags() {
+        let mut s = Site::new(1);
+        s.flags = flags::ENABLED | flags::TOUCHED;
+        s.set_slot(MAX_SLOTS - 1);
+        assert_eq!(s.slot(), MAX_SLOTS - 1);
+        assert!(s.has(flags::ENABLED) && s.has(flags::TOUCHED));
+        s.set_slot(3);
+        assert_eq!(s.slot(), 3);
+        assert_eq!(s.flags & 0xffff, flags::ENABLED | flags::TOUCHED);
     }
 
     proptest! {

@@ -1,0 +1,360 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Sets of function addresses with the layout of the C `struct
+//! ftrace_hash` (kernel/trace/trace.h): the filter and notrace sets of
+//! every ops and the function graph sets. C code reads them too: the
+//! inline `ftrace_hash_empty()` looks at `count` and `flags`, and
+//! `ftrace_lookup_ip()` (ours) is called from the graph tracer.
+//!
+//! A null pointer is the empty set. Sets that readers may be using are
+//! never changed in place: a new set is built and published, and the old
+//! one freed after an RCU grace period ([`free_rcu`]).
+
+use core::ptr;
+use kernel::bindings;
+use kernel::ffi::{c_ulong, c_void};
+
+/// `struct ftrace_hash`.
+#[repr(C)]
+pub struct FtraceHash {
+    pub(crate) size_bits: c_ulong,
+    pub(crate) buckets: *mut bindings::hlist_head,
+    pub(crate) count: c_ulong,
+    pub(crate) flags: c_ulong,
+    pub(crate) rcu: bindings::callback_head,
+}
+
+/// `FTRACE_HASH_FL_MOD`: the set stands for cached `:mod:` entries too.
+pub(crate) const FL_MOD: c_ulong = 1;
+/// Buckets of the private copies the filter files and APIs edit.
+pub(crate) const DEFAULT_BITS: u32 = 10;
+/// Most buckets a committed set gets.
+pub(crate) const MAX_BITS: u32 = 12;
+
+type Entry = bindings::ftrace_func_entry;
+
+fn bucket(ip: u64, bits: c_ulong) -> usize {
+    if bits == 0 {
+        0
+    } else {
+        // The kernel's hash_64(): multiply by the golden ratio, keep the
+        // top bits.
+        (ip.wrapping_mul(0x61c8_8646_80b5_83eb) >> (64 - bits)) as usize
+    }
+}
+
+fn zalloc(size: usize) -> *mut c_void {
+    // SAFETY: plain allocation; a null result is handled by the callers.
+    unsafe {
+        bindings::krealloc_noprof(
+            ptr::null(),
+            size,
+            bindings::GFP_KERNEL | bindings::__GFP_ZERO,
+        )
+    }
+}
+
+/// An empty set with `1 << bits` buckets, or null when out of memory.
+pub(crate) fn alloc(bits: u32) -> *mut FtraceHash {
+    let bits = bits.min(MAX_BITS);
+    let h = zalloc(core::mem::size_of::<FtraceHash>()).cast::<FtraceHash>();
+    if h.is_null() {
+        return h;
+    }
+    let b = zalloc(core::mem::size_of::<bindings::hlist_head>() << bits);
+    if b.is_null() {
+        // SAFETY: allocated above, not shared.
+        unsafe { bindings::kfree(h.cast()) };
+        return ptr::null_mut();
+    }
+    // SAFETY: `h` is a fresh zeroed allocation of the right size.
+    unsafe {
+        (*h).size_bits = bits as c_ulong;
+        (*h).buckets = b.cast();
+    }
+    h
+}
+
+/// Whether `h` is the empty set: null, or no entry and no cached
+/// `:mod:` entries (the C `ftrace_hash_empty()`).
+///
+/// # Safety
+///
+/// `h` is null or a valid set.
+pub(crate) unsafe fn is_empty(h: *const FtraceHash) -> bool {
+    // SAFETY: per the function's contract.
+    h.is_null() || unsafe { (*h).count == 0 && (*h).flags & FL_MOD == 0 }
+}
+
+/// How many addresses `h` holds.
+///
+/// # Safety
+///
+/// `h` is null or a valid set.
+pub(crate) unsafe fn count(h: *const FtraceHash) -> usize {
+    if h.is_null() {
+        0
+    } else {
+        // SAFETY: per the function's contract.
+        unsafe { (*h).count as usize }
+    }
+}
+
+/// The entry for `ip` in `h`, or null. Lock-free and allocation-free:
+/// safe on the tracing hot path.
+///
+/// # Safety
+///
+/// `h` is null or a valid set that stays valid for the call (RCU).
+#[inline]
+pub(crate) unsafe fn lookup(h: *const FtraceHash, ip: u64) -> *mut Entry {
+    if h.is_null() {
+        return ptr::null_mut();
+    }
+    // SAFETY: per the function's contract `h` is valid; its bucket array
+    // has `1 << size_bits` heads.
+    let mut n = unsafe {
+        let h = &*h;
+        if h.count == 0 {
+            return ptr::null_mut();
+        }
+        (*h.buckets.add(bucket(ip, h.size_bits))).first
+    };
+    while !n.is_null() {
+        // `hlist` is the first member of the entry.
+        let e = n.cast::<Entry>();
+        // SAFETY: every node of a bucket is the `hlist` of a live entry.
+        unsafe {
+            if (*e).ip as u64 == ip {
+                return e;
+            }
+            n = (*n).next;
+        }
+    }
+    ptr::null_mut()
+}
+
+/// Whether `h` holds `ip`.
+///
+/// # Safety
+///
+/// As for [`lookup`].
+#[inline]
+pub(crate) unsafe fn contains(h: *const FtraceHash, ip: u64) -> bool {
+    // SAFETY: per the function's contract.
+    !unsafe { lookup(h, ip) }.is_null()
+}
+
+/// Adds `ip` to `h` (a set nobody else reads yet) unless it is there.
+/// Returns false when out of memory.
+///
+/// # Safety
+///
+/// `h` is a valid set private to the caller.
+pub(crate) unsafe fn add(h: *mut FtraceHash, ip: u64) -> bool {
+    // SAFETY: per the function's contract.
+    if unsafe { contains(h, ip) } {
+        return true;
+    }
+    // SAFETY: as above.
+    unsafe { insert(h, ip, 0) }
+}
+
+/// Inserts a new entry without checking for a duplicate.
+///
+/// # Safety
+///
+/// `h` is a valid set private to the caller.
+unsafe fn insert(h: *mut FtraceHash, ip: u64, direct: c_ulong) -> bool {
+    // SAFETY: per the function's contract.
+    let e = unsafe { insert_sized(h, ip, core::mem::size_of::<Entry>()) };
+    if e.is_null() {
+        return false;
+    }
+    // SAFETY: fresh entry.
+    unsafe { (*e).direct = direct };
+    true
+}
+
+/// Inserts a new, zeroed entry of `size` bytes (at least an entry's)
+/// without checking for a duplicate; null when out of memory.
+///
+/// # Safety
+///
+/// `h` is a valid set the caller may change (private, or a func mapper
+/// whose users serialize changes).
+pub(crate) unsafe fn insert_sized(h: *mut FtraceHash, ip: u64, size: usize) -> *mut Entry {
+    let e = zalloc(size.max(core::mem::size_of::<Entry>())).cast::<Entry>();
+    if e.is_null() {
+        return e;
+    }
+    // SAFETY: `e` is fresh; `h` is valid and private, its bucket array has
+    // `1 << size_bits` heads.
+    unsafe {
+        (*e).ip = ip as c_ulong;
+        let head = (*h).buckets.add(bucket(ip, (*h).size_bits));
+        let node = ptr::addr_of_mut!((*e).hlist);
+        (*node).next = (*head).first;
+        if !(*head).first.is_null() {
+            (*(*head).first).pprev = ptr::addr_of_mut!((*node).next);
+        }
+        (*head).first = node;
+        (*node).pprev = ptr::addr_of_mut!((*head).first);
+        (*h).count += 1;
+    }
+    e
+}
+
+/// Removes and frees the entry `e` of `h`.
+///
+/// # Safety
+///
+/// `h` is a valid set private to the caller and `e` one of its entries.
+pub(crate) unsafe fn remove_entry(h: *mut FtraceHash, e: *mut Entry) {
+    // SAFETY: per the function's contract; unlinking an hlist node.
+    unsafe {
+        let node = ptr::addr_of_mut!((*e).hlist);
+        let next = (*node).next;
+        *(*node).pprev = next;
+        if !next.is_null() {
+            (*next).pprev = (*node).pprev;
+        }
+        (*h).count -= 1;
+        bindings::kfree(e.cast());
+    }
+}
+
+/// Removes `ip` from `h`; returns whether it was there.
+///
+/// # Safety
+///
+/// `h` is a valid set private to the caller.
+pub(crate) unsafe fn remove(h: *mut FtraceHash, ip: u64) -> bool {
+    // SAFETY: per the function's contract.
+    let e = unsafe { lookup(h, ip) };
+    if e.is_null() {
+        return false;
+    }
+    // SAFETY: `e` is an entry of `h`.
+    unsafe { remove_entry(h, e) };
+    true
+}
+
+/// Calls `f` on every entry of `h`, in bucket order. `f` must not change
+/// `h`.
+///
+/// # Safety
+///
+/// `h` is null or a valid set that stays valid for the call.
+pub(crate) unsafe fn for_each(h: *const FtraceHash, mut f: impl FnMut(*mut Entry)) {
+    if h.is_null() {
+        return;
+    }
+    // SAFETY: per the function's contract.
+    let (buckets, n) = unsafe { ((*h).buckets, 1usize << (*h).size_bits) };
+    for i in 0..n {
+        // SAFETY: `i` is below the number of buckets.
+        let mut node = unsafe { (*buckets.add(i)).first };
+        while !node.is_null() {
+            // SAFETY: a live node; read `next` before `f` sees the entry.
+            let next = unsafe { (*node).next };
+            f(node.cast());
+            node = next;
+        }
+    }
+}
+
+/// Frees `h` and its entries now.
+///
+/// # Safety
+///
+/// `h` is null or a valid set nobody can be reading.
+pub(crate) unsafe fn free(h: *mut FtraceHash) {
+    if h.is_null() {
+        return;
+    }
+    // SAFETY: per the function's contract; `for_each` reads `next` before
+    // handing out an entry.
+    unsafe {
+        for_each(h, |e| bindings::kfree(e.cast()));
+        bindings::kfree((*h).buckets.cast());
+        bindings::kfree(h.cast());
+    }
+}
+
+unsafe extern "C" fn free_cb(head: *mut bindings::callback_head) {
+    // `rcu` sits at a fixed offset in the set.
+    let off = core::mem::offset_of!(FtraceHash, rcu);
+    let h = head.cast::<u8>().wrapping_sub(off).cast::<FtraceHash>();
+    // SAFETY: queued by `free_rcu()`, after which nobody reads the set.
+    unsafe { free(h) };
+}
+
+/// Frees `h` once every CPU has left the RCU (and preempt-disabled) read
+/// side sections it may be reading it in.
+///
+/// # Safety
+///
+/// `h` is null or a valid set that is no longer published.
+pub(crate) unsafe fn free_rcu(h: *mut FtraceHash) {
+    if h.is_null() {
+        return;
+    }
+    // SAFETY: `rcu` belongs to the set, which is freed only by `free_cb`.
+    unsafe { bindings::call_rcu(ptr::addr_of_mut!((*h).rcu), Some(free_cb)) };
+}
+
+/// A copy of `src` (null: an empty set) with `1 << bits` buckets and the
+/// same flags; null when out of memory.
+///
+/// # Safety
+///
+/// `src` is null or a valid set.
+pub(crate) unsafe fn copy(src: *const FtraceHash, bits: u32) -> *mut FtraceHash {
+    let h = alloc(bits);
+    if h.is_null() {
+        return h;
+    }
+    let mut ok = true;
+    // SAFETY: `src` valid per the contract; `h` is fresh and private.
+    unsafe {
+        if !src.is_null() {
+            (*h).flags = (*src).flags;
+        }
+        for_each(src, |e| ok &= insert(h, (*e).ip as u64, (*e).direct));
+        if !ok {
+            free(h);
+            return ptr::null_mut();
+        }
+    }
+    h
+}
+
+/// The size a committed copy of a set of `count` entries gets.
+pub(crate) fn committed_bits(count: usize) -> u32 {
+    let half = count / 2;
+    let bits = usize::BITS - half.leading_zeros();
+    bits.clamp(1, MAX_BITS)
+}
+
+/// The set to publish for the private set `h`: null when it is empty
+/// (and not standing for cached `:mod:` entries), else a copy sized for
+/// its count. `Err` when out of memory.
+///
+/// # Safety
+///
+/// `h` is null or a valid set.
+pub(crate) unsafe fn for_commit(h: *const FtraceHash) -> Result<*mut FtraceHash, ()> {
+    // SAFETY: per the function's contract.
+    unsafe {
+        if is_empty(h) {
+            return Ok(ptr::null_mut());
+        }
+        let c = copy(h, committed_bits((*h).count as usize));
+        if c.is_null() {
+            Err(())
+        } else {
+            Ok(c)
+        }
+    }
+}

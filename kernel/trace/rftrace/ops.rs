@@ -1,0 +1,1139 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The ftrace_ops list: registration, sub-ops (the function graph's
+//! manager ops), the per-site plan and its application, and the list
+//! dispatcher the shared trampolines call.
+//!
+//! Every change (an ops comes or goes, a filter changes, a module comes)
+//! recomputes what every site must call from the registered ops and their
+//! sets ([`update_sites`]): nothing, the one ops' own trampoline, or the
+//! shared list trampoline (saving a full `pt_regs` when an ops on the
+//! site needs them). The sites whose call changes are written as one
+//! batch by the arch layer.
+
+use crate::hash::{self, FtraceHash};
+use crate::logic::plan::{self, Target, Want};
+use crate::logic::sites::{flags as sf, Site};
+use crate::table::{self, Cell, Group};
+use crate::{addr, dead, enabled, err, ftrace_list_end, ftrace_ops_list, Guard, Locked};
+use crate::{EBUSY, EINVAL, ENODEV, ENOMEM};
+use core::ptr;
+use core::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
+use kernel::bindings;
+use kernel::ffi::{c_int, c_ulong, c_void};
+use kernel::c_str;
+use kernel::prelude::*;
+
+pub(crate) type Ops = bindings::ftrace_ops;
+
+const fn fl(f: u32) -> c_ulong {
+    f as c_ulong
+}
+pub(crate) const F_ENABLED: c_ulong = fl(bindings::FTRACE_OPS_FL_ENABLED);
+const F_DYNAMIC: c_ulong = fl(bindings::FTRACE_OPS_FL_DYNAMIC);
+pub(crate) const F_SAVE_REGS: c_ulong = fl(bindings::FTRACE_OPS_FL_SAVE_REGS);
+const F_SAVE_REGS_IF: c_ulong = fl(bindings::FTRACE_OPS_FL_SAVE_REGS_IF_SUPPORTED);
+const F_RECURSION: c_ulong = fl(bindings::FTRACE_OPS_FL_RECURSION);
+const F_STUB: c_ulong = fl(bindings::FTRACE_OPS_FL_STUB);
+const F_INITIALIZED: c_ulong = fl(bindings::FTRACE_OPS_FL_INITIALIZED);
+const F_DELETED: c_ulong = fl(bindings::FTRACE_OPS_FL_DELETED);
+const F_ADDING: c_ulong = fl(bindings::FTRACE_OPS_FL_ADDING);
+const F_REMOVING: c_ulong = fl(bindings::FTRACE_OPS_FL_REMOVING);
+pub(crate) const F_IPMODIFY: c_ulong = fl(bindings::FTRACE_OPS_FL_IPMODIFY);
+const F_RCU: c_ulong = fl(bindings::FTRACE_OPS_FL_RCU);
+const F_SUBOP: c_ulong = fl(bindings::FTRACE_OPS_FL_SUBOP);
+
+// --- intrusive list_head helpers (the C inlines) -------------------------
+
+/// # Safety
+///
+/// `l` is valid.
+pub(crate) unsafe fn list_init(l: *mut bindings::list_head) {
+    // SAFETY: per the function's contract.
+    unsafe {
+        (*l).next = l;
+        (*l).prev = l;
+    }
+}
+
+/// # Safety
+///
+/// `new` is valid and not on a list; `head` is a valid list.
+pub(crate) unsafe fn list_add(new: *mut bindings::list_head, head: *mut bindings::list_head) {
+    // SAFETY: per the function's contract.
+    unsafe {
+        let next = (*head).next;
+        (*next).prev = new;
+        (*new).next = next;
+        (*new).prev = head;
+        (*head).next = new;
+    }
+}
+
+/// # Safety
+///
+/// `e` is on a valid list.
+pub(crate) unsafe fn list_del(e: *mut bindings::list_head) {
+    // SAFETY: per the function's contract.
+    unsafe {
+        (*(*e).prev).next = (*e).next;
+        (*(*e).next).prev = (*e).prev;
+        list_init(e);
+    }
+}
+
+/// # Safety
+///
+/// `l` is a valid list head, or one never initialised (all zero).
+pub(crate) unsafe fn list_empty(l: *const bindings::list_head) -> bool {
+    // SAFETY: per the function's contract.
+    unsafe { (*l).next.is_null() || ptr::eq((*l).next, l) }
+}
+
+/// The entries of a list of `T` linked through the `list_head` at byte
+/// offset `off`.
+///
+/// # Safety
+///
+/// `head` is a valid list of such entries that does not change while the
+/// iterator is used.
+pub(crate) unsafe fn list_entries<T>(
+    head: *mut bindings::list_head,
+    off: usize,
+) -> impl Iterator<Item = *mut T> {
+    // SAFETY: per the function's contract.
+    let mut p = unsafe { (*head).next };
+    core::iter::from_fn(move || {
+        if p.is_null() || p == head {
+            return None;
+        }
+        let e = p.cast::<u8>().wrapping_sub(off).cast::<T>();
+        // SAFETY: `p` is a live node of the list.
+        p = unsafe { (*p).next };
+        Some(e)
+    })
+}
+
+// --- ops basics ----------------------------------------------------------
+
+/// Gives an ops its lock, sub-op list and hash pointer the first time the
+/// core sees it.
+///
+/// # Safety
+///
+/// `ops` is valid; callers serialize (they hold `ftrace_lock`, or it is
+/// early boot).
+pub(crate) unsafe fn ops_init(ops: *mut Ops) {
+    // SAFETY: per the function's contract.
+    unsafe {
+        if (*ops).flags & F_INITIALIZED != 0 {
+            return;
+        }
+        crate::mutex_init(
+            ptr::addr_of_mut!((*ops).local_hash.regex_lock),
+            c_str!("ftrace_ops regex_lock"),
+        );
+        list_init(ptr::addr_of_mut!((*ops).subop_list));
+        (*ops).func_hash = ptr::addr_of_mut!((*ops).local_hash);
+        (*ops).flags |= F_INITIALIZED;
+    }
+}
+
+/// A published pointer slot, read locklessly.
+///
+/// # Safety
+///
+/// `p` is a valid, aligned pointer slot.
+unsafe fn slot<'a, T>(p: *mut *mut T) -> &'a AtomicPtr<T> {
+    // SAFETY: per the function's contract; `AtomicPtr` has the layout of
+    // a pointer.
+    unsafe { AtomicPtr::from_ptr(p) }
+}
+
+/// The filter and notrace sets of `ops` (null: empty).
+///
+/// # Safety
+///
+/// `ops` is valid; the sets are used under RCU or `ftrace_lock`.
+#[inline]
+pub(crate) unsafe fn sets(ops: *const Ops) -> (*mut FtraceHash, *mut FtraceHash) {
+    // SAFETY: per the function's contract.
+    unsafe {
+        let fh = (*ops).func_hash;
+        if fh.is_null() {
+            return (ptr::null_mut(), ptr::null_mut());
+        }
+        let f = slot(ptr::addr_of_mut!((*fh).filter_hash)).load(Ordering::Acquire);
+        let n = slot(ptr::addr_of_mut!((*fh).notrace_hash)).load(Ordering::Acquire);
+        (f.cast(), n.cast())
+    }
+}
+
+/// Publishes `new` as the filter (or notrace) set of `ops` and returns the
+/// old one, which the caller frees with [`hash::free_rcu`].
+///
+/// # Safety
+///
+/// `ftrace_lock` is held; `ops` is initialised.
+pub(crate) unsafe fn set_hash(ops: *mut Ops, notrace: bool, new: *mut FtraceHash) -> *mut FtraceHash {
+    // SAFETY: per the function's contract.
+    unsafe {
+        let fh = (*ops).func_hash;
+        let p = if notrace {
+            ptr::addr_of_mut!((*fh).notrace_hash)
+        } else {
+            ptr::addr_of_mut!((*fh).filter_hash)
+        };
+        slot(p).swap(new.cast(), Ordering::AcqRel).cast()
+    }
+}
+
+/// Whether `ip` passes the sets of `ops`.
+///
+/// # Safety
+///
+/// As for [`sets`].
+#[inline]
+pub(crate) unsafe fn ops_wants(ops: *const Ops, ip: u64) -> bool {
+    // SAFETY: per the function's contract.
+    unsafe {
+        let (f, n) = sets(ops);
+        (hash::is_empty(f) || hash::contains(f, ip)) && !hash::contains(n, ip)
+    }
+}
+
+/// The registered ops, newest first. Under `ftrace_lock`, or with
+/// preemption off (an unregistered dynamic ops is freed only after every
+/// CPU scheduled).
+pub(crate) fn list() -> impl Iterator<Item = *mut Ops> {
+    let end = ftrace_list_end.get();
+    let mut p = ftrace_ops_list.load(Ordering::Acquire);
+    core::iter::from_fn(move || {
+        if p.is_null() || p == end {
+            return None;
+        }
+        let cur = p;
+        // SAFETY: a listed ops is valid; see above.
+        p = unsafe { slot(ptr::addr_of_mut!((*cur).next)) }.load(Ordering::Acquire);
+        Some(cur)
+    })
+}
+
+// --- dispatch (hot path: no locks, no allocation, nothing traced) -------
+
+extern "C" {
+    fn rcu_is_watching() -> bool;
+}
+
+/// The callback of the shared trampolines when several ops, or an ops
+/// without its own trampoline, trace a site: calls every registered ops
+/// that wants `ip`.
+///
+/// # Safety
+///
+/// Called by a trampoline; `fregs` is its frame.
+#[no_mangle]
+pub unsafe extern "C" fn arch_ftrace_ops_list_func(
+    ip: c_ulong,
+    parent_ip: c_ulong,
+    _op: *mut Ops,
+    fregs: *mut bindings::ftrace_regs,
+) {
+    // SAFETY: the recursion guard of the tracing core; it also disables
+    // preemption until the unlock.
+    let bit = unsafe { bindings::ftrace_test_recursion_trylock(ip, parent_ip) };
+    if bit < 0 {
+        return;
+    }
+    // A full `pt_regs` is there only when the full-regs trampoline saved
+    // it (it sets `cs`).
+    // SAFETY: `fregs` is the trampoline's frame, a `pt_regs` on x86_64.
+    let has_regs =
+        !fregs.is_null() && unsafe { (*fregs.cast::<bindings::pt_regs>()).__bindgen_anon_1.csx } != 0;
+    for op in list() {
+        // SAFETY: listed ops are valid while preemption is off.
+        let o = unsafe { &*op };
+        if o.flags & F_STUB != 0 || (o.flags & F_SAVE_REGS != 0 && !has_regs) {
+            continue;
+        }
+        // SAFETY: `rcu_is_watching()` is notrace and callable anywhere.
+        if o.flags & F_RCU != 0 && !unsafe { rcu_is_watching() } {
+            continue;
+        }
+        // SAFETY: sets are freed only after a grace period.
+        if unsafe { ops_wants(op, ip as u64) } {
+            if let Some(f) = o.func {
+                // SAFETY: the ops' callback, called as the ABI says.
+                unsafe { f(ip, parent_ip, op, fregs) };
+            }
+        }
+    }
+    // SAFETY: paired with the trylock.
+    unsafe { bindings::ftrace_test_recursion_unlock(bit) };
+}
+
+/// Wraps an ops' callback that does not protect itself against recursion
+/// or needs RCU watching.
+unsafe extern "C" fn ftrace_ops_assist_func(
+    ip: c_ulong,
+    parent_ip: c_ulong,
+    op: *mut Ops,
+    fregs: *mut bindings::ftrace_regs,
+) {
+    // SAFETY: see `arch_ftrace_ops_list_func`.
+    let bit = unsafe { bindings::ftrace_test_recursion_trylock(ip, parent_ip) };
+    if bit < 0 {
+        return;
+    }
+    // SAFETY: the trampoline passes its own, live, ops.
+    let o = unsafe { &*op };
+    // SAFETY: notrace, callable anywhere.
+    if o.flags & F_RCU == 0 || unsafe { rcu_is_watching() } {
+        if let Some(f) = o.func {
+            // SAFETY: the ops' callback, called as the ABI says.
+            unsafe { f(ip, parent_ip, op, fregs) };
+        }
+    }
+    // SAFETY: paired with the trylock.
+    unsafe { bindings::ftrace_test_recursion_unlock(bit) };
+}
+
+/// What a trampoline dedicated to `ops` calls.
+///
+/// # Safety
+///
+/// `ops` is valid.
+#[no_mangle]
+pub unsafe extern "C" fn ftrace_ops_get_func(ops: *mut Ops) -> bindings::ftrace_func_t {
+    // SAFETY: per the function's contract.
+    let o = unsafe { &*ops };
+    if o.flags & (F_RECURSION | F_RCU) != F_RECURSION {
+        Some(ftrace_ops_assist_func)
+    } else {
+        o.func
+    }
+}
+
+/// Whether `ops` traces `ip` (fgraph.c asks this of its sub-ops).
+///
+/// # Safety
+///
+/// `ops` is valid.
+#[no_mangle]
+pub unsafe extern "C" fn ftrace_ops_test(ops: *mut Ops, ip: c_ulong, regs: *mut c_void) -> c_int {
+    // SAFETY: per the function's contract.
+    unsafe {
+        if regs.is_null() && (*ops).flags & F_SAVE_REGS != 0 {
+            return 0;
+        }
+        c_int::from(ops_wants(ops, ip as u64))
+    }
+}
+
+/// Whether `a` is inside the trampoline of a registered ops. Any context.
+pub(crate) fn is_trampoline(a: u64) -> bool {
+    // SAFETY: preemption off keeps listed ops alive (see `list`).
+    unsafe { bindings::ftrace_preempt_disable_notrace() };
+    let r = list().any(|op| {
+        // SAFETY: as above.
+        let o = unsafe { &*op };
+        o.trampoline != 0 && a >= o.trampoline as u64 && a < (o.trampoline + o.trampoline_size) as u64
+    });
+    // SAFETY: paired with the disable above.
+    unsafe { bindings::ftrace_preempt_enable_notrace() };
+    r
+}
+
+// --- trampoline slots ----------------------------------------------------
+
+/// The ops a site may call directly, by slot number - 1 (the number is
+/// kept in the site's flags).
+struct Slot {
+    ops: *mut Ops,
+    tramp: u64,
+}
+
+static SLOTS: Locked<KVec<Slot>> = Locked::new(KVec::new());
+
+/// # Safety
+///
+/// `ftrace_lock` is held.
+unsafe fn slot_of(ops: *mut Ops) -> u32 {
+    // SAFETY: per the function's contract.
+    let s = unsafe { SLOTS.get() };
+    s.iter()
+        .position(|x| x.ops == ops)
+        .map_or(0, |i| i as u32 + 1)
+}
+
+/// # Safety
+///
+/// `ftrace_lock` is held.
+unsafe fn slot_alloc(ops: *mut Ops, tramp: u64) -> u32 {
+    // SAFETY: per the function's contract.
+    let s = unsafe { SLOTS.get() };
+    if let Some(i) = s.iter().position(|x| x.ops == ops) {
+        s[i].tramp = tramp;
+        return i as u32 + 1;
+    }
+    if let Some(i) = s.iter().position(|x| x.ops.is_null()) {
+        s[i] = Slot { ops, tramp };
+        return i as u32 + 1;
+    }
+    if s.len() + 1 >= crate::logic::sites::MAX_SLOTS as usize || s.push(Slot { ops, tramp }, GFP_KERNEL).is_err() {
+        // The ops then goes through the list trampoline.
+        return 0;
+    }
+    s.len() as u32
+}
+
+/// # Safety
+///
+/// `ftrace_lock` is held and no site calls the ops' trampoline any more.
+unsafe fn slot_free(ops: *mut Ops) {
+    // SAFETY: per the function's contract.
+    let s = unsafe { SLOTS.get() };
+    for x in s.iter_mut().filter(|x| x.ops == ops) {
+        x.ops = ptr::null_mut();
+        x.tramp = 0;
+    }
+}
+
+// --- the plan ------------------------------------------------------------
+
+/// What an update needs to know of one registered ops.
+struct Planned {
+    filter: *const FtraceHash,
+    notrace: *const FtraceHash,
+    regs: bool,
+    ipmodify: bool,
+    slot: u32,
+    tramp: u64,
+}
+
+impl Planned {
+    fn wants(&self, ip: u64) -> bool {
+        // SAFETY: sets of listed ops, under `ftrace_lock`.
+        unsafe {
+            (hash::is_empty(self.filter) || hash::contains(self.filter, ip))
+                && !hash::contains(self.notrace, ip)
+        }
+    }
+}
+
+static LIST_FUNC_SET: AtomicBool = AtomicBool::new(false);
+
+/// Points the shared trampolines' callback calls at the list dispatcher,
+/// once.
+fn set_list_func() {
+    if LIST_FUNC_SET.load(Ordering::Relaxed) {
+        return;
+    }
+    let f: bindings::ftrace_func_t = Some(arch_ftrace_ops_list_func);
+    // SAFETY: written before the first site calls a shared trampoline.
+    unsafe {
+        *crate::function_trace_op.get() = ftrace_list_end.get();
+        *crate::ftrace_trace_function.get() = f;
+        bindings::mutex_lock(ptr::addr_of_mut!(bindings::text_mutex));
+    }
+    // SAFETY: `text_mutex` is held, as the arch layer requires.
+    let r = unsafe { bindings::ftrace_update_ftrace_func(f) };
+    // SAFETY: taken above.
+    unsafe { bindings::mutex_unlock(ptr::addr_of_mut!(bindings::text_mutex)) };
+    if r == 0 {
+        LIST_FUNC_SET.store(true, Ordering::Relaxed);
+    } else {
+        pr_err!("cannot point the trampolines at the list dispatcher: {}\n", r);
+    }
+}
+
+extern "C" {
+    fn rftrace_arch_apply(changes: *const Change, n: usize, bad_ip: *mut u64) -> c_int;
+    fn rftrace_arch_init_site(ip: u64, target: u64) -> c_int;
+}
+
+/// `RftraceChange` of the arch layer.
+#[repr(C)]
+struct Change {
+    ip: u64,
+    old: u64,
+    new: u64,
+}
+
+/// The address the site calls now, by its flags.
+///
+/// # Safety
+///
+/// `ftrace_lock` is held.
+unsafe fn current_target(s: &Site, list: u64, regs: u64) -> Option<u64> {
+    if !s.has(sf::ENABLED) {
+        return Some(0);
+    }
+    if s.has(sf::DIRECT_OPS) {
+        // SAFETY: per the function's contract.
+        let slots = unsafe { SLOTS.get() };
+        let i = (s.slot() as usize).checked_sub(1)?;
+        return slots.get(i).map(|x| x.tramp).filter(|&t| t != 0);
+    }
+    Some(if s.has(sf::REGS) { regs } else { list })
+}
+
+/// Recomputes what every site must call and writes the sites that change,
+/// as one batch.
+///
+/// # Safety
+///
+/// `ftrace_lock` is held; the context may sleep.
+pub(crate) unsafe fn update_sites() -> Result<(), c_int> {
+    let on = enabled() && !dead();
+    let mut planned = KVec::<Planned>::new();
+    for op in list() {
+        // SAFETY: listed ops are valid under `ftrace_lock`.
+        let o = unsafe { &*op };
+        if o.flags & F_STUB != 0 {
+            continue;
+        }
+        // SAFETY: as above.
+        let (filter, notrace) = unsafe { sets(op) };
+        // SAFETY: `ftrace_lock` is held.
+        let slot = unsafe { slot_of(op) };
+        planned
+            .push(
+                Planned {
+                    filter,
+                    notrace,
+                    regs: o.flags & F_SAVE_REGS != 0,
+                    ipmodify: o.flags & F_IPMODIFY != 0,
+                    slot,
+                    tramp: if slot != 0 { o.trampoline as u64 } else { 0 },
+                },
+                GFP_KERNEL,
+            )
+            .map_err(|_| ENOMEM)?;
+    }
+    let list_tramp = addr(bindings::ftrace_caller);
+    let regs_tramp = addr(bindings::ftrace_regs_caller);
+    let mut changes = KVVec::<Change>::new();
+    let mut after = KVVec::<(&'static Cell, Site)>::new();
+    for cell in table::all() {
+        // SAFETY: `ftrace_lock` is held.
+        let site = unsafe { cell.get() };
+        if site.has(sf::DISABLED) {
+            continue;
+        }
+        let ip = site.ip;
+        let mut w = Want::default();
+        for (i, p) in planned.iter().enumerate() {
+            if p.wants(ip) {
+                w.refs += 1;
+                w.regs |= p.regs;
+                w.ipmodify += u32::from(p.ipmodify);
+                w.first.get_or_insert(i);
+            }
+        }
+        let target = if on { plan::target(&w) } else { Target::Nop };
+        let (new, mut nf, slot) = match target {
+            Target::Nop => (0, 0, 0),
+            Target::Sole(i) => {
+                let p = &planned[i];
+                let r = if p.regs { sf::REGS } else { 0 };
+                if p.slot != 0 {
+                    (p.tramp, sf::ENABLED | sf::DIRECT_OPS | r, p.slot)
+                } else if p.regs {
+                    (regs_tramp, sf::ENABLED | sf::REGS, 0)
+                } else {
+                    (list_tramp, sf::ENABLED, 0)
+                }
+            }
+            Target::List => (list_tramp, sf::ENABLED, 0),
+            Target::ListRegs => (regs_tramp, sf::ENABLED | sf::REGS, 0),
+        };
+        if w.ipmodify > 0 && on {
+            nf |= sf::IPMODIFY | sf::MODIFIED;
+        }
+        nf |= site.flags & (sf::TOUCHED | sf::MODIFIED | sf::INIT) & 0xffff;
+        if nf & sf::ENABLED != 0 {
+            nf |= sf::TOUCHED;
+        }
+        let mut next = Site {
+            ip,
+            refs: w.refs,
+            flags: nf,
+        };
+        next.set_slot(slot);
+        // SAFETY: `ftrace_lock` is held.
+        let Some(cur) = (unsafe { current_target(site, list_tramp, regs_tramp) }) else {
+            pr_err!("site {:#x}: lost track of its trampoline\n", ip);
+            crate::report_bug(EINVAL, ip);
+            return Err(EINVAL);
+        };
+        if cur == new {
+            *site = next;
+            continue;
+        }
+        changes
+            .push(Change { ip, old: cur, new }, GFP_KERNEL)
+            .map_err(|_| ENOMEM)?;
+        after.push((cell, next), GFP_KERNEL).map_err(|_| ENOMEM)?;
+    }
+    if changes.is_empty() {
+        return Ok(());
+    }
+    set_list_func();
+    let mut bad = 0u64;
+    // SAFETY: `changes` holds `len` changes; sleepable, `ftrace_lock` held.
+    let r = unsafe { rftrace_arch_apply(changes.as_ptr(), changes.len(), &mut bad) };
+    if r == ENOMEM {
+        return Err(r);
+    }
+    if r != 0 {
+        crate::report_bug(r, bad);
+        return Err(r);
+    }
+    for (cell, s) in after.iter() {
+        // SAFETY: `ftrace_lock` is held.
+        unsafe { *cell.get() = *s };
+    }
+    Ok(())
+}
+
+/// Whether enabling `ops` with filter `filter` would put two ops that may
+/// change the return address on one function (refused with `EBUSY`).
+/// Only explicit filter entries count, as in the C core.
+///
+/// # Safety
+///
+/// `ftrace_lock` is held; `filter` is null or a valid set.
+pub(crate) unsafe fn ipmodify_conflict(ops: *mut Ops, filter: *const FtraceHash) -> bool {
+    // SAFETY: per the function's contract.
+    if unsafe { hash::is_empty(filter) } {
+        return false;
+    }
+    let mut conflict = false;
+    // SAFETY: as above; listed ops are valid.
+    unsafe {
+        hash::for_each(filter, |e| {
+            let ip = (*e).ip as u64;
+            conflict |= list().any(|o| {
+                let (f, n) = sets(o);
+                o != ops
+                    && (*o).flags & F_IPMODIFY != 0
+                    && !hash::is_empty(f)
+                    && hash::contains(f, ip)
+                    && !hash::contains(n, ip)
+            });
+        });
+    }
+    conflict
+}
+
+fn is_core_data(a: u64) -> bool {
+    // Linker symbols; only their addresses are used.
+    let (sd, ed, sb, eb) = (
+        ptr::addr_of!(bindings::_sdata) as u64,
+        ptr::addr_of!(bindings::_edata) as u64,
+        ptr::addr_of!(bindings::__bss_start) as u64,
+        ptr::addr_of!(bindings::__bss_stop) as u64,
+    );
+    (sd..ed).contains(&a) || (sb..eb).contains(&a)
+}
+
+/// Registers `ops` and patches the sites it wants (`ftrace_startup()`).
+///
+/// # Safety
+///
+/// `ftrace_lock` is held; `ops` is valid and stays so until unregistered.
+pub(crate) unsafe fn startup(ops: *mut Ops) -> c_int {
+    if dead() {
+        return ENODEV;
+    }
+    // SAFETY: per the function's contract.
+    let o = unsafe { &mut *ops };
+    // SAFETY: as above.
+    unsafe { ops_init(ops) };
+    if o.flags & F_DELETED != 0 {
+        return EINVAL;
+    }
+    if o.flags & F_ENABLED != 0 {
+        pr_warn!("ops {:p} registered twice\n", ops);
+        return EBUSY;
+    }
+    if o.flags & F_SAVE_REGS_IF != 0 {
+        o.flags |= F_SAVE_REGS;
+    }
+    if !is_core_data(ops as u64) {
+        o.flags |= F_DYNAMIC;
+    }
+    if o.flags & F_IPMODIFY != 0 {
+        // SAFETY: `ftrace_lock` is held.
+        let (f, _) = unsafe { sets(ops) };
+        // SAFETY: as above.
+        if unsafe { ipmodify_conflict(ops, f) } {
+            return EBUSY;
+        }
+    }
+    o.saved_func = o.func;
+    o.next = ftrace_ops_list.load(Ordering::Acquire);
+    ftrace_ops_list.store(ops, Ordering::Release);
+    o.flags |= F_ENABLED | F_ADDING;
+    // SAFETY: a registered ops; the arch layer creates or updates its
+    // trampoline (calling `ftrace_ops_get_func()`).
+    unsafe { bindings::arch_ftrace_update_trampoline(ops) };
+    if o.trampoline != 0 {
+        // SAFETY: `ftrace_lock` is held.
+        unsafe { slot_alloc(ops, o.trampoline as u64) };
+    }
+    // SAFETY: `ftrace_lock` is held, sleepable.
+    let r = unsafe { update_sites() };
+    o.flags &= !F_ADDING;
+    if let Err(e) = r {
+        // SAFETY: as above.
+        unsafe { remove(ops) };
+        o.flags &= !F_ENABLED;
+        // SAFETY: as above.
+        unsafe { slot_free(ops) };
+        return e;
+    }
+    0
+}
+
+/// Unlinks `ops` from the list.
+///
+/// # Safety
+///
+/// `ftrace_lock` is held.
+unsafe fn remove(ops: *mut Ops) -> bool {
+    // SAFETY: per the function's contract.
+    let next = unsafe { (*ops).next };
+    if ftrace_ops_list.load(Ordering::Acquire) == ops {
+        ftrace_ops_list.store(next, Ordering::Release);
+        return true;
+    }
+    for p in list() {
+        // SAFETY: listed ops are valid under `ftrace_lock`.
+        let s = unsafe { slot(ptr::addr_of_mut!((*p).next)) };
+        if s.load(Ordering::Acquire) == ops {
+            s.store(next, Ordering::Release);
+            return true;
+        }
+    }
+    false
+}
+
+/// Unregisters `ops` (`ftrace_shutdown()`); when it returns, no CPU runs
+/// the ops' callback through the core any more.
+///
+/// # Safety
+///
+/// `ftrace_lock` is held; `ops` is valid.
+pub(crate) unsafe fn shutdown(ops: *mut Ops) -> c_int {
+    if dead() {
+        return ENODEV;
+    }
+    // SAFETY: per the function's contract.
+    let o = unsafe { &mut *ops };
+    if o.flags & F_ENABLED == 0 {
+        pr_warn!("ops {:p} unregistered but not registered\n", ops);
+        return EBUSY;
+    }
+    // SAFETY: `ftrace_lock` is held.
+    if !unsafe { remove(ops) } {
+        return err(bindings::ENOENT);
+    }
+    o.flags |= F_REMOVING;
+    o.flags &= !F_ENABLED;
+    // SAFETY: `ftrace_lock` is held, sleepable. A failure killed tracing.
+    let _ = unsafe { update_sites() };
+    // SAFETY: no site calls its trampoline now.
+    unsafe { slot_free(ops) };
+    o.flags &= !F_REMOVING;
+    if o.flags & F_DYNAMIC != 0 {
+        // SAFETY: sleepable. The first waits out every CPU that may be in
+        // the callback with preemption off or RCU not watching; the second
+        // every task preempted on the trampoline.
+        unsafe {
+            bindings::synchronize_rcu_tasks_rude();
+            bindings::synchronize_rcu_tasks();
+            bindings::arch_ftrace_trampoline_free(ops);
+        }
+    }
+    0
+}
+
+/// Registers an ops with the core.
+///
+/// # Safety
+///
+/// `ops` is valid until unregistered.
+#[no_mangle]
+pub unsafe extern "C" fn register_ftrace_function(ops: *mut Ops) -> c_int {
+    let _g = Guard::lock();
+    // SAFETY: per the function's contract, `ftrace_lock` held.
+    unsafe { startup(ops) }
+}
+
+/// Unregisters an ops.
+///
+/// # Safety
+///
+/// `ops` is valid.
+#[no_mangle]
+pub unsafe extern "C" fn unregister_ftrace_function(ops: *mut Ops) -> c_int {
+    let _g = Guard::lock();
+    // SAFETY: per the function's contract, `ftrace_lock` held.
+    unsafe { shutdown(ops) }
+}
+
+// --- sub-ops (fgraph.c's manager ops) ----------------------------------
+
+const LIST_OFF: usize = core::mem::offset_of!(Ops, list);
+
+/// The sub-ops of manager `m`.
+///
+/// # Safety
+///
+/// `ftrace_lock` is held; `m` is initialised.
+unsafe fn subops(m: *mut Ops) -> impl Iterator<Item = *mut Ops> {
+    // SAFETY: per the function's contract.
+    unsafe { list_entries::<Ops>(ptr::addr_of_mut!((*m).subop_list), LIST_OFF) }
+}
+
+/// Gives manager `m` the union of its sub-ops' filters and the
+/// intersection of their notrace sets.
+///
+/// # Safety
+///
+/// `ftrace_lock` is held; `m` is initialised.
+unsafe fn rebuild_manager(m: *mut Ops) -> c_int {
+    let mut filter: *mut FtraceHash = ptr::null_mut();
+    let mut notrace: *mut FtraceHash = ptr::null_mut();
+    let mut any_empty_filter = false;
+    let mut any_empty_notrace = false;
+    // SAFETY: per the function's contract.
+    for s in unsafe { subops(m) } {
+        // SAFETY: sub-ops are valid while listed.
+        let (f, n) = unsafe { sets(s) };
+        // SAFETY: as above.
+        unsafe {
+            any_empty_filter |= hash::is_empty(f);
+            any_empty_notrace |= hash::is_empty(n);
+        }
+    }
+    let fail = |f: *mut FtraceHash, n: *mut FtraceHash| {
+        // SAFETY: private sets.
+        unsafe {
+            hash::free(f);
+            hash::free(n);
+        }
+        ENOMEM
+    };
+    if !any_empty_filter {
+        filter = hash::alloc(hash::DEFAULT_BITS);
+        if filter.is_null() {
+            return ENOMEM;
+        }
+        let mut ok = true;
+        // SAFETY: as above; `filter` is private.
+        for s in unsafe { subops(m) } {
+            unsafe {
+                let (f, _) = sets(s);
+                hash::for_each(f, |e| ok &= hash::add(filter, (*e).ip as u64));
+            }
+        }
+        if !ok {
+            return fail(filter, notrace);
+        }
+    }
+    if !any_empty_notrace {
+        // SAFETY: as above.
+        let first = unsafe { subops(m) }.next();
+        if let Some(first) = first {
+            // SAFETY: as above.
+            notrace = unsafe { hash::copy(sets(first).1, hash::DEFAULT_BITS) };
+            if notrace.is_null() {
+                return fail(filter, notrace);
+            }
+            // SAFETY: as above; `notrace` is private.
+            unsafe {
+                hash::for_each(notrace, |e| {
+                    let ip = (*e).ip as u64;
+                    if subops(m).any(|s| !hash::contains(sets(s).1, ip)) {
+                        hash::remove_entry(notrace, e);
+                    }
+                });
+            }
+        }
+    }
+    // SAFETY: `ftrace_lock` is held; the old sets are unpublished.
+    unsafe {
+        hash::free_rcu(set_hash(m, false, filter));
+        hash::free_rcu(set_hash(m, true, notrace));
+    }
+    0
+}
+
+/// Rebuilds every registered manager's sets from its sub-ops (a sub-op's
+/// set, or one it shares with another ops, changed).
+///
+/// # Safety
+///
+/// `ftrace_lock` is held.
+pub(crate) unsafe fn refresh_managers() -> c_int {
+    for op in list() {
+        // SAFETY: listed ops are valid and initialised.
+        unsafe {
+            if !list_empty(ptr::addr_of!((*op).subop_list)) {
+                let r = rebuild_manager(op);
+                if r != 0 {
+                    return r;
+                }
+            }
+        }
+    }
+    0
+}
+
+/// Adds `sub` to manager `ops`, registering the manager with the first.
+///
+/// # Safety
+///
+/// `ftrace_lock` is held; both are valid.
+#[no_mangle]
+pub unsafe extern "C" fn ftrace_startup_subops(ops: *mut Ops, sub: *mut Ops, _command: c_int) -> c_int {
+    if dead() {
+        return ENODEV;
+    }
+    // SAFETY: per the function's contract.
+    unsafe {
+        ops_init(ops);
+        ops_init(sub);
+        if (*sub).flags & F_ENABLED != 0 {
+            return EBUSY;
+        }
+        list_add(ptr::addr_of_mut!((*sub).list), ptr::addr_of_mut!((*ops).subop_list));
+        let mut r = rebuild_manager(ops);
+        if r == 0 {
+            r = if (*ops).flags & F_ENABLED == 0 {
+                startup(ops)
+            } else {
+                update_sites().err().unwrap_or(0)
+            };
+        }
+        if r != 0 {
+            list_del(ptr::addr_of_mut!((*sub).list));
+            let _ = rebuild_manager(ops);
+            return r;
+        }
+        (*sub).flags |= F_ENABLED | F_SUBOP;
+        (*sub).managed = ops;
+    }
+    0
+}
+
+/// Removes `sub` from manager `ops`, unregistering the manager with the
+/// last.
+///
+/// # Safety
+///
+/// `ftrace_lock` is held; both are valid.
+#[no_mangle]
+pub unsafe extern "C" fn ftrace_shutdown_subops(ops: *mut Ops, sub: *mut Ops, _command: c_int) -> c_int {
+    if dead() {
+        return ENODEV;
+    }
+    // SAFETY: per the function's contract.
+    unsafe {
+        if (*sub).flags & F_ENABLED == 0 {
+            return EINVAL;
+        }
+        list_del(ptr::addr_of_mut!((*sub).list));
+        if list_empty(ptr::addr_of!((*ops).subop_list)) {
+            let r = shutdown(ops);
+            if r < 0 {
+                list_add(ptr::addr_of_mut!((*sub).list), ptr::addr_of_mut!((*ops).subop_list));
+                return r;
+            }
+            hash::free_rcu(set_hash(ops, false, ptr::null_mut()));
+            hash::free_rcu(set_hash(ops, true, ptr::null_mut()));
+        } else {
+            let r = rebuild_manager(ops);
+            if r == 0 {
+                let _ = update_sites();
+            }
+        }
+        (*sub).flags &= !(F_ENABLED | F_SUBOP);
+        (*sub).managed = ptr::null_mut();
+    }
+    0
+}
+
+// --- the table: boot, modules, freed init memory -----------------------
+
+fn update_counts() {
+    let (mut pages, mut groups, mut total) = (0usize, 0usize, 0usize);
+    for g in table::groups() {
+        groups += 1;
+        total += g.sites.len();
+        pages += (g.sites.len() * core::mem::size_of::<Cell>()).div_ceil(bindings::PAGE_SIZE);
+    }
+    crate::ftrace_update_tot_cnt.store(total, Ordering::Relaxed);
+    crate::ftrace_number_of_pages.store(pages, Ordering::Relaxed);
+    crate::ftrace_number_of_groups.store(groups, Ordering::Relaxed);
+}
+
+/// Makes the sites `ips` (sorted, unique) NOPs and adds them to the table
+/// as a group of module `m` (null: the kernel). Module sites stay
+/// disabled until the module is enabled. Returns how many were added.
+///
+/// # Safety
+///
+/// `ftrace_lock` is held; the sites' code does not run yet and is still
+/// writable.
+pub(crate) unsafe fn add_sites(m: *mut bindings::module, ips: &[u64]) -> Result<usize> {
+    let g = Group::new(m, ips)?;
+    for c in g.sites.iter() {
+        // SAFETY: per the function's contract.
+        let r = unsafe { rftrace_arch_init_site(c.ip(), 0) };
+        // SAFETY: the group is ours until published.
+        let s = unsafe { c.get() };
+        if r != 0 {
+            s.flags |= sf::DISABLED;
+            crate::report_bug(r, s.ip);
+        } else if !m.is_null() {
+            s.flags |= sf::DISABLED | sf::INIT;
+        }
+    }
+    let n = g.sites.len();
+    // SAFETY: `ftrace_lock` is held.
+    unsafe { table::publish(g) };
+    update_counts();
+    Ok(n)
+}
+
+/// Drops the sites in `[start, end)` of module `m` (null: the kernel),
+/// whose text is being freed.
+pub(crate) fn free_range(m: *mut bindings::module, start: u64, end: u64) {
+    let _g = Guard::lock();
+    let g = if m.is_null() {
+        table::core_group()
+    } else {
+        table::of_module(m)
+    };
+    let Some(g) = g else {
+        return;
+    };
+    let r = crate::logic::sites::range(&g.sites, start, end);
+    if r.is_empty() {
+        return;
+    }
+    let mut keep = KVVec::<u64>::new();
+    for (i, c) in g.sites.iter().enumerate() {
+        if !r.contains(&i) && keep.push(c.ip(), GFP_KERNEL).is_err() {
+            return;
+        }
+    }
+    let Ok(new) = Group::new(m, &keep) else {
+        return;
+    };
+    for (c, i) in new.sites.iter().zip((0..g.sites.len()).filter(|i| !r.contains(i))) {
+        // SAFETY: `ftrace_lock` is held; `new` is unpublished.
+        unsafe { *c.get() = *g.sites[i].get() };
+    }
+    // SAFETY: `ftrace_lock` is held; sleepable.
+    unsafe { table::replace(g, Some(new)) };
+    update_counts();
+}
+
+/// A module is being loaded: its sites join the table, as NOPs.
+///
+/// # Safety
+///
+/// `m` is a module being loaded, its text not yet running.
+#[no_mangle]
+pub unsafe extern "C" fn ftrace_module_init(m: *mut bindings::module) {
+    if dead() {
+        return;
+    }
+    // SAFETY: per the function's contract.
+    let (locs, n) = unsafe { ((*m).ftrace_callsites, (*m).num_ftrace_callsites as usize) };
+    if locs.is_null() || n == 0 {
+        return;
+    }
+    let mut ips = KVVec::<u64>::new();
+    for i in 0..n {
+        // SAFETY: the module loader gives `n` entries.
+        if ips.push(unsafe { *locs.add(i) } as u64, GFP_KERNEL).is_err() {
+            pr_err!("out of memory for the call sites of a module\n");
+            return;
+        }
+    }
+    let k = crate::logic::sites::sort_unique(&mut ips);
+    let _g = Guard::lock();
+    // SAFETY: `ftrace_lock` held; the module's text does not run yet.
+    if let Err(e) = unsafe { add_sites(m, &ips[..k]) } {
+        pr_err!("cannot add the call sites of a module: {:?}\n", e);
+    }
+}
+
+/// A module is about to run: its sites get what the registered ops want.
+///
+/// # Safety
+///
+/// `m` is a module.
+#[no_mangle]
+pub unsafe extern "C" fn ftrace_module_enable(m: *mut bindings::module) {
+    let _g = Guard::lock();
+    let Some(g) = table::of_module(m) else {
+        return;
+    };
+    for c in g.sites.iter() {
+        // SAFETY: `ftrace_lock` is held.
+        unsafe { c.get() }.flags &= !sf::DISABLED;
+    }
+    // SAFETY: `ftrace_lock` is held; sleepable. Failures are reported.
+    let _ = unsafe { update_sites() };
+}
+
+/// A module is gone: so are its sites.
+///
+/// # Safety
+///
+/// `m` is a module.
+#[no_mangle]
+pub unsafe extern "C" fn ftrace_release_mod(m: *mut bindings::module) {
+    let _g = Guard::lock();
+    if let Some(g) = table::of_module(m) {
+        // SAFETY: `ftrace_lock` is held; sleepable.
+        unsafe { table::replace(g, None) };
+        update_counts();
+    }
+}
+
+/// `enabled_functions`: the trampoline of the one ops a site calls, and
+/// the function it calls.
+pub(crate) fn describe_tramp(o: &mut crate::files::Out, ip: u64) {
+    // Under `ftrace_lock` (the caller renders with it held).
+    for op in list() {
+        // SAFETY: listed ops are valid under `ftrace_lock`.
+        let (tramp, func, wants) = unsafe {
+            let x = &*op;
+            (x.trampoline as u64, x.func, ops_wants(op, ip))
+        };
+        if tramp == 0 || !wants {
+            continue;
+        }
+        o.bytes(b"\ttramp: ");
+        o.sym(tramp, true);
+        o.bytes(b" (");
+        o.sym(func.map_or(0, |f| f as *const () as u64), true);
+        o.bytes(b")");
+        // SAFETY: `op` is a listed ops.
+        let t = unsafe { bindings::arch_ftrace_trampoline_func(op, ptr::null_mut()) };
+        if !t.is_null() {
+            o.bytes(b" ->");
+            o.sym(t as u64, true);
+        }
+        return;
+    }
+    o.bytes(b"\ttramp: ERROR!");
+}

@@ -1,0 +1,568 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The generic part of the Rust ftrace core: what `kernel/trace/ftrace.c`
+//! is in the C core (CONFIG_FTRACE_CORE_RUST_GENERIC).
+//!
+//! - [`table`]: the call-site table, from `__mcount_loc` and each module.
+//! - [`ops`]: the ftrace_ops list, registration, the per-site plan
+//!   (which trampoline each site calls), the list dispatcher.
+//! - [`filter`]: the filter APIs and the tracefs filter files.
+//! - [`files`]: the read-only tracefs files.
+//! - [`probe`]: commands, function probes and the func mapper.
+//!
+//! It serves the unchanged C callers through `include/linux/ftrace.h`;
+//! the x86_64 layer (arch/x86/kernel/rftrace/) writes the sites and owns
+//! the trampolines. The pure logic (patterns, parser, plan, table search)
+//! is shared with the host tests (`logic/`).
+
+#![allow(unreachable_pub)]
+
+use core::cell::UnsafeCell;
+use core::ptr;
+use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering};
+use kernel::bindings;
+use kernel::ffi::{c_char, c_int, c_ulong, c_void};
+use kernel::c_str;
+use kernel::prelude::*;
+
+/// The portable logic, the same files the host tests run (logic/).
+#[allow(dead_code, missing_docs)]
+mod logic {
+    #[path = "glob.rs"]
+    pub mod glob;
+    #[path = "insn.rs"]
+    pub mod insn;
+    #[path = "parser.rs"]
+    pub mod parser;
+    #[path = "plan.rs"]
+    pub mod plan;
+    #[path = "sites.rs"]
+    pub mod sites;
+}
+
+mod files;
+mod filter;
+pub mod hash;
+mod ops;
+mod probe;
+mod table;
+
+const __LOG_PREFIX: &[u8] = b"ftrace\0";
+
+pub(crate) const fn err(e: u32) -> c_int {
+    -(e as c_int)
+}
+pub(crate) const EINVAL: c_int = err(bindings::EINVAL);
+pub(crate) const ENOMEM: c_int = err(bindings::ENOMEM);
+pub(crate) const ENODEV: c_int = err(bindings::ENODEV);
+pub(crate) const EBUSY: c_int = err(bindings::EBUSY);
+
+/// A C-visible global with interior mutability: same layout as `T`.
+#[repr(transparent)]
+pub struct CGlobal<T>(UnsafeCell<T>);
+
+// SAFETY: every access goes through raw pointers, under the locking rule
+// stated where each global is defined.
+unsafe impl<T> Sync for CGlobal<T> {}
+
+impl<T> CGlobal<T> {
+    /// A global holding `v`.
+    pub const fn new(v: T) -> Self {
+        CGlobal(UnsafeCell::new(v))
+    }
+    /// Where the value is.
+    pub const fn get(&self) -> *mut T {
+        self.0.get()
+    }
+}
+
+/// Data of the core only touched with `ftrace_lock` held.
+pub(crate) struct Locked<T>(UnsafeCell<T>);
+
+// SAFETY: every access goes through `get`, whose callers hold `ftrace_lock`.
+unsafe impl<T> Sync for Locked<T> {}
+
+impl<T> Locked<T> {
+    pub(crate) const fn new(v: T) -> Self {
+        Locked(UnsafeCell::new(v))
+    }
+    /// # Safety
+    ///
+    /// `ftrace_lock` is held for as long as the reference lives, and no
+    /// other reference from `get` is alive.
+    #[allow(clippy::mut_from_ref)]
+    pub(crate) unsafe fn get(&self) -> &mut T {
+        // SAFETY: per the function's contract.
+        unsafe { &mut *self.0.get() }
+    }
+}
+
+pub(crate) const fn zeroed_ops() -> bindings::ftrace_ops {
+    // SAFETY: all-zero is a valid `ftrace_ops` (null pointers, no
+    // function, no flags); the core initialises it before use.
+    unsafe { core::mem::zeroed() }
+}
+
+// --- The C core's global data (include/linux/ftrace.h, ftrace_internal.h) --
+
+/// `ftrace_enabled`, the sysctl: read fresh at every update (the boot
+/// selftests store to it directly).
+#[no_mangle]
+pub static ftrace_enabled: CGlobal<c_int> = CGlobal::new(0);
+
+/// Set by `ftrace_filter=` / `ftrace_notrace=` on the command line.
+#[no_mangle]
+pub static ftrace_filter_param: CGlobal<bool> = CGlobal::new(false);
+
+/// The function graph filter sets, read by the inline helpers of trace.h.
+#[no_mangle]
+pub static ftrace_graph_hash: AtomicPtr<hash::FtraceHash> = AtomicPtr::new(ptr::null_mut());
+/// The function graph notrace set.
+#[no_mangle]
+pub static ftrace_graph_notrace_hash: AtomicPtr<hash::FtraceHash> =
+    AtomicPtr::new(ptr::null_mut());
+
+/// `dyn_ftrace_total_info`: records, and the pages and groups they use.
+#[no_mangle]
+pub static ftrace_update_tot_cnt: AtomicUsize = AtomicUsize::new(0);
+/// Pages the call-site records take.
+#[no_mangle]
+pub static ftrace_number_of_pages: AtomicUsize = AtomicUsize::new(0);
+/// Groups of call-site records (the kernel, each module).
+#[no_mangle]
+pub static ftrace_number_of_groups: AtomicUsize = AtomicUsize::new(0);
+
+/// What the shared trampolines pass their callback as the ops.
+#[no_mangle]
+pub static function_trace_op: CGlobal<*mut bindings::ftrace_ops> = CGlobal::new(ptr::null_mut());
+
+/// What the shared trampolines call (the list dispatcher once an ops is
+/// registered).
+#[no_mangle]
+pub static ftrace_trace_function: CGlobal<bindings::ftrace_func_t> =
+    CGlobal::new(Some(bindings::ftrace_stub));
+
+/// The end of the ops list: a stub ops.
+#[no_mangle]
+pub static ftrace_list_end: CGlobal<bindings::ftrace_ops> = CGlobal::new(bindings::ftrace_ops {
+    func: Some(bindings::ftrace_stub),
+    flags: (bindings::FTRACE_OPS_FL_STUB | bindings::FTRACE_OPS_FL_INITIALIZED) as c_ulong,
+    ..zeroed_ops()
+});
+
+/// The registered ops, newest first, ending at `ftrace_list_end`. Written
+/// under `ftrace_lock`, read locklessly by the dispatcher.
+#[no_mangle]
+pub static ftrace_ops_list: AtomicPtr<bindings::ftrace_ops> =
+    AtomicPtr::new(ftrace_list_end.get());
+
+/// The core's mutex; fgraph.c takes it too. Initialised by `ftrace_init()`.
+#[no_mangle]
+pub static ftrace_lock: CGlobal<bindings::mutex> = CGlobal::new(
+    // SAFETY: all-zero, then initialised by `ftrace_init()` before use.
+    unsafe { core::mem::zeroed() },
+);
+
+/// The ops of the function tracer's top-level trace array.
+#[no_mangle]
+pub static global_ops: CGlobal<bindings::ftrace_ops> = CGlobal::new(bindings::ftrace_ops {
+    func: Some(bindings::ftrace_stub),
+    ..zeroed_ops()
+});
+
+/// The bytes a failed site check expected, for `ftrace_bug()`.
+#[no_mangle]
+pub static ftrace_expected: CGlobal<*const c_void> = CGlobal::new(ptr::null());
+
+/// What `ftrace_bug()` reports; nobody else reads it.
+#[no_mangle]
+pub static ftrace_bug_type: CGlobal<c_int> = CGlobal::new(0);
+
+/// Set when the core met something it cannot trust (`ftrace_kill()`).
+pub(crate) static DEAD: AtomicBool = AtomicBool::new(false);
+
+pub(crate) fn dead() -> bool {
+    DEAD.load(Ordering::Relaxed)
+}
+
+pub(crate) fn enabled() -> bool {
+    // SAFETY: a plain int other code stores to at any time; read it fresh.
+    unsafe { ptr::read_volatile(ftrace_enabled.get()) != 0 }
+}
+
+static LOCK_KEY: CGlobal<bindings::lock_class_key> = CGlobal::new(
+    // SAFETY: an all-zero key is what a static C key is.
+    unsafe { core::mem::zeroed() },
+);
+
+/// Initialises a mutex of ours.
+///
+/// # Safety
+///
+/// `m` is valid and not in use.
+pub(crate) unsafe fn mutex_init(m: *mut bindings::mutex, name: &'static CStr) {
+    // SAFETY: per the function's contract; the key is static.
+    unsafe { bindings::__mutex_init(m, name.as_char_ptr(), LOCK_KEY.get()) };
+}
+
+/// `ftrace_lock`, held for the life of the guard.
+pub(crate) struct Guard(*mut bindings::mutex);
+
+impl Guard {
+    pub(crate) fn lock() -> Guard {
+        Self::of(ftrace_lock.get())
+    }
+    pub(crate) fn of(m: *mut bindings::mutex) -> Guard {
+        // SAFETY: our mutexes are initialised in `ftrace_init()`, before
+        // anything can call into the core; callers may sleep.
+        unsafe { bindings::mutex_lock(m) };
+        Guard(m)
+    }
+}
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        // SAFETY: locked by `Guard::of`.
+        unsafe { bindings::mutex_unlock(self.0) };
+    }
+}
+
+/// A function's address.
+pub(crate) fn addr(f: unsafe extern "C" fn()) -> u64 {
+    f as *const () as u64
+}
+
+extern "C" {
+    static mut __start_mcount_loc: [c_ulong; 0];
+    static mut __stop_mcount_loc: [c_ulong; 0];
+    fn kprobe_ftrace_kill();
+}
+
+/// Boot: take the call sites of `__mcount_loc`, make them NOPs, start the
+/// table.
+#[no_mangle]
+pub extern "C" fn ftrace_init() {
+    // SAFETY: single-threaded early boot; our mutexes are not in use yet.
+    unsafe {
+        mutex_init(ftrace_lock.get(), c_str!("ftrace_lock"));
+        filter::init_locks();
+        ops::ops_init(global_ops.get());
+        (*global_ops.get()).flags |= bindings::FTRACE_OPS_FL_PID as c_ulong;
+    }
+    // SAFETY: the linker delimits `__mcount_loc` with these symbols; it is
+    // init data, ours to sort until init memory is freed.
+    let locs = unsafe {
+        let start = ptr::addr_of_mut!(__start_mcount_loc).cast::<u64>();
+        let stop = ptr::addr_of_mut!(__stop_mcount_loc).cast::<u64>();
+        let n = (stop as usize - start as usize) / 8;
+        core::slice::from_raw_parts_mut(start, n)
+    };
+    let n = if logic::sites::is_sorted_unique(locs) {
+        locs.len()
+    } else {
+        logic::sites::sort_unique(locs)
+    };
+    let _g = Guard::lock();
+    // SAFETY: early boot, the kernel's text is still writable and nothing
+    // runs the sites but this CPU, which is here.
+    match unsafe { ops::add_sites(ptr::null_mut(), &locs[..n]) } {
+        Ok(count) => {
+            // SAFETY: nothing else writes it yet.
+            unsafe { ptr::write_volatile(ftrace_enabled.get(), 1) };
+            pr_info!(
+                "function tracer core: Rust (generic core and x86_64 layer); {} call sites, {} pages, {} groups\n",
+                count,
+                ftrace_number_of_pages.load(Ordering::Relaxed),
+                ftrace_number_of_groups.load(Ordering::Relaxed)
+            );
+        }
+        Err(e) => {
+            pr_err!("cannot set up the call-site table ({:?}); tracing disabled\n", e);
+            DEAD.store(true, Ordering::Relaxed);
+        }
+    }
+}
+
+/// Stops all function tracing for good, after something went wrong.
+#[no_mangle]
+pub extern "C" fn ftrace_kill() {
+    DEAD.store(true, Ordering::Relaxed);
+    // SAFETY: the kprobes core's hook for exactly this.
+    unsafe { kprobe_ftrace_kill() };
+}
+
+/// Whether tracing was stopped for good by [`ftrace_kill`].
+#[no_mangle]
+pub extern "C" fn ftrace_is_dead() -> c_int {
+    c_int::from(dead())
+}
+
+/// Reports a site that could not be patched, as the C core does, and
+/// stops tracing.
+///
+/// # Safety
+///
+/// `rec` is null or points to a record (only its `ip` is read).
+#[no_mangle]
+pub unsafe extern "C" fn ftrace_bug(failed: c_int, rec: *mut bindings::dyn_ftrace) {
+    // SAFETY: per the function's contract.
+    let ip = unsafe { rec.as_ref() }.map_or(0, |r| r.ip as u64);
+    report_bug(failed, ip);
+}
+
+pub(crate) fn report_bug(failed: c_int, ip: u64) {
+    let mut cur = [0u8; 5];
+    // SAFETY: reads 5 bytes of text without faulting.
+    let ok = unsafe {
+        bindings::copy_from_kernel_nofault(cur.as_mut_ptr().cast(), ip as *const c_void, 5)
+    } == 0;
+    // SAFETY: set by the arch layer to 5 static bytes, or null.
+    let exp = unsafe { *ftrace_expected.get() }.cast::<[u8; 5]>();
+    // SAFETY: as above.
+    let exp = unsafe { exp.as_ref() };
+    let what = match failed {
+        e if e == err(bindings::EFAULT) => "faulted on modifying",
+        e if e == EINVAL => "failed to modify",
+        e if e == err(bindings::EPERM) => "faulted on writing",
+        _ => "failed on",
+    };
+    pr_err!(
+        "ftrace {} [<{:#x}>]: actual {:02x?}, expected {:02x?}\n",
+        what,
+        ip,
+        if ok { Some(cur) } else { None },
+        exp
+    );
+    ftrace_kill();
+}
+
+/// The ops of a trace array's function tracer calls `func`.
+///
+/// # Safety
+///
+/// `tr` is a valid trace array with an ops.
+#[no_mangle]
+pub unsafe extern "C" fn ftrace_init_array_ops(tr: *mut c_void, func: bindings::ftrace_func_t) {
+    // SAFETY: per the function's contract.
+    unsafe {
+        let ops = rftrace_tr_ops(tr);
+        if ops.is_null() {
+            return;
+        }
+        (*ops).func = func;
+        (*ops).private = tr;
+    }
+}
+
+/// Puts a trace array's ops back to the stub.
+///
+/// # Safety
+///
+/// `tr` is a valid trace array with an ops.
+#[no_mangle]
+pub unsafe extern "C" fn ftrace_reset_array_ops(tr: *mut c_void) {
+    // SAFETY: per the function's contract.
+    unsafe {
+        let ops = rftrace_tr_ops(tr);
+        if !ops.is_null() {
+            (*ops).func = Some(bindings::ftrace_stub);
+        }
+    }
+}
+
+extern "C" {
+    fn init_array_fgraph_ops(tr: *mut c_void, ops: *mut bindings::ftrace_ops);
+    pub(crate) fn rftrace_tr_ops(tr: *mut c_void) -> *mut bindings::ftrace_ops;
+    fn rftrace_tr_set_ops(tr: *mut c_void, ops: *mut bindings::ftrace_ops);
+    pub(crate) fn rftrace_tr_func_probes(tr: *mut c_void) -> *mut bindings::list_head;
+    pub(crate) fn rftrace_tr_mod_list(tr: *mut c_void, notrace: bool) -> *mut bindings::list_head;
+    pub(crate) fn tracing_check_open_get_tr(tr: *mut c_void) -> c_int;
+    pub(crate) fn trace_array_put(tr: *mut c_void);
+}
+
+/// The top-level trace array gets `global_ops`.
+///
+/// # Safety
+///
+/// `tr` is the global trace array.
+#[no_mangle]
+#[link_section = ".init.text"]
+pub unsafe extern "C" fn ftrace_init_global_array_ops(tr: *mut c_void) {
+    // SAFETY: per the function's contract.
+    unsafe {
+        rftrace_tr_set_ops(tr, global_ops.get());
+        (*global_ops.get()).private = tr;
+        ftrace_init_trace_array(tr);
+        init_array_fgraph_ops(tr, global_ops.get());
+    }
+}
+
+/// Initialises the core's lists in a new trace array.
+///
+/// # Safety
+///
+/// `tr` is a valid trace array.
+#[no_mangle]
+pub unsafe extern "C" fn ftrace_init_trace_array(tr: *mut c_void) {
+    // SAFETY: per the function's contract.
+    unsafe {
+        ops::list_init(rftrace_tr_func_probes(tr));
+        ops::list_init(rftrace_tr_mod_list(tr, false));
+        ops::list_init(rftrace_tr_mod_list(tr, true));
+    }
+}
+
+/// Boot: init memory is going away; so are its call sites.
+#[no_mangle]
+#[link_section = ".init.text"]
+pub extern "C" fn ftrace_free_init_mem() {
+    // SAFETY: boot snapshot hook of the tracing core.
+    unsafe { bindings::ftrace_boot_snapshot() };
+    // Linker symbols; only their addresses are used.
+    let (start, end) = (
+        ptr::addr_of!(bindings::__init_begin) as u64,
+        ptr::addr_of!(bindings::__init_end) as u64,
+    );
+    ops::free_range(ptr::null_mut(), start, end);
+}
+
+/// A module's init memory `[start, end)` is being freed.
+///
+/// # Safety
+///
+/// `m` is the module.
+#[no_mangle]
+pub unsafe extern "C" fn ftrace_free_mem(m: *mut bindings::module, start: *mut c_void, end: *mut c_void) {
+    ops::free_range(m, start as u64, end as u64);
+}
+
+/// The call-site address of the function at `ip`: `ip` itself when it is a
+/// site, else the site within the function that starts at `ip`; 0 if none.
+#[no_mangle]
+pub extern "C" fn ftrace_location(ip: c_ulong) -> c_ulong {
+    let ip = ip as u64;
+    let loc = table::location_range(ip, ip);
+    if loc != 0 {
+        return loc as c_ulong;
+    }
+    let (mut size, mut off): (c_ulong, c_ulong) = (0, 0);
+    // SAFETY: plain symbol lookup into locals.
+    let found = unsafe {
+        bindings::kallsyms_lookup_size_offset(ip as c_ulong, &mut size, &mut off)
+    } != 0;
+    if found && off == 0 && size > 0 {
+        return table::location_range(ip, ip + size as u64 - 1) as c_ulong;
+    }
+    0
+}
+
+/// The address of the first call site in `[start, end]`, or 0.
+#[no_mangle]
+pub extern "C" fn ftrace_location_range(start: c_ulong, end: c_ulong) -> c_ulong {
+    table::location_range(start as u64, end as u64) as c_ulong
+}
+
+/// Whether `[start, end]` holds a call site (kprobes must not touch it).
+#[no_mangle]
+pub extern "C" fn ftrace_text_reserved(start: *const c_void, end: *const c_void) -> c_int {
+    c_int::from(table::location_range(start as u64, end as u64) != 0)
+}
+
+/// The entry for `ip` in `hash`, or null.
+///
+/// # Safety
+///
+/// `hash` is null or a valid set (read under RCU or preemption off).
+#[no_mangle]
+pub unsafe extern "C" fn ftrace_lookup_ip(
+    h: *mut hash::FtraceHash,
+    ip: c_ulong,
+) -> *mut bindings::ftrace_func_entry {
+    // SAFETY: per the function's contract.
+    unsafe { hash::lookup(h, ip as u64) }
+}
+
+/// Whether `addr` is in a trampoline the core made.
+#[no_mangle]
+pub extern "C" fn is_ftrace_trampoline(addr: c_ulong) -> bool {
+    ops::is_trampoline(addr as u64)
+}
+
+/// Names for addresses in our trampolines: none are exported to kallsyms.
+#[no_mangle]
+pub extern "C" fn ftrace_mod_address_lookup(
+    _addr: c_ulong,
+    _size: *mut c_ulong,
+    _off: *mut c_ulong,
+    _modname: *mut *mut c_char,
+    _sym: *mut c_char,
+) -> *const c_char {
+    ptr::null()
+}
+
+/// The names of our trampolines for /proc/kallsyms: none.
+#[no_mangle]
+pub extern "C" fn ftrace_mod_get_kallsym(
+    _symnum: u32,
+    _value: *mut c_ulong,
+    _type: *mut c_char,
+    _name: *mut c_char,
+    _module_name: *mut c_char,
+    _exported: *mut c_int,
+) -> c_int {
+    err(bindings::ERANGE)
+}
+
+/// Whether pid filtering applies to `ops`: set_ftrace_pid is not provided
+/// by this core yet, so never.
+#[no_mangle]
+pub extern "C" fn ftrace_pids_enabled(_ops: *mut bindings::ftrace_ops) -> bool {
+    false
+}
+
+/// Drops a trace array's pid filters (none yet).
+#[no_mangle]
+pub extern "C" fn ftrace_clear_pids(_tr: *mut c_void) {}
+
+/// Whether pid filters follow forks (no pid filters yet).
+#[no_mangle]
+pub extern "C" fn ftrace_pid_follow_fork(_tr: *mut c_void, _enable: bool) {}
+
+/// Per trace array tracefs files (set_ftrace_pid, ...): not provided yet.
+#[no_mangle]
+pub extern "C" fn ftrace_init_tracefs(_tr: *mut c_void, _d: *mut bindings::dentry) {}
+
+/// The function profiler is not provided by this core yet.
+#[no_mangle]
+pub extern "C" fn ftrace_graph_graph_time_control(_enable: bool) {}
+
+/// Direct calls (BPF trampolines) are not provided by this core.
+#[no_mangle]
+pub extern "C" fn register_ftrace_direct(_ops: *mut bindings::ftrace_ops, _addr: c_ulong) -> c_int {
+    ENODEV
+}
+
+/// Direct calls are not provided.
+#[no_mangle]
+pub extern "C" fn unregister_ftrace_direct(
+    _ops: *mut bindings::ftrace_ops,
+    _addr: c_ulong,
+    _free_filters: bool,
+) -> c_int {
+    ENODEV
+}
+
+/// Direct calls are not provided.
+#[no_mangle]
+pub extern "C" fn modify_ftrace_direct(_ops: *mut bindings::ftrace_ops, _addr: c_ulong) -> c_int {
+    ENODEV
+}
+
+/// Direct calls are not provided.
+#[no_mangle]
+pub extern "C" fn modify_ftrace_direct_nolock(
+    _ops: *mut bindings::ftrace_ops,
+    _addr: c_ulong,
+) -> c_int {
+    ENODEV
+}

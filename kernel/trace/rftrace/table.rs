@@ -1,0 +1,193 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The call-site table: one group of 16-byte records per text image (the
+//! kernel, each module), sorted by address, in a list that lock-free
+//! readers walk under RCU (`ftrace_location()` is called from kprobes).
+//! Groups are only added and removed under `ftrace_lock`; a group that
+//! shrinks is replaced by a copy. A record's address never changes; its
+//! state (refs, flags) is only touched under `ftrace_lock`.
+
+use crate::logic::sites::{self, Site, SiteIp};
+use core::cell::UnsafeCell;
+use core::ptr;
+use core::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
+use kernel::bindings;
+use kernel::prelude::*;
+
+/// One record, mutable under `ftrace_lock` while readers look at its
+/// address.
+#[repr(transparent)]
+pub(crate) struct Cell(UnsafeCell<Site>);
+
+const _: () = assert!(core::mem::size_of::<Cell>() == 16);
+
+impl SiteIp for Cell {
+    fn site_ip(&self) -> u64 {
+        // SAFETY: the address is written once, before the group is
+        // published, and never again.
+        unsafe { (*self.0.get()).ip }
+    }
+}
+
+impl Cell {
+    /// The record.
+    ///
+    /// # Safety
+    ///
+    /// `ftrace_lock` is held for as long as the reference lives.
+    #[allow(clippy::mut_from_ref)]
+    pub(crate) unsafe fn get(&self) -> &mut Site {
+        // SAFETY: `ftrace_lock` serializes all access to the state.
+        unsafe { &mut *self.0.get() }
+    }
+
+    pub(crate) fn ip(&self) -> u64 {
+        self.site_ip()
+    }
+}
+
+/// The records of one text image.
+pub(crate) struct Group {
+    next: AtomicPtr<Group>,
+    /// The module, or null for the kernel image.
+    pub(crate) module: *mut bindings::module,
+    pub(crate) sites: KVVec<Cell>,
+}
+
+static FIRST: AtomicPtr<Group> = AtomicPtr::new(ptr::null_mut());
+
+/// Total number of records, for `dyn_ftrace_total_info`.
+pub(crate) static TOTAL: AtomicUsize = AtomicUsize::new(0);
+
+impl Group {
+    /// A group of the sorted, unique addresses `ips`.
+    pub(crate) fn new(module: *mut bindings::module, ips: &[u64]) -> Result<KBox<Group>> {
+        let mut v = KVVec::with_capacity(ips.len(), GFP_KERNEL)?;
+        for &ip in ips {
+            v.push(Cell(UnsafeCell::new(Site::new(ip))), GFP_KERNEL)?;
+        }
+        Ok(KBox::new(
+            Group {
+                next: AtomicPtr::new(ptr::null_mut()),
+                module,
+                sites: v,
+            },
+            GFP_KERNEL,
+        )?)
+    }
+
+    pub(crate) fn first_overlapping(&self, start: u64, end: u64) -> Option<&Cell> {
+        sites::first_overlapping(&self.sites, start, end).map(|i| &self.sites[i])
+    }
+}
+
+/// An iterator over the groups. Under `ftrace_lock`, or in an RCU read
+/// side section for a lookup.
+pub(crate) struct Groups(*const Group);
+
+impl Iterator for Groups {
+    type Item = &'static Group;
+    fn next(&mut self) -> Option<&'static Group> {
+        // SAFETY: a published group stays valid until it is unlinked and a
+        // grace period passed; callers are in a read side section or hold
+        // `ftrace_lock`, which excludes unlinking.
+        let g = unsafe { self.0.as_ref()? };
+        self.0 = g.next.load(Ordering::Acquire);
+        Some(g)
+    }
+}
+
+pub(crate) fn groups() -> Groups {
+    Groups(FIRST.load(Ordering::Acquire))
+}
+
+/// Every record, in table order (the order of `available_filter_functions`).
+pub(crate) fn all() -> impl Iterator<Item = &'static Cell> {
+    groups().flat_map(|g| g.sites.iter())
+}
+
+/// Appends `g` to the table.
+///
+/// # Safety
+///
+/// `ftrace_lock` is held.
+pub(crate) unsafe fn publish(g: KBox<Group>) {
+    let n = g.sites.len();
+    let raw = KBox::into_raw(g);
+    let mut slot = &FIRST;
+    loop {
+        let cur = slot.load(Ordering::Acquire);
+        if cur.is_null() {
+            break;
+        }
+        // SAFETY: published groups are valid under `ftrace_lock`.
+        slot = unsafe { &(*cur).next };
+    }
+    slot.store(raw, Ordering::Release);
+    TOTAL.fetch_add(n, Ordering::Relaxed);
+}
+
+/// Unlinks `old` from the table, putting `new` (if any) in its place, and
+/// frees `old` after a grace period.
+///
+/// # Safety
+///
+/// `ftrace_lock` is held; `old` is a published group. The context may
+/// sleep.
+pub(crate) unsafe fn replace(old: &'static Group, new: Option<KBox<Group>>) {
+    let old_ptr = ptr::from_ref(old).cast_mut();
+    let next = old.next.load(Ordering::Acquire);
+    let new_ptr = match new {
+        Some(g) => {
+            g.next.store(next, Ordering::Relaxed);
+            TOTAL.fetch_add(g.sites.len(), Ordering::Relaxed);
+            KBox::into_raw(g)
+        }
+        None => next,
+    };
+    let mut slot = &FIRST;
+    loop {
+        let cur = slot.load(Ordering::Acquire);
+        if cur.is_null() {
+            return;
+        }
+        if cur == old_ptr {
+            break;
+        }
+        // SAFETY: published groups are valid under `ftrace_lock`.
+        slot = unsafe { &(*cur).next };
+    }
+    slot.store(new_ptr, Ordering::Release);
+    TOTAL.fetch_sub(old.sites.len(), Ordering::Relaxed);
+    // SAFETY: waits for the readers that may still see `old`.
+    unsafe { bindings::synchronize_rcu() };
+    // SAFETY: unlinked and unreachable now; it came from `KBox::into_raw`.
+    drop(unsafe { KBox::from_raw(old_ptr) });
+}
+
+/// The group of module `m`.
+pub(crate) fn of_module(m: *mut bindings::module) -> Option<&'static Group> {
+    groups().find(|g| g.module == m)
+}
+
+/// The group of the kernel image.
+pub(crate) fn core_group() -> Option<&'static Group> {
+    groups().find(|g| g.module.is_null())
+}
+
+/// The address of the first record overlapping `[start, end]`, or 0.
+/// Lock-free.
+pub(crate) fn location_range(start: u64, end: u64) -> u64 {
+    // SAFETY: RCU read side section around the walk.
+    unsafe { bindings::__rcu_read_lock() };
+    let mut r = 0;
+    for g in groups() {
+        if let Some(c) = g.first_overlapping(start, end) {
+            r = c.ip();
+            break;
+        }
+    }
+    // SAFETY: paired with the lock above.
+    unsafe { bindings::__rcu_read_unlock() };
+    r
+}
