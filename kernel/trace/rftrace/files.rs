@@ -190,10 +190,11 @@ fn render(kind: Kind, o: &mut Out) {
             let f = |b, t: &'static str, e: &'static str| if s.has(b) { t } else { e };
             let _ = write!(
                 o,
-                " ({}){}{}    {}",
+                " ({}){}{}{}  {}",
                 s.refs,
                 f(sf::REGS, " R", "  "),
                 f(sf::IPMODIFY, " I", "  "),
+                f(sf::DIRECT, " D", "  "),
                 f(sf::MODIFIED, " M ", "   ")
             );
             if s.has(sf::DIRECT_OPS) {

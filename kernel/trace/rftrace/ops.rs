@@ -42,6 +42,7 @@ const F_REMOVING: c_ulong = fl(bindings::FTRACE_OPS_FL_REMOVING);
 pub(crate) const F_IPMODIFY: c_ulong = fl(bindings::FTRACE_OPS_FL_IPMODIFY);
 const F_RCU: c_ulong = fl(bindings::FTRACE_OPS_FL_RCU);
 const F_SUBOP: c_ulong = fl(bindings::FTRACE_OPS_FL_SUBOP);
+pub(crate) const F_DIRECT: c_ulong = fl(bindings::FTRACE_OPS_FL_DIRECT);
 
 // --- intrusive list_head helpers (the C inlines) -------------------------
 
@@ -272,8 +273,8 @@ pub unsafe extern "C" fn arch_ftrace_ops_list_func(
     unsafe { bindings::ftrace_test_recursion_unlock(bit) };
 }
 
-/// Wraps an ops' callback that does not protect itself against recursion
-/// or needs RCU watching.
+/// Wraps an ops' callback that asks for recursion protection or needs
+/// RCU watching.
 unsafe extern "C" fn ftrace_ops_assist_func(
     ip: c_ulong,
     parent_ip: c_ulong,
@@ -307,7 +308,8 @@ unsafe extern "C" fn ftrace_ops_assist_func(
 pub unsafe extern "C" fn ftrace_ops_get_func(ops: *mut Ops) -> bindings::ftrace_func_t {
     // SAFETY: per the function's contract.
     let o = unsafe { &*ops };
-    if o.flags & (F_RECURSION | F_RCU) != F_RECURSION {
+    // RECURSION asks the core for recursion protection.
+    if o.flags & (F_RECURSION | F_RCU) != 0 {
         Some(ftrace_ops_assist_func)
     } else {
         o.func
@@ -366,6 +368,20 @@ unsafe fn slot_of(ops: *mut Ops) -> u32 {
         .map_or(0, |i| i as u32 + 1)
 }
 
+/// What the sites of slot `slot` (0: none) call.
+///
+/// # Safety
+///
+/// `ftrace_lock` is held.
+unsafe fn slot_target(slot: u32) -> u64 {
+    // SAFETY: per the function's contract.
+    let s = unsafe { SLOTS.get() };
+    (slot as usize)
+        .checked_sub(1)
+        .and_then(|i| s.get(i))
+        .map_or(0, |x| x.tramp)
+}
+
 /// # Safety
 ///
 /// `ftrace_lock` is held.
@@ -407,6 +423,7 @@ struct Planned {
     notrace: *const FtraceHash,
     regs: bool,
     ipmodify: bool,
+    direct: bool,
     slot: u32,
     tramp: u64,
 }
@@ -504,8 +521,10 @@ pub(crate) unsafe fn update_sites() -> Result<(), c_int> {
                     notrace,
                     regs: o.flags & F_SAVE_REGS != 0,
                     ipmodify: o.flags & F_IPMODIFY != 0,
+                    direct: o.flags & F_DIRECT != 0,
                     slot,
-                    tramp: if slot != 0 { o.trampoline as u64 } else { 0 },
+                    // SAFETY: `ftrace_lock` is held.
+                    tramp: unsafe { slot_target(slot) },
                 },
                 GFP_KERNEL,
             )
@@ -536,8 +555,14 @@ pub(crate) unsafe fn update_sites() -> Result<(), c_int> {
             Target::Nop => (0, 0, 0),
             Target::Sole(i) => {
                 let p = &planned[i];
-                let r = if p.regs { sf::REGS } else { 0 };
-                if p.slot != 0 {
+                let r = if p.direct {
+                    sf::DIRECT
+                } else if p.regs {
+                    sf::REGS
+                } else {
+                    0
+                };
+                if p.slot != 0 && p.tramp != 0 {
                     (p.tramp, sf::ENABLED | sf::DIRECT_OPS | r, p.slot)
                 } else if p.regs {
                     (regs_tramp, sf::ENABLED | sf::REGS, 0)
@@ -676,12 +701,18 @@ pub(crate) unsafe fn startup(ops: *mut Ops) -> c_int {
     o.next = ftrace_ops_list.load(Ordering::Acquire);
     ftrace_ops_list.store(ops, Ordering::Release);
     o.flags |= F_ENABLED | F_ADDING;
-    // SAFETY: a registered ops; the arch layer creates or updates its
-    // trampoline (calling `ftrace_ops_get_func()`).
-    unsafe { bindings::arch_ftrace_update_trampoline(ops) };
-    if o.trampoline != 0 {
+    if o.flags & F_DIRECT != 0 {
+        // Alone on a site, a direct ops' site calls its direct trampoline.
         // SAFETY: `ftrace_lock` is held.
-        unsafe { slot_alloc(ops, o.trampoline as u64) };
+        unsafe { slot_alloc(ops, o.direct_call as u64) };
+    } else {
+        // SAFETY: a registered ops; the arch layer creates or updates its
+        // trampoline (calling `ftrace_ops_get_func()`).
+        unsafe { bindings::arch_ftrace_update_trampoline(ops) };
+        if o.trampoline != 0 {
+            // SAFETY: `ftrace_lock` is held.
+            unsafe { slot_alloc(ops, o.trampoline as u64) };
+        }
     }
     // SAFETY: `ftrace_lock` is held, sleepable.
     let r = unsafe { update_sites() };
@@ -920,6 +951,7 @@ pub unsafe extern "C" fn ftrace_startup_subops(ops: *mut Ops, sub: *mut Ops, _co
             };
         }
         if r != 0 {
+            pr_warn!("cannot add sub-ops {:p} to {:p}: {}\n", sub, ops, r);
             list_del(ptr::addr_of_mut!((*sub).list));
             let _ = rebuild_manager(ops);
             return r;
@@ -1136,4 +1168,95 @@ pub(crate) fn describe_tramp(o: &mut crate::files::Out, ip: u64) {
         return;
     }
     o.bytes(b"\ttramp: ERROR!");
+}
+
+// --- direct calls ------------------------------------------------------
+
+/// The callback of a direct ops on a site it shares: makes the full-regs
+/// trampoline return into the ops' direct trampoline.
+unsafe extern "C" fn call_direct_funcs(
+    _ip: c_ulong,
+    _parent_ip: c_ulong,
+    op: *mut Ops,
+    fregs: *mut bindings::ftrace_regs,
+) {
+    // SAFETY: the list dispatcher passes a live ops and, since the ops
+    // saves regs, the full `pt_regs` frame of ftrace_regs_caller.
+    unsafe {
+        let a = ptr::read_volatile(ptr::addr_of!((*op).direct_call));
+        if a != 0 && !fregs.is_null() {
+            (*fregs.cast::<bindings::pt_regs>()).orig_ax = a;
+        }
+    }
+}
+
+/// Attaches the direct trampoline `target` to the functions of the filter
+/// of `ops`.
+///
+/// # Safety
+///
+/// `ops` is valid until unregistered; `addr` is a direct trampoline.
+#[no_mangle]
+pub unsafe extern "C" fn register_ftrace_direct(ops: *mut Ops, target: c_ulong) -> c_int {
+    let _g = Guard::lock();
+    // SAFETY: per the function's contract; `ftrace_lock` held.
+    unsafe {
+        ops_init(ops);
+        let o = &mut *ops;
+        if o.flags & F_ENABLED != 0 || target == 0 {
+            return EINVAL;
+        }
+        let (f, _) = sets(ops);
+        if hash::is_empty(f) {
+            return EINVAL;
+        }
+        // One direct trampoline per function.
+        let mut busy = false;
+        hash::for_each(f, |e| {
+            let ip = (*e).ip as u64;
+            busy |= list().any(|x| x != ops && (*x).flags & F_DIRECT != 0 && ops_wants(x, ip));
+        });
+        if busy {
+            return EBUSY;
+        }
+        o.func = Some(call_direct_funcs);
+        o.trampoline = addr(bindings::ftrace_regs_caller) as c_ulong;
+        o.direct_call = target;
+        o.flags |= F_DIRECT | F_SAVE_REGS;
+        let r = startup(ops);
+        if r != 0 {
+            o.flags &= !F_DIRECT;
+            o.direct_call = 0;
+            o.trampoline = 0;
+        }
+        r
+    }
+}
+
+/// Detaches a direct ops.
+///
+/// # Safety
+///
+/// `ops` is valid.
+#[no_mangle]
+pub unsafe extern "C" fn unregister_ftrace_direct(ops: *mut Ops, _addr: c_ulong, free_filters: bool) -> c_int {
+    let r = {
+        let _g = Guard::lock();
+        // SAFETY: per the function's contract; `ftrace_lock` held.
+        unsafe {
+            if (*ops).flags & F_ENABLED == 0 || (*ops).flags & F_DIRECT == 0 {
+                return EINVAL;
+            }
+            let r = shutdown(ops);
+            (*ops).flags &= !F_DIRECT;
+            (*ops).direct_call = 0;
+            (*ops).trampoline = 0;
+            r
+        }
+    };
+    if free_filters {
+        // SAFETY: per the function's contract; unregistered now.
+        unsafe { crate::filter::ftrace_free_filter(ops) };
+    }
+    r
 }

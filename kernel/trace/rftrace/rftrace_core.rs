@@ -536,29 +536,13 @@ pub extern "C" fn ftrace_init_tracefs(_tr: *mut c_void, _d: *mut bindings::dentr
 #[no_mangle]
 pub extern "C" fn ftrace_graph_graph_time_control(_enable: bool) {}
 
-/// Direct calls (BPF trampolines) are not provided by this core.
-#[no_mangle]
-pub extern "C" fn register_ftrace_direct(_ops: *mut bindings::ftrace_ops, _addr: c_ulong) -> c_int {
-    ENODEV
-}
-
-/// Direct calls are not provided.
-#[no_mangle]
-pub extern "C" fn unregister_ftrace_direct(
-    _ops: *mut bindings::ftrace_ops,
-    _addr: c_ulong,
-    _free_filters: bool,
-) -> c_int {
-    ENODEV
-}
-
-/// Direct calls are not provided.
+/// Changing a direct trampoline in place is not provided.
 #[no_mangle]
 pub extern "C" fn modify_ftrace_direct(_ops: *mut bindings::ftrace_ops, _addr: c_ulong) -> c_int {
     ENODEV
 }
 
-/// Direct calls are not provided.
+/// Changing a direct trampoline in place is not provided.
 #[no_mangle]
 pub extern "C" fn modify_ftrace_direct_nolock(
     _ops: *mut bindings::ftrace_ops,

@@ -24,6 +24,8 @@ pub mod flags {
     pub const INIT: u32 = 1 << 6;
     /// It can never be patched: its text is gone, or its bytes were wrong.
     pub const DISABLED: u32 = 1 << 7;
+    /// It calls a direct trampoline (a BPF-style `register_ftrace_direct()`).
+    pub const DIRECT: u32 = 1 << 8;
 }
 
 /// One call site. 16 bytes, as the C core's `struct dyn_ftrace`.
