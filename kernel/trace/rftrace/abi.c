@@ -17,6 +17,12 @@ struct ftrace_ops *rftrace_tr_ops(struct trace_array *tr);
 void rftrace_tr_set_ops(struct trace_array *tr, struct ftrace_ops *ops);
 struct list_head *rftrace_tr_func_probes(struct trace_array *tr);
 struct list_head *rftrace_tr_mod_list(struct trace_array *tr, bool nt);
+struct trace_pid_list __rcu **rftrace_tr_pid_slot(struct trace_array *tr, bool no);
+int rftrace_tr_ignore_pid(struct trace_array *tr);
+void rftrace_tr_set_ignore_pid(struct trace_array *tr, int pid);
+void rftrace_tr_reset_ignore_pid(struct trace_array *tr);
+int rftrace_current_pid(void);
+struct trace_array *rftrace_tr_next(struct trace_array *tr);
 
 EXPORT_SYMBOL_GPL(register_ftrace_function);
 EXPORT_SYMBOL_GPL(unregister_ftrace_function);
@@ -48,4 +54,44 @@ struct list_head *rftrace_tr_func_probes(struct trace_array *tr)
 struct list_head *rftrace_tr_mod_list(struct trace_array *tr, bool nt)
 {
 	return nt ? &tr->mod_notrace : &tr->mod_trace;
+}
+
+/* The pid lists of set_ftrace_pid (no = set_ftrace_notrace_pid). */
+struct trace_pid_list __rcu **rftrace_tr_pid_slot(struct trace_array *tr, bool no)
+{
+	return no ? &tr->function_no_pids : &tr->function_pids;
+}
+
+/* What the sched_switch probe recorded for this CPU (hot path). */
+int rftrace_tr_ignore_pid(struct trace_array *tr)
+{
+	return this_cpu_read(tr->array_buffer.data->ftrace_ignore_pid);
+}
+
+void rftrace_tr_set_ignore_pid(struct trace_array *tr, int pid)
+{
+	this_cpu_write(tr->array_buffer.data->ftrace_ignore_pid, pid);
+}
+
+void rftrace_tr_reset_ignore_pid(struct trace_array *tr)
+{
+	int cpu;
+
+	for_each_possible_cpu(cpu)
+		per_cpu_ptr(tr->array_buffer.data, cpu)->ftrace_ignore_pid = FTRACE_PID_TRACE;
+}
+
+int rftrace_current_pid(void)
+{
+	return current->pid;
+}
+
+/* The trace array after @tr (the first for NULL); trace_types_lock held. */
+struct trace_array *rftrace_tr_next(struct trace_array *tr)
+{
+	struct list_head *next = tr ? tr->list.next : ftrace_trace_arrays.next;
+
+	if (next == &ftrace_trace_arrays)
+		return NULL;
+	return list_entry(next, struct trace_array, list);
 }

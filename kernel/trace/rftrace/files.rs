@@ -169,6 +169,78 @@ pub(crate) unsafe fn serve(
     unsafe { bindings::simple_read_from_buffer(ubuf.cast(), cnt, ppos, b.as_ptr().cast(), b.len()) }
 }
 
+/// A text served through a seq_file line by line, so that any read size
+/// gives the same bytes (files that the tracing core reads with
+/// `seq_read`, such as stack_trace_filter).
+pub(crate) struct Lines {
+    out: Option<KVVec<u8>>,
+    /// Start of each line, and the end of the text last.
+    starts: KVVec<usize>,
+}
+
+impl Lines {
+    pub(crate) const fn new() -> Self {
+        Lines {
+            out: None,
+            starts: KVVec::new(),
+        }
+    }
+
+    /// Builds the text (at the start of a read from offset 0) and returns
+    /// the seq_file element for line `pos`, or null past the end.
+    pub(crate) fn start(&mut self, pos: i64, build: impl FnOnce(&mut Out)) -> *mut c_void {
+        if pos == 0 || self.out.is_none() {
+            let mut o = Out::new();
+            build(&mut o);
+            let mut starts = KVVec::new();
+            let mut ok = o.ok() && starts.push(0, GFP_KERNEL).is_ok();
+            for (i, &b) in o.buf.iter().enumerate() {
+                if !ok {
+                    break;
+                }
+                if b == b'\n' {
+                    ok = starts.push(i + 1, GFP_KERNEL).is_ok();
+                }
+            }
+            if ok && starts.last() != Some(&o.buf.len()) {
+                ok = starts.push(o.buf.len(), GFP_KERNEL).is_ok();
+            }
+            if !ok {
+                self.out = None;
+                return ptr::null_mut();
+            }
+            self.out = Some(o.buf);
+            self.starts = starts;
+        }
+        self.at(pos)
+    }
+
+    /// The element for line `pos`, or null.
+    pub(crate) fn at(&self, pos: i64) -> *mut c_void {
+        let n = self.starts.len().saturating_sub(1);
+        match usize::try_from(pos) {
+            Ok(p) if p < n => (p + 1) as *mut c_void,
+            _ => ptr::null_mut(),
+        }
+    }
+
+    /// Writes line `v` (an element from `start`/`at`) to `m`.
+    ///
+    /// # Safety
+    ///
+    /// `m` is a live seq_file.
+    pub(crate) unsafe fn show(&self, m: *mut bindings::seq_file, v: *mut c_void) {
+        let i = (v as usize).wrapping_sub(1);
+        let (Some(out), Some(&a), Some(&b)) = (self.out.as_ref(), self.starts.get(i), self.starts.get(i + 1)) else {
+            return;
+        };
+        if let Some(line) = out.get(a..b) {
+            // SAFETY: per the function's contract; the bytes are ours.
+            unsafe { bindings::seq_write(m, line.as_ptr().cast(), line.len()) };
+        }
+    }
+}
+
 fn render(kind: Kind, o: &mut Out) {
     let _g = Guard::lock();
     if dead() {
@@ -294,7 +366,7 @@ pub unsafe extern "C" fn ftrace_init_tracefs_toplevel(_tr: *mut c_void, d: *mut 
     for (i, n) in names.into_iter().enumerate() {
         create(n, 0o440, d, i as *mut c_void, RO_FOPS.get());
     }
-    // SAFETY: `global_ops` is initialised at boot.
-    unsafe { crate::filter::create_files(crate::global_ops.get(), d) };
+    // The top-level filter files belong to `global_ops` (no trace array).
+    crate::filter::create_files(ptr::null_mut(), d);
     crate::filter::create_graph_files(d);
 }

@@ -7,7 +7,7 @@
 //! set_graph_notrace), with the C core's semantics
 //! (Documentation/design/filter-files.md).
 
-use crate::files::{self, Out, Text};
+use crate::files::{self, Lines, Out, Text};
 use crate::hash::{self, FtraceHash};
 use crate::logic::glob::{Kind, Pattern};
 use crate::logic::parser::{Parser, Token, BUF_SIZE};
@@ -401,13 +401,12 @@ pub unsafe extern "C" fn ftrace_set_early_filter(ops: *mut Ops, buf: *mut c_char
 
 /// The state of one open filter file.
 struct RegexFile {
-    text: Text,
+    lines: Lines,
     ops: *mut Ops,
     tr: *mut c_void,
     notrace: bool,
     probes: bool,
     write: bool,
-    read: bool,
     /// The set being edited (or, read-only, shown).
     hash: *mut FtraceHash,
     parser: Parser,
@@ -416,14 +415,17 @@ struct RegexFile {
 const FMODE_READ: u32 = 1;
 const FMODE_WRITE: u32 = 2;
 
-/// Opens a filter file of `ops` (`FTRACE_ITER_*` flags in `flag`).
+/// Opens a filter file of trace array `tr` (null: the one of `ops`, or of
+/// `global_ops`) and ops `ops` (null: the trace array's), with the
+/// `FTRACE_ITER_*` flags in `flag`.
 ///
 /// # Safety
 ///
 /// Called by the VFS (through a file's open) with a live inode and file;
-/// `ops` is valid.
+/// `tr` and `ops` are null or valid.
 #[no_mangle]
 pub unsafe extern "C" fn ftrace_regex_open(
+    tr: *mut c_void,
     ops: *mut Ops,
     flag: c_int,
     _inode: *mut bindings::inode,
@@ -432,12 +434,17 @@ pub unsafe extern "C" fn ftrace_regex_open(
     if dead() {
         return ENODEV;
     }
-    // SAFETY: per the function's contract.
-    let ops = if ops.is_null() { global_ops.get() } else { ops };
-    // SAFETY: `ops` is valid.
-    let tr = unsafe { (*ops).private };
-    // SAFETY: a trace array reference, dropped at release.
-    if !tr.is_null() && unsafe { crate::tracing_check_open_get_tr(tr) } != 0 {
+    let (mut tr, mut ops) = (tr, ops);
+    if tr.is_null() {
+        if ops.is_null() {
+            ops = global_ops.get();
+        }
+        // SAFETY: `ops` is valid.
+        tr = unsafe { (*ops).private };
+    }
+    // SAFETY: a trace array reference, dropped at release; a null one is
+    // only checked for lockdown.
+    if unsafe { crate::tracing_check_open_get_tr(tr) } != 0 {
         return ENODEV;
     }
     let put = || {
@@ -446,12 +453,17 @@ pub unsafe extern "C" fn ftrace_regex_open(
             unsafe { crate::trace_array_put(tr) };
         }
     };
-    {
-        let _g = Guard::lock();
-        // SAFETY: `ops` is valid; `ftrace_lock` held.
-        unsafe { ops::ops_init(ops) };
+    if ops.is_null() {
+        // SAFETY: `tr` is referenced.
+        ops = unsafe { crate::rftrace_tr_ops(tr) };
     }
-    // SAFETY: as above.
+    if ops.is_null() {
+        put();
+        return ENODEV;
+    }
+    // SAFETY: `ops` is valid.
+    unsafe { ops::ops_init_locked(ops) };
+    // SAFETY: the VFS's file.
     let (mode, fflags) = unsafe { ((*file).f_mode, (*file).f_flags) };
     let notrace = flag & FLAG_NOTRACE != 0;
     let write = mode & FMODE_WRITE != 0;
@@ -479,13 +491,12 @@ pub unsafe extern "C" fn ftrace_regex_open(
         return ENOMEM;
     }
     let f = RegexFile {
-        text: Text { out: None },
+        lines: Lines::new(),
         ops,
         tr,
         notrace,
         probes: flag & FLAG_PROBES != 0,
         write,
-        read,
         hash: h,
         parser: Parser::new(),
     };
@@ -495,10 +506,77 @@ pub unsafe extern "C" fn ftrace_regex_open(
         put();
         return ENOMEM;
     };
-    // SAFETY: the VFS's file.
-    unsafe { (*file).private_data = KBox::into_raw(b).cast() };
+    let raw = KBox::into_raw(b);
+    if read {
+        // SAFETY: the VFS's file; on success `private_data` is the
+        // seq_file, whose `private` holds our state.
+        let r = unsafe { bindings::seq_open(file, REGEX_SOPS.get()) };
+        if r != 0 {
+            // SAFETY: ours, not published.
+            unsafe {
+                hash::free((*raw).hash);
+                drop(KBox::from_raw(raw));
+            }
+            put();
+            return r;
+        }
+        // SAFETY: as above.
+        unsafe { (*(*file).private_data.cast::<bindings::seq_file>()).private = raw.cast() };
+    } else {
+        // SAFETY: the VFS's file.
+        unsafe { (*file).private_data = raw.cast() };
+    }
     0
 }
+
+/// The state of an open filter file.
+///
+/// # Safety
+///
+/// `file` was opened by [`ftrace_regex_open`] and is not released.
+unsafe fn regex_file<'a>(file: *mut bindings::file) -> &'a mut RegexFile {
+    // SAFETY: per the function's contract: a seq_file for readers, our
+    // state for write-only opens.
+    unsafe {
+        if (*file).f_mode & FMODE_READ != 0 {
+            &mut *(*(*file).private_data.cast::<bindings::seq_file>()).private.cast::<RegexFile>()
+        } else {
+            &mut *(*file).private_data.cast::<RegexFile>()
+        }
+    }
+}
+
+unsafe extern "C" fn rx_start(m: *mut bindings::seq_file, pos: *mut bindings::loff_t) -> *mut c_void {
+    // SAFETY: our seq_file; its private is the file state.
+    let f = unsafe { &mut *(*m).private.cast::<RegexFile>() };
+    let (h, notrace, probes, tr) = (f.hash, f.notrace, f.probes, f.tr);
+    // SAFETY: seq_file's position.
+    let p = unsafe { *pos };
+    f.lines.start(p, |o| render_filter(o, h, notrace, probes, tr))
+}
+
+unsafe extern "C" fn rx_next(m: *mut bindings::seq_file, _v: *mut c_void, pos: *mut bindings::loff_t) -> *mut c_void {
+    // SAFETY: as above.
+    unsafe {
+        *pos += 1;
+        (*(*m).private.cast::<RegexFile>()).lines.at(*pos)
+    }
+}
+
+unsafe extern "C" fn rx_stop(_m: *mut bindings::seq_file, _v: *mut c_void) {}
+
+unsafe extern "C" fn rx_show(m: *mut bindings::seq_file, v: *mut c_void) -> c_int {
+    // SAFETY: as above; `v` came from `rx_start`/`rx_next`.
+    unsafe { (*(*m).private.cast::<RegexFile>()).lines.show(m, v) };
+    0
+}
+
+static REGEX_SOPS: CGlobal<bindings::seq_operations> = CGlobal::new(bindings::seq_operations {
+    start: Some(rx_start),
+    next: Some(rx_next),
+    stop: Some(rx_stop),
+    show: Some(rx_show),
+});
 
 /// Processes one complete token of a filter file.
 ///
@@ -541,8 +619,8 @@ pub unsafe extern "C" fn ftrace_filter_write(
     if dead() {
         return ENODEV as isize;
     }
-    // SAFETY: set by `ftrace_regex_open`, valid until release.
-    let f = unsafe { &mut *(*file).private_data.cast::<RegexFile>() };
+    // SAFETY: per the function's contract.
+    let f = unsafe { regex_file(file) };
     let (h, tr, notrace) = (f.hash, f.tr, f.notrace);
     let _p = Guard::of(PARSER_LOCK.get());
     // SAFETY: per the function's contract; `h` is the file's private set.
@@ -589,27 +667,6 @@ unsafe fn write_token(
     n as isize
 }
 
-/// `read()` of a filter file.
-unsafe extern "C" fn regex_read(
-    file: *mut bindings::file,
-    ubuf: *mut c_char,
-    cnt: usize,
-    ppos: *mut bindings::loff_t,
-) -> isize {
-    // SAFETY: set by `ftrace_regex_open`, valid until release.
-    let f = unsafe { &mut *(*file).private_data.cast::<RegexFile>() };
-    if !f.read {
-        return crate::err(bindings::EINVAL) as isize;
-    }
-    let (h, notrace, probes, tr) = (f.hash, f.notrace, f.probes, f.tr);
-    // SAFETY: per the VFS contract.
-    unsafe {
-        files::serve(&mut f.text, ubuf, cnt, ppos, |o| {
-            render_filter(o, h, notrace, probes, tr)
-        })
-    }
-}
-
 fn render_filter(o: &mut Out, h: *const FtraceHash, notrace: bool, probes: bool, tr: *mut c_void) {
     let _g = Guard::lock();
     if dead() {
@@ -648,9 +705,16 @@ fn render_filter(o: &mut Out, h: *const FtraceHash, notrace: bool, probes: bool,
 ///
 /// Called by the VFS; `file` was opened by [`ftrace_regex_open`].
 #[no_mangle]
-pub unsafe extern "C" fn ftrace_regex_release(_inode: *mut bindings::inode, file: *mut bindings::file) -> c_int {
-    // SAFETY: made by `ftrace_regex_open`; this is its last use.
-    let mut f = unsafe { KBox::from_raw((*file).private_data.cast::<RegexFile>()) };
+pub unsafe extern "C" fn ftrace_regex_release(inode: *mut bindings::inode, file: *mut bindings::file) -> c_int {
+    // SAFETY: made by `ftrace_regex_open`; this is its last use. A reader's
+    // seq_file goes first.
+    let mut f = unsafe {
+        let raw: *mut RegexFile = regex_file(file);
+        if (*file).f_mode & FMODE_READ != 0 {
+            bindings::seq_release(inode, file);
+        }
+        KBox::from_raw(raw)
+    };
     {
         let _p = Guard::of(PARSER_LOCK.get());
         if f.parser.loaded() {
@@ -690,84 +754,71 @@ pub unsafe extern "C" fn ftrace_regex_release(_inode: *mut bindings::inode, file
 }
 
 unsafe extern "C" fn filter_open(inode: *mut bindings::inode, file: *mut bindings::file) -> c_int {
-    // SAFETY: the VFS's inode; its data is the ops (see `create_files`).
-    let ops = unsafe { (*inode).i_private }.cast::<Ops>();
+    // SAFETY: the VFS's inode; its data is the trace array (null at the
+    // top level, see `create_files`).
+    let tr = unsafe { (*inode).i_private };
     // SAFETY: per the VFS contract.
-    unsafe { ftrace_regex_open(ops, FLAG_FILTER | FLAG_PROBES, inode, file) }
+    unsafe { ftrace_regex_open(tr, ptr::null_mut(), FLAG_FILTER | FLAG_PROBES, inode, file) }
 }
 
 unsafe extern "C" fn notrace_open(inode: *mut bindings::inode, file: *mut bindings::file) -> c_int {
     // SAFETY: as above.
-    let ops = unsafe { (*inode).i_private }.cast::<Ops>();
+    let tr = unsafe { (*inode).i_private };
     // SAFETY: per the VFS contract.
-    unsafe { ftrace_regex_open(ops, FLAG_NOTRACE, inode, file) }
-}
-
-/// `lseek` of a filter file: a write-only file goes back to 0 (which also
-/// drops a pending partial token at the next write).
-unsafe extern "C" fn regex_lseek(file: *mut bindings::file, off: bindings::loff_t, whence: c_int) -> bindings::loff_t {
-    // SAFETY: the VFS's file.
-    if unsafe { (*file).f_mode } & FMODE_READ != 0 {
-        // SAFETY: as above.
-        return unsafe { bindings::default_llseek(file, off, whence) };
-    }
-    // SAFETY: as above.
-    unsafe { (*file).f_pos = 0 };
-    0
+    unsafe { ftrace_regex_open(tr, ptr::null_mut(), FLAG_NOTRACE, inode, file) }
 }
 
 static FILTER_FOPS: CGlobal<bindings::file_operations> = CGlobal::new(bindings::file_operations {
     open: Some(filter_open),
-    read: Some(regex_read),
+    read: Some(bindings::seq_read),
     write: Some(ftrace_filter_write),
-    llseek: Some(regex_lseek),
+    llseek: Some(crate::tracing_lseek),
     release: Some(ftrace_regex_release),
     ..files::zeroed_fops()
 });
 
 static NOTRACE_FOPS: CGlobal<bindings::file_operations> = CGlobal::new(bindings::file_operations {
     open: Some(notrace_open),
-    read: Some(regex_read),
+    read: Some(bindings::seq_read),
     write: Some(ftrace_filter_write),
-    llseek: Some(regex_lseek),
+    llseek: Some(crate::tracing_lseek),
     release: Some(ftrace_regex_release),
     ..files::zeroed_fops()
 });
 
-/// set_ftrace_filter and set_ftrace_notrace of `ops` in `parent`.
-///
-/// # Safety
-///
-/// `ops` lives as long as the files.
-pub(crate) unsafe fn create_files(ops: *mut Ops, parent: *mut bindings::dentry) {
-    files::create(c_str!("set_ftrace_filter"), 0o640, parent, ops.cast(), FILTER_FOPS.get());
-    files::create(c_str!("set_ftrace_notrace"), 0o640, parent, ops.cast(), NOTRACE_FOPS.get());
+/// set_ftrace_filter and set_ftrace_notrace of trace array `tr` (null:
+/// the top level's `global_ops`) in `parent`.
+pub(crate) fn create_files(tr: *mut c_void, parent: *mut bindings::dentry) {
+    files::create(c_str!("set_ftrace_filter"), 0o640, parent, tr, FILTER_FOPS.get());
+    files::create(c_str!("set_ftrace_notrace"), 0o640, parent, tr, NOTRACE_FOPS.get());
 }
 
 /// The filter files of an instance's function tracer.
 ///
 /// # Safety
 ///
-/// `ops` lives as long as the files.
+/// `tr` lives as long as the files.
 #[no_mangle]
-pub unsafe extern "C" fn ftrace_create_filter_files(ops: *mut Ops, parent: *mut bindings::dentry) {
-    // SAFETY: per the function's contract.
-    unsafe { create_files(ops, parent) };
+pub unsafe extern "C" fn ftrace_create_filter_files(tr: *mut c_void, parent: *mut bindings::dentry) {
+    create_files(tr, parent);
 }
 
-/// The files go with their directory; only the sets are freed here.
+/// An instance's function tracer goes: its ops is stopped and marked
+/// deleted, its sets freed (the files go with their directory).
 ///
 /// # Safety
 ///
-/// `ops` is valid and unregistered.
+/// `ops` is valid.
 #[no_mangle]
 pub unsafe extern "C" fn ftrace_destroy_filter_files(ops: *mut Ops) {
     let _g = Guard::lock();
     // SAFETY: per the function's contract.
     unsafe {
-        if (*ops).flags & ops::F_ENABLED != 0 || (*ops).func_hash.is_null() {
-            return;
+        ops::ops_init(ops);
+        if (*ops).flags & ops::F_ENABLED != 0 {
+            let _ = ops::shutdown(ops);
         }
+        (*ops).flags |= bindings::FTRACE_OPS_FL_DELETED as c_ulong;
         hash::free_rcu(ops::set_hash(ops, false, ptr::null_mut()));
         hash::free_rcu(ops::set_hash(ops, true, ptr::null_mut()));
     }

@@ -140,6 +140,17 @@ pub(crate) unsafe fn ops_init(ops: *mut Ops) {
     }
 }
 
+/// [`ops_init`] taking `ftrace_lock` itself.
+///
+/// # Safety
+///
+/// `ops` is valid; `ftrace_lock` is not held.
+pub(crate) unsafe fn ops_init_locked(ops: *mut Ops) {
+    let _g = Guard::lock();
+    // SAFETY: per the function's contract; serialized by the lock.
+    unsafe { ops_init(ops) };
+}
+
 /// A published pointer slot, read locklessly.
 ///
 /// # Safety
@@ -221,6 +232,10 @@ pub(crate) fn list() -> impl Iterator<Item = *mut Ops> {
 }
 
 // --- dispatch (hot path: no locks, no allocation, nothing traced) -------
+
+// Bindgen types of empty C structs are fine behind pointers.
+
+#[allow(improper_ctypes)]
 
 extern "C" {
     fn rcu_is_watching() -> bool;
@@ -464,6 +479,10 @@ fn set_list_func() {
     }
 }
 
+// Bindgen types of empty C structs are fine behind pointers.
+
+#[allow(improper_ctypes)]
+
 extern "C" {
     fn rftrace_arch_apply(changes: *const Change, n: usize, bad_ip: *mut u64) -> c_int;
     fn rftrace_arch_init_site(ip: u64, target: u64) -> c_int;
@@ -698,6 +717,10 @@ pub(crate) unsafe fn startup(ops: *mut Ops) -> c_int {
         }
     }
     o.saved_func = o.func;
+    // SAFETY: `ops` is valid.
+    if unsafe { crate::pid::ftrace_pids_enabled(ops) } {
+        o.func = Some(crate::pid::ftrace_pid_func);
+    }
     o.next = ftrace_ops_list.load(Ordering::Acquire);
     ftrace_ops_list.store(ops, Ordering::Release);
     o.flags |= F_ENABLED | F_ADDING;
@@ -721,6 +744,7 @@ pub(crate) unsafe fn startup(ops: *mut Ops) -> c_int {
         // SAFETY: as above.
         unsafe { remove(ops) };
         o.flags &= !F_ENABLED;
+        o.func = o.saved_func;
         // SAFETY: as above.
         unsafe { slot_free(ops) };
         return e;
@@ -778,6 +802,9 @@ pub(crate) unsafe fn shutdown(ops: *mut Ops) -> c_int {
     // SAFETY: no site calls its trampoline now.
     unsafe { slot_free(ops) };
     o.flags &= !F_REMOVING;
+    if o.saved_func.is_some() {
+        o.func = o.saved_func;
+    }
     if o.flags & F_DYNAMIC != 0 {
         // SAFETY: sleepable. The first waits out every CPU that may be in
         // the callback with preemption off or RCU not watching; the second
@@ -1114,16 +1141,23 @@ pub unsafe extern "C" fn ftrace_module_init(m: *mut bindings::module) {
 /// `m` is a module.
 #[no_mangle]
 pub unsafe extern "C" fn ftrace_module_enable(m: *mut bindings::module) {
-    let _g = Guard::lock();
-    let Some(g) = table::of_module(m) else {
-        return;
-    };
-    for c in g.sites.iter() {
-        // SAFETY: `ftrace_lock` is held.
-        unsafe { c.get() }.flags &= !sf::DISABLED;
+    {
+        let _g = Guard::lock();
+        let Some(g) = table::of_module(m) else {
+            return;
+        };
+        for c in g.sites.iter() {
+            // SAFETY: `ftrace_lock` is held.
+            unsafe { c.get() }.flags &= !sf::DISABLED;
+        }
+        // SAFETY: `ftrace_lock` is held; sleepable. Failures are reported.
+        let _ = unsafe { update_sites() };
     }
-    // SAFETY: `ftrace_lock` is held; sleepable. Failures are reported.
-    let _ = unsafe { update_sites() };
+    // SAFETY: per the function's contract `m` is a module; its name is
+    // NUL-terminated.
+    let name = unsafe { CStr::from_char_ptr((*m).name.as_ptr()) }.as_bytes();
+    // SAFETY: no core lock is held here.
+    unsafe { crate::probe::process_cached_mods(name) };
 }
 
 /// A module is gone: so are its sites.

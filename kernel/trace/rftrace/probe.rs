@@ -156,9 +156,43 @@ pub(crate) unsafe fn run_command(tr: *mut c_void, h: *mut FtraceHash, tok: &[u8]
     }
 }
 
-/// `func:mod:module`: the functions of a loaded module. Caching the
-/// command for a module that is not loaded yet is not supported by this
-/// core yet (`EINVAL`).
+/// A cached `func:mod:module` for a module that is not loaded yet, on
+/// a trace array's `mod_trace` or `mod_notrace` list.
+#[repr(C)]
+struct ModLoad {
+    list: bindings::list_head,
+    func: KVec<u8>,
+    module: KVec<u8>,
+}
+
+const MOD_LIST_OFF: usize = core::mem::offset_of!(ModLoad, list);
+
+/// The cached entries of a trace array's filter (or notrace) file.
+///
+/// # Safety
+///
+/// `ftrace_lock` is held; `tr` is valid.
+unsafe fn mods(tr: *mut c_void, notrace: bool) -> impl Iterator<Item = *mut ModLoad> {
+    // SAFETY: per the function's contract.
+    unsafe { list_entries::<ModLoad>(crate::rftrace_tr_mod_list(tr, notrace), MOD_LIST_OFF) }
+}
+
+fn module_loaded(module: &[u8]) -> bool {
+    // "<module>:__this_module", as the C core asks kallsyms; names that do
+    // not fit count as not loaded.
+    let mut b = [0u8; 72];
+    let suffix = b":__this_module";
+    if module.len() + suffix.len() >= b.len() {
+        return false;
+    }
+    b[..module.len()].copy_from_slice(module);
+    b[module.len()..module.len() + suffix.len()].copy_from_slice(suffix);
+    // SAFETY: a NUL-terminated name in a local buffer.
+    unsafe { bindings::kallsyms_lookup_name(b.as_ptr().cast()) != 0 }
+}
+
+/// `func:mod:module`: the functions of a loaded module, or, when the module
+/// is not loaded, a cached entry applied when it loads.
 ///
 /// # Safety
 ///
@@ -168,44 +202,194 @@ pub(crate) unsafe fn mod_command(
     h: *mut FtraceHash,
     func: &[u8],
     module: Option<&[u8]>,
-    _enable: bool,
+    enable: bool,
 ) -> c_int {
     if tr.is_null() {
         return ENODEV;
     }
+    // A missing module name is refused (the C core dereferences NULL).
     let Some(module) = module else {
         return EINVAL;
     };
     // SAFETY: per the function's contract.
     match unsafe { match_records(h, func, Some(module)) } {
-        Ok(true) => 0,
-        Ok(false) => EINVAL,
-        Err(e) => e,
+        Ok(true) => return 0,
+        Err(e) => return e,
+        Ok(false) => {}
+    }
+    // Matching classified the module text in place: a trailing `*` of a
+    // prefix or substring pattern is gone from what gets cached.
+    let mp = Pattern::parse(module);
+    let module = match mp.kind {
+        Kind::Front | Kind::Middle => module.strip_suffix(b"*").unwrap_or(module),
+        _ => module,
+    };
+    let _g = Guard::lock();
+    let notrace = !enable;
+    if let Some(f) = func.strip_prefix(b"!") {
+        let mut removed = false;
+        // SAFETY: `ftrace_lock` held; entries are ours.
+        for m in unsafe { mods(tr, notrace) } {
+            // SAFETY: as above; `m` is unlinked before it is freed, and the
+            // iterator already read its successor.
+            unsafe {
+                if (*m).module.as_slice() == module && (f == b"*" || (*m).func.as_slice() == f) {
+                    list_del(ptr::addr_of_mut!((*m).list));
+                    drop(KBox::from_raw(m));
+                    removed = true;
+                }
+            }
+        }
+        return if removed { 0 } else { EINVAL };
+    }
+    if module_loaded(module) {
+        return EINVAL;
+    }
+    let mut fv = KVec::new();
+    let mut mv = KVec::new();
+    if fv.extend_from_slice(func, GFP_KERNEL).is_err() || mv.extend_from_slice(module, GFP_KERNEL).is_err() {
+        return ENOMEM;
+    }
+    let Ok(b) = KBox::new(
+        ModLoad {
+            list: bindings::list_head {
+                next: ptr::null_mut(),
+                prev: ptr::null_mut(),
+            },
+            func: fv,
+            module: mv,
+        },
+        GFP_KERNEL,
+    ) else {
+        return ENOMEM;
+    };
+    let raw = KBox::into_raw(b);
+    // SAFETY: `ftrace_lock` held; the list is the trace array's.
+    unsafe { list_add(ptr::addr_of_mut!((*raw).list), crate::rftrace_tr_mod_list(tr, notrace)) };
+    0
+}
+
+/// Drops the cached `:mod:` entries of a filter file (an `O_TRUNC` open).
+///
+/// # Safety
+///
+/// `ftrace_lock` is held; `tr` is valid.
+pub(crate) unsafe fn clear_mod_list(tr: *mut c_void, notrace: bool) {
+    // SAFETY: per the function's contract.
+    for m in unsafe { mods(tr, notrace) } {
+        // SAFETY: as in `mod_command`.
+        unsafe {
+            list_del(ptr::addr_of_mut!((*m).list));
+            drop(KBox::from_raw(m));
+        }
     }
 }
 
-/// Drops the cached `:mod:` entries of a filter file (none are cached).
+/// Whether a trace array has cached `:mod:` entries.
 ///
 /// # Safety
 ///
-/// `ftrace_lock` is held.
-pub(crate) unsafe fn clear_mod_list(_tr: *mut c_void, _notrace: bool) {}
-
-/// Whether a trace array has cached `:mod:` entries (never, yet).
-///
-/// # Safety
-///
-/// `ftrace_lock` is held.
-pub(crate) unsafe fn has_mods(_tr: *mut c_void, _notrace: bool) -> bool {
-    false
+/// `ftrace_lock` is held; `tr` is valid.
+pub(crate) unsafe fn has_mods(tr: *mut c_void, notrace: bool) -> bool {
+    // SAFETY: per the function's contract.
+    unsafe { mods(tr, notrace) }.next().is_some()
 }
 
-/// Lists the cached `:mod:` entries (none).
+/// Lists the cached `:mod:` entries, newest first.
 ///
 /// # Safety
 ///
-/// `ftrace_lock` is held.
-pub(crate) unsafe fn render_mods(_o: &mut Out, _tr: *mut c_void, _notrace: bool) {}
+/// `ftrace_lock` is held; `tr` is valid.
+pub(crate) unsafe fn render_mods(o: &mut Out, tr: *mut c_void, notrace: bool) {
+    // SAFETY: per the function's contract.
+    for m in unsafe { mods(tr, notrace) } {
+        // SAFETY: live entries under `ftrace_lock`.
+        unsafe {
+            o.bytes(&(*m).func);
+            o.bytes(b":mod:");
+            o.bytes(&(*m).module);
+        }
+        o.bytes(b"\n");
+    }
+}
+
+// Bindgen types of empty C structs are fine behind pointers.
+
+#[allow(improper_ctypes)]
+
+extern "C" {
+    static mut trace_types_lock: bindings::mutex;
+    fn rftrace_tr_next(tr: *mut c_void) -> *mut c_void;
+}
+
+/// A module came: applies the cached `:mod:` entries naming it, in every
+/// trace array. Each entry is used once.
+///
+/// # Safety
+///
+/// `name` is the module's name; no core lock is held.
+pub(crate) unsafe fn process_cached_mods(name: &[u8]) {
+    // The tracing core's lock over its list of trace arrays.
+    let _t = Guard::of(ptr::addr_of_mut!(trace_types_lock));
+    // SAFETY: walked under `trace_types_lock`.
+    let mut tr = unsafe { rftrace_tr_next(ptr::null_mut()) };
+    while !tr.is_null() {
+        for notrace in [false, true] {
+            // SAFETY: `tr` is live under `trace_types_lock`.
+            unsafe { apply_mods(tr, notrace, name) };
+        }
+        // SAFETY: as above.
+        tr = unsafe { rftrace_tr_next(tr) };
+    }
+}
+
+/// # Safety
+///
+/// `tr` is a live trace array.
+unsafe fn apply_mods(tr: *mut c_void, notrace: bool, name: &[u8]) {
+    // SAFETY: per the function's contract.
+    let op = unsafe { crate::rftrace_tr_ops(tr) };
+    if op.is_null() {
+        return;
+    }
+    // SAFETY: `op` is the trace array's ops.
+    unsafe { ops::ops_init_locked(op) };
+    // SAFETY: initialised.
+    let _r = Guard::of(unsafe { ptr::addr_of_mut!((*(*op).func_hash).regex_lock) });
+    let _g = Guard::lock();
+    // SAFETY: stable under the regex lock.
+    let (f, n) = unsafe { ops::sets(op) };
+    // SAFETY: as above.
+    let h = unsafe { hash::copy(if notrace { n } else { f }, hash::DEFAULT_BITS) };
+    if h.is_null() {
+        return;
+    }
+    let mut used = false;
+    // SAFETY: `ftrace_lock` held; entries are ours; `h` is private.
+    unsafe {
+        for m in mods(tr, notrace) {
+            if (*m).module.as_slice() != name {
+                continue;
+            }
+            list_del(ptr::addr_of_mut!((*m).list));
+            let func: &[u8] = if (*m).func.is_empty() { b"*" } else { &(*m).func };
+            let _ = match_records_locked(h, func, Some(name));
+            drop(KBox::from_raw(m));
+            used = true;
+        }
+        if used {
+            if !notrace {
+                if has_mods(tr, false) {
+                    (*h).flags |= hash::FL_MOD;
+                } else {
+                    (*h).flags &= !hash::FL_MOD;
+                }
+            }
+            let _ = commit(op, notrace, h);
+        }
+        hash::free(h);
+    }
+}
 
 // --- function probes -----------------------------------------------------
 

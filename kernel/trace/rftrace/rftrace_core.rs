@@ -44,6 +44,7 @@ mod files;
 mod filter;
 pub mod hash;
 mod ops;
+mod pid;
 mod probe;
 mod table;
 
@@ -232,6 +233,10 @@ pub(crate) fn addr(f: unsafe extern "C" fn()) -> u64 {
     f as *const () as u64
 }
 
+// Bindgen types of empty C structs are fine behind pointers.
+
+#[allow(improper_ctypes)]
+
 extern "C" {
     static mut __start_mcount_loc: [c_ulong; 0];
     static mut __stop_mcount_loc: [c_ulong; 0];
@@ -370,6 +375,10 @@ pub unsafe extern "C" fn ftrace_reset_array_ops(tr: *mut c_void) {
     }
 }
 
+// Bindgen types of empty C structs are fine behind pointers.
+
+#[allow(improper_ctypes)]
+
 extern "C" {
     fn init_array_fgraph_ops(tr: *mut c_void, ops: *mut bindings::ftrace_ops);
     pub(crate) fn rftrace_tr_ops(tr: *mut c_void) -> *mut bindings::ftrace_ops;
@@ -377,6 +386,7 @@ extern "C" {
     pub(crate) fn rftrace_tr_func_probes(tr: *mut c_void) -> *mut bindings::list_head;
     pub(crate) fn rftrace_tr_mod_list(tr: *mut c_void, notrace: bool) -> *mut bindings::list_head;
     pub(crate) fn tracing_check_open_get_tr(tr: *mut c_void) -> c_int;
+    pub(crate) fn tracing_lseek(file: *mut bindings::file, off: bindings::loff_t, whence: c_int) -> bindings::loff_t;
     pub(crate) fn trace_array_put(tr: *mut c_void);
 }
 
@@ -495,9 +505,10 @@ pub extern "C" fn ftrace_mod_address_lookup(
     _size: *mut c_ulong,
     _off: *mut c_ulong,
     _modname: *mut *mut c_char,
+    _modbuildid: *mut *const u8,
     _sym: *mut c_char,
-) -> *const c_char {
-    ptr::null()
+) -> c_int {
+    0
 }
 
 /// The names of our trampolines for /proc/kallsyms: none.
@@ -512,25 +523,6 @@ pub extern "C" fn ftrace_mod_get_kallsym(
 ) -> c_int {
     err(bindings::ERANGE)
 }
-
-/// Whether pid filtering applies to `ops`: set_ftrace_pid is not provided
-/// by this core yet, so never.
-#[no_mangle]
-pub extern "C" fn ftrace_pids_enabled(_ops: *mut bindings::ftrace_ops) -> bool {
-    false
-}
-
-/// Drops a trace array's pid filters (none yet).
-#[no_mangle]
-pub extern "C" fn ftrace_clear_pids(_tr: *mut c_void) {}
-
-/// Whether pid filters follow forks (no pid filters yet).
-#[no_mangle]
-pub extern "C" fn ftrace_pid_follow_fork(_tr: *mut c_void, _enable: bool) {}
-
-/// Per trace array tracefs files (set_ftrace_pid, ...): not provided yet.
-#[no_mangle]
-pub extern "C" fn ftrace_init_tracefs(_tr: *mut c_void, _d: *mut bindings::dentry) {}
 
 /// The function profiler is not provided by this core yet.
 #[no_mangle]

@@ -1,0 +1,448 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! set_ftrace_pid and set_ftrace_notrace_pid: which tasks a trace
+//! array's function tracer (and function graph) traces.
+//!
+//! The pid lists are the tracing core's (`trace_pid_write()` and
+//! friends). A `sched_switch` probe records, per CPU, whether the task
+//! that runs is traced; ops with `FTRACE_OPS_FL_PID` on such a trace array
+//! call [`ftrace_pid_func`] first, which checks that record.
+
+use crate::ops::{self, Ops};
+use crate::{CGlobal, Guard};
+use core::ptr;
+use core::sync::atomic::{AtomicPtr, Ordering};
+use kernel::bindings;
+use kernel::ffi::{c_char, c_int, c_uint, c_ulong, c_void};
+
+const PID_IGNORE: c_int = -1;
+const PID_TRACE: c_int = -2;
+const TRACE_PIDS: c_int = 1;
+const TRACE_NO_PIDS: c_int = 2;
+
+// Bindgen types of empty C structs are fine behind pointers.
+
+#[allow(improper_ctypes)]
+
+extern "C" {
+    fn rftrace_tr_pid_slot(tr: *mut c_void, no: bool) -> *mut *mut c_void;
+    fn rftrace_tr_ignore_pid(tr: *mut c_void) -> c_int;
+    fn rftrace_tr_set_ignore_pid(tr: *mut c_void, pid: c_int);
+    fn rftrace_tr_reset_ignore_pid(tr: *mut c_void);
+    fn rftrace_current_pid() -> c_int;
+    fn trace_ignore_this_task(pids: *mut c_void, no_pids: *mut c_void, task: *mut bindings::task_struct) -> bool;
+    fn trace_filter_add_remove_task(pids: *mut c_void, selff: *mut bindings::task_struct, task: *mut bindings::task_struct);
+    fn trace_pid_write(filtered: *mut c_void, new: *mut *mut c_void, ubuf: *const c_char, cnt: usize) -> c_int;
+    fn trace_pid_start(pids: *mut c_void, pos: *mut bindings::loff_t) -> *mut c_void;
+    fn trace_pid_next(pids: *mut c_void, v: *mut c_void, pos: *mut bindings::loff_t) -> *mut c_void;
+    fn trace_pid_show(m: *mut bindings::seq_file, v: *mut c_void) -> c_int;
+    fn trace_pid_list_free(pids: *mut c_void);
+    fn tracepoint_probe_register(tp: *mut bindings::tracepoint, probe: *mut c_void, data: *mut c_void) -> c_int;
+    fn tracepoint_probe_unregister(tp: *mut bindings::tracepoint, probe: *mut c_void, data: *mut c_void) -> c_int;
+    static mut __tracepoint_sched_switch: bindings::tracepoint;
+    static mut __tracepoint_sched_process_fork: bindings::tracepoint;
+    static mut __tracepoint_sched_process_free: bindings::tracepoint;
+    fn fgraph_update_pid_func();
+}
+
+/// The pid list slot of `tr` (`no`: the notrace one).
+fn slot(tr: *mut c_void, no: bool) -> &'static AtomicPtr<c_void> {
+    // SAFETY: the accessor returns the address of a pointer field of the
+    // trace array, which outlives every user here (they hold a reference).
+    unsafe { AtomicPtr::from_ptr(rftrace_tr_pid_slot(tr, no)) }
+}
+
+fn lists(tr: *mut c_void) -> (*mut c_void, *mut c_void) {
+    (
+        slot(tr, false).load(Ordering::Acquire),
+        slot(tr, true).load(Ordering::Acquire),
+    )
+}
+
+/// Whether pid filtering applies to `ops`.
+///
+/// # Safety
+///
+/// `ops` is valid; its `private`, if set, is its trace array.
+#[no_mangle]
+pub unsafe extern "C" fn ftrace_pids_enabled(ops: *mut Ops) -> bool {
+    // SAFETY: per the function's contract.
+    let (flags, tr) = unsafe { ((*ops).flags, (*ops).private) };
+    if flags & bindings::FTRACE_OPS_FL_PID as c_ulong == 0 || tr.is_null() {
+        return false;
+    }
+    let (p, n) = lists(tr);
+    !p.is_null() || !n.is_null()
+}
+
+/// The callback of a pid-filtered ops: calls the real one only for the
+/// tasks the trace array traces. Hot path.
+///
+/// # Safety
+///
+/// Called by a trampoline or the list dispatcher with a live ops.
+pub(crate) unsafe extern "C" fn ftrace_pid_func(
+    ip: c_ulong,
+    parent_ip: c_ulong,
+    op: *mut Ops,
+    fregs: *mut bindings::ftrace_regs,
+) {
+    // SAFETY: per the function's contract; the accessors are notrace.
+    unsafe {
+        let tr = (*op).private;
+        if !tr.is_null() {
+            let pid = rftrace_tr_ignore_pid(tr);
+            if pid == PID_IGNORE || (pid != PID_TRACE && pid != rftrace_current_pid()) {
+                return;
+            }
+        }
+        if let Some(f) = (*op).saved_func {
+            f(ip, parent_ip, op, fregs);
+        }
+    }
+}
+
+/// Points every pid-aware ops at the pid filter or back at its own
+/// callback, as the pid lists say.
+///
+/// # Safety
+///
+/// `ftrace_lock` is held.
+pub(crate) unsafe fn update_pid_funcs() {
+    for op in ops::list() {
+        // SAFETY: listed ops are valid under `ftrace_lock`.
+        unsafe {
+            if (*op).flags & bindings::FTRACE_OPS_FL_PID as c_ulong == 0 {
+                continue;
+            }
+            (*op).func = if ftrace_pids_enabled(op) {
+                Some(ftrace_pid_func)
+            } else {
+                (*op).saved_func
+            };
+            if (*op).flags & bindings::FTRACE_OPS_FL_DIRECT as c_ulong == 0 {
+                bindings::arch_ftrace_update_trampoline(op);
+            }
+        }
+    }
+    // SAFETY: fgraph.c's counterpart, under `ftrace_lock` as it expects.
+    unsafe { fgraph_update_pid_func() };
+}
+
+unsafe extern "C" fn sched_switch_probe(
+    data: *mut c_void,
+    _preempt: bool,
+    _prev: *mut bindings::task_struct,
+    next: *mut bindings::task_struct,
+    _prev_state: c_uint,
+) {
+    let (p, n) = lists(data);
+    // SAFETY: a tracepoint probe: preemption is off, the lists are freed
+    // after a grace period; `next` is the task switched to.
+    unsafe {
+        if trace_ignore_this_task(p, n, next) {
+            rftrace_tr_set_ignore_pid(data, PID_IGNORE);
+        } else {
+            rftrace_tr_set_ignore_pid(data, (*next).pid);
+        }
+    }
+}
+
+unsafe extern "C" fn fork_probe(data: *mut c_void, selff: *mut bindings::task_struct, task: *mut bindings::task_struct) {
+    let (p, n) = lists(data);
+    // SAFETY: a tracepoint probe; the lists are live (see above).
+    unsafe {
+        trace_filter_add_remove_task(p, selff, task);
+        trace_filter_add_remove_task(n, selff, task);
+    }
+}
+
+unsafe extern "C" fn exit_probe(data: *mut c_void, task: *mut bindings::task_struct) {
+    let (p, n) = lists(data);
+    // SAFETY: as above.
+    unsafe {
+        trace_filter_add_remove_task(p, ptr::null_mut(), task);
+        trace_filter_add_remove_task(n, ptr::null_mut(), task);
+    }
+}
+
+/// Makes forks of traced tasks traced too (the `function-fork` option).
+///
+/// # Safety
+///
+/// `tr` is a valid trace array.
+#[no_mangle]
+pub unsafe extern "C" fn ftrace_pid_follow_fork(tr: *mut c_void, enable: bool) {
+    // SAFETY: the tracepoints are static; the probes match their
+    // prototypes; `tr` outlives the registration.
+    unsafe {
+        let fork = ptr::addr_of_mut!(__tracepoint_sched_process_fork);
+        let free = ptr::addr_of_mut!(__tracepoint_sched_process_free);
+        if enable {
+            tracepoint_probe_register(fork, fork_probe as *mut c_void, tr);
+            tracepoint_probe_register(free, exit_probe as *mut c_void, tr);
+        } else {
+            tracepoint_probe_unregister(fork, fork_probe as *mut c_void, tr);
+            tracepoint_probe_unregister(free, exit_probe as *mut c_void, tr);
+        }
+    }
+}
+
+fn switch_probe(tr: *mut c_void, on: bool) {
+    // SAFETY: as above.
+    unsafe {
+        let tp = ptr::addr_of_mut!(__tracepoint_sched_switch);
+        if on {
+            tracepoint_probe_register(tp, sched_switch_probe as *mut c_void, tr);
+        } else {
+            tracepoint_probe_unregister(tp, sched_switch_probe as *mut c_void, tr);
+        }
+    }
+}
+
+/// Drops the pid lists of `type` (TRACE_PIDS, TRACE_NO_PIDS).
+///
+/// # Safety
+///
+/// `ftrace_lock` is held; `tr` valid.
+unsafe fn clear(tr: *mut c_void, kind: c_int) {
+    let (p, n) = lists(tr);
+    let has = (kind & TRACE_PIDS != 0 && !p.is_null()) || (kind & TRACE_NO_PIDS != 0 && !n.is_null());
+    if !has {
+        return;
+    }
+    let keep = (kind & TRACE_PIDS == 0 && !p.is_null()) || (kind & TRACE_NO_PIDS == 0 && !n.is_null());
+    if !keep {
+        switch_probe(tr, false);
+        // SAFETY: per the function's contract.
+        unsafe { rftrace_tr_reset_ignore_pid(tr) };
+    }
+    if kind & TRACE_PIDS != 0 {
+        slot(tr, false).store(ptr::null_mut(), Ordering::Release);
+    }
+    if kind & TRACE_NO_PIDS != 0 {
+        slot(tr, true).store(ptr::null_mut(), Ordering::Release);
+    }
+    // SAFETY: sleepable; then nobody uses the old lists.
+    unsafe {
+        bindings::synchronize_rcu();
+        if kind & TRACE_PIDS != 0 && !p.is_null() {
+            trace_pid_list_free(p);
+        }
+        if kind & TRACE_NO_PIDS != 0 && !n.is_null() {
+            trace_pid_list_free(n);
+        }
+    }
+}
+
+/// Drops both pid lists of `tr`.
+///
+/// # Safety
+///
+/// `tr` is valid.
+#[no_mangle]
+pub unsafe extern "C" fn ftrace_clear_pids(tr: *mut c_void) {
+    let _g = Guard::lock();
+    // SAFETY: per the function's contract; `ftrace_lock` held.
+    unsafe { clear(tr, TRACE_PIDS | TRACE_NO_PIDS) };
+}
+
+/// The pid list a file shows: the seq_file private is the trace array,
+/// and the file kind is in the inode's position of the op table.
+fn kind_of(m: *mut bindings::seq_file) -> bool {
+    // SAFETY: our seq files' `op` is one of the two tables.
+    unsafe { ptr::eq((*m).op, NO_PID_SOPS.get()) }
+}
+
+/// The marker for "no list": greater than any pid the iterator gives
+/// (`PID_MAX_LIMIT` is at most 4M).
+const NO_PIDS: *mut c_void = (4 * 1024 * 1024 + 1) as *mut c_void;
+
+unsafe extern "C" fn pid_start(m: *mut bindings::seq_file, pos: *mut bindings::loff_t) -> *mut c_void {
+    // SAFETY: `ftrace_lock` and an RCU-sched section for the walk; the
+    // seq_file's private is the trace array.
+    unsafe {
+        bindings::mutex_lock(crate::ftrace_lock.get());
+        bindings::ftrace_preempt_disable_notrace();
+        let tr = (*m).private;
+        let l = slot(tr, kind_of(m)).load(Ordering::Acquire);
+        if l.is_null() {
+            return if *pos == 0 { NO_PIDS } else { ptr::null_mut() };
+        }
+        trace_pid_start(l, pos)
+    }
+}
+
+unsafe extern "C" fn pid_next(m: *mut bindings::seq_file, v: *mut c_void, pos: *mut bindings::loff_t) -> *mut c_void {
+    // SAFETY: inside start/stop.
+    unsafe {
+        if v == NO_PIDS {
+            *pos += 1;
+            return ptr::null_mut();
+        }
+        let l = slot((*m).private, kind_of(m)).load(Ordering::Acquire);
+        trace_pid_next(l, v, pos)
+    }
+}
+
+unsafe extern "C" fn pid_stop(_m: *mut bindings::seq_file, _v: *mut c_void) {
+    // SAFETY: paired with `pid_start`.
+    unsafe {
+        bindings::ftrace_preempt_enable_notrace();
+        bindings::mutex_unlock(crate::ftrace_lock.get());
+    }
+}
+
+unsafe extern "C" fn pid_show(m: *mut bindings::seq_file, v: *mut c_void) -> c_int {
+    if v == NO_PIDS {
+        // SAFETY: a live seq_file.
+        unsafe { bindings::seq_write(m, c"no pid\n".as_ptr().cast(), 7) };
+        return 0;
+    }
+    // SAFETY: `v` came from the pid list iterator.
+    unsafe { trace_pid_show(m, v) }
+}
+
+static PID_SOPS: CGlobal<bindings::seq_operations> = CGlobal::new(bindings::seq_operations {
+    start: Some(pid_start),
+    next: Some(pid_next),
+    stop: Some(pid_stop),
+    show: Some(pid_show),
+});
+
+static NO_PID_SOPS: CGlobal<bindings::seq_operations> = CGlobal::new(bindings::seq_operations {
+    start: Some(pid_start),
+    next: Some(pid_next),
+    stop: Some(pid_stop),
+    show: Some(pid_show),
+});
+
+unsafe fn pid_open(inode: *mut bindings::inode, file: *mut bindings::file, kind: c_int) -> c_int {
+    // SAFETY: the VFS's inode and file; the inode data is the trace array.
+    unsafe {
+        let tr = (*inode).i_private;
+        let r = crate::tracing_check_open_get_tr(tr);
+        if r != 0 {
+            return r;
+        }
+        if (*file).f_mode & 2 != 0 && (*file).f_flags & bindings::O_TRUNC != 0 {
+            let _g = Guard::lock();
+            clear(tr, kind);
+            update_pid_funcs();
+            let _ = ops::update_sites();
+        }
+        let sops = if kind == TRACE_PIDS { PID_SOPS.get() } else { NO_PID_SOPS.get() };
+        let r = bindings::seq_open(file, sops);
+        if r < 0 {
+            crate::trace_array_put(tr);
+        } else {
+            (*(*file).private_data.cast::<bindings::seq_file>()).private = tr;
+        }
+        r
+    }
+}
+
+unsafe extern "C" fn pid_open_trace(inode: *mut bindings::inode, file: *mut bindings::file) -> c_int {
+    // SAFETY: per the VFS contract.
+    unsafe { pid_open(inode, file, TRACE_PIDS) }
+}
+
+unsafe extern "C" fn pid_open_notrace(inode: *mut bindings::inode, file: *mut bindings::file) -> c_int {
+    // SAFETY: per the VFS contract.
+    unsafe { pid_open(inode, file, TRACE_NO_PIDS) }
+}
+
+unsafe extern "C" fn ignore_task_cpu(data: *mut c_void) {
+    let (p, n) = lists(data);
+    // SAFETY: runs on each CPU with the lists stable (`ftrace_lock`).
+    unsafe {
+        let cur = bindings::get_current();
+        if trace_ignore_this_task(p, n, cur) {
+            rftrace_tr_set_ignore_pid(data, PID_IGNORE);
+        } else {
+            rftrace_tr_set_ignore_pid(data, (*cur).pid);
+        }
+    }
+}
+
+unsafe fn pid_write(file: *mut bindings::file, ubuf: *const c_char, cnt: usize, ppos: *mut bindings::loff_t, kind: c_int) -> isize {
+    if cnt == 0 {
+        return 0;
+    }
+    // SAFETY: a seq file opened by `pid_open`.
+    let tr = unsafe { (*(*file).private_data.cast::<bindings::seq_file>()).private };
+    let no = kind == TRACE_NO_PIDS;
+    let _g = Guard::lock();
+    let filtered = slot(tr, no).load(Ordering::Acquire);
+    let other = slot(tr, !no).load(Ordering::Acquire);
+    let mut new: *mut c_void = ptr::null_mut();
+    // SAFETY: the tracing core parses the user's pids into a new list.
+    let r = unsafe { trace_pid_write(filtered, &mut new, ubuf, cnt) };
+    if r < 0 {
+        return r as isize;
+    }
+    slot(tr, no).store(new, Ordering::Release);
+    // SAFETY: sleepable, `ftrace_lock` held.
+    unsafe {
+        if !filtered.is_null() {
+            bindings::synchronize_rcu();
+            trace_pid_list_free(filtered);
+        } else if !new.is_null() && other.is_null() {
+            switch_probe(tr, true);
+        }
+        bindings::on_each_cpu_cond_mask(None, Some(ignore_task_cpu), tr, true, ptr::addr_of!(bindings::__cpu_online_mask));
+        update_pid_funcs();
+        let _ = ops::update_sites();
+        if r > 0 {
+            *ppos += r as bindings::loff_t;
+        }
+    }
+    r as isize
+}
+
+unsafe extern "C" fn pid_write_trace(f: *mut bindings::file, u: *const c_char, c: usize, p: *mut bindings::loff_t) -> isize {
+    // SAFETY: per the VFS contract.
+    unsafe { pid_write(f, u, c, p, TRACE_PIDS) }
+}
+
+unsafe extern "C" fn pid_write_notrace(f: *mut bindings::file, u: *const c_char, c: usize, p: *mut bindings::loff_t) -> isize {
+    // SAFETY: per the VFS contract.
+    unsafe { pid_write(f, u, c, p, TRACE_NO_PIDS) }
+}
+
+unsafe extern "C" fn pid_release(inode: *mut bindings::inode, file: *mut bindings::file) -> c_int {
+    // SAFETY: the reference taken at open; then the seq_file goes.
+    unsafe {
+        crate::trace_array_put((*inode).i_private);
+        bindings::seq_release(inode, file)
+    }
+}
+
+static PID_FOPS: CGlobal<bindings::file_operations> = CGlobal::new(bindings::file_operations {
+    open: Some(pid_open_trace),
+    write: Some(pid_write_trace),
+    read: Some(bindings::seq_read),
+    llseek: Some(crate::tracing_lseek),
+    release: Some(pid_release),
+    ..crate::files::zeroed_fops()
+});
+
+static NO_PID_FOPS: CGlobal<bindings::file_operations> = CGlobal::new(bindings::file_operations {
+    open: Some(pid_open_notrace),
+    write: Some(pid_write_notrace),
+    read: Some(bindings::seq_read),
+    llseek: Some(crate::tracing_lseek),
+    release: Some(pid_release),
+    ..crate::files::zeroed_fops()
+});
+
+/// The per trace array files of the core.
+///
+/// # Safety
+///
+/// `tr` is a trace array, `d` its directory.
+#[no_mangle]
+pub unsafe extern "C" fn ftrace_init_tracefs(tr: *mut c_void, d: *mut bindings::dentry) {
+    crate::files::create(kernel::c_str!("set_ftrace_pid"), 0o640, d, tr, PID_FOPS.get());
+    crate::files::create(kernel::c_str!("set_ftrace_notrace_pid"), 0o640, d, tr, NO_PID_FOPS.get());
+}
