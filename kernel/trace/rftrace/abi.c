@@ -22,7 +22,13 @@ int rftrace_tr_ignore_pid(struct trace_array *tr);
 void rftrace_tr_set_ignore_pid(struct trace_array *tr, int pid);
 void rftrace_tr_reset_ignore_pid(struct trace_array *tr);
 int rftrace_current_pid(void);
+int rftrace_task_pid(struct task_struct *t);
 struct trace_array *rftrace_tr_next(struct trace_array *tr);
+unsigned long rftrace_irq_save(void);
+void rftrace_irq_restore(unsigned long flags);
+int rftrace_cpu(void);
+struct task_struct *rftrace_current(void);
+bool rftrace_current_has_ret_stack(void);
 
 EXPORT_SYMBOL_GPL(register_ftrace_function);
 EXPORT_SYMBOL_GPL(unregister_ftrace_function);
@@ -86,6 +92,11 @@ int rftrace_current_pid(void)
 	return current->pid;
 }
 
+int rftrace_task_pid(struct task_struct *t)
+{
+	return t->pid;
+}
+
 /* The trace array after @tr (the first for NULL); trace_types_lock held. */
 struct trace_array *rftrace_tr_next(struct trace_array *tr)
 {
@@ -94,4 +105,33 @@ struct trace_array *rftrace_tr_next(struct trace_array *tr)
 	if (next == &ftrace_trace_arrays)
 		return NULL;
 	return list_entry(next, struct trace_array, list);
+}
+
+/* For the function profiler, which runs on the tracing hot path. */
+unsigned long rftrace_irq_save(void)
+{
+	unsigned long flags;
+
+	local_irq_save(flags);
+	return flags;
+}
+
+void rftrace_irq_restore(unsigned long flags)
+{
+	local_irq_restore(flags);
+}
+
+int rftrace_cpu(void)
+{
+	return raw_smp_processor_id();
+}
+
+struct task_struct *rftrace_current(void)
+{
+	return current;
+}
+
+bool rftrace_current_has_ret_stack(void)
+{
+	return current->ret_stack != NULL;
 }

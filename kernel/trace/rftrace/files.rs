@@ -369,4 +369,5 @@ pub unsafe extern "C" fn ftrace_init_tracefs_toplevel(_tr: *mut c_void, d: *mut 
     // The top-level filter files belong to `global_ops` (no trace array).
     crate::filter::create_files(ptr::null_mut(), d);
     crate::filter::create_graph_files(d);
+    crate::profile::init(d);
 }

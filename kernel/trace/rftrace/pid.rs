@@ -30,6 +30,9 @@ extern "C" {
     fn rftrace_tr_set_ignore_pid(tr: *mut c_void, pid: c_int);
     fn rftrace_tr_reset_ignore_pid(tr: *mut c_void);
     fn rftrace_current_pid() -> c_int;
+    // The Rust bindings' `task_struct` layout is not to be trusted for
+    // fields past the first few; the pid is read in C.
+    fn rftrace_task_pid(t: *mut bindings::task_struct) -> c_int;
     fn trace_ignore_this_task(pids: *mut c_void, no_pids: *mut c_void, task: *mut bindings::task_struct) -> bool;
     fn trace_filter_add_remove_task(pids: *mut c_void, selff: *mut bindings::task_struct, task: *mut bindings::task_struct);
     fn trace_pid_write(filtered: *mut c_void, new: *mut *mut c_void, ubuf: *const c_char, cnt: usize) -> c_int;
@@ -143,7 +146,7 @@ unsafe extern "C" fn sched_switch_probe(
         if trace_ignore_this_task(p, n, next) {
             rftrace_tr_set_ignore_pid(data, PID_IGNORE);
         } else {
-            rftrace_tr_set_ignore_pid(data, (*next).pid);
+            rftrace_tr_set_ignore_pid(data, rftrace_task_pid(next));
         }
     }
 }
@@ -360,7 +363,7 @@ unsafe extern "C" fn ignore_task_cpu(data: *mut c_void) {
         if trace_ignore_this_task(p, n, cur) {
             rftrace_tr_set_ignore_pid(data, PID_IGNORE);
         } else {
-            rftrace_tr_set_ignore_pid(data, (*cur).pid);
+            rftrace_tr_set_ignore_pid(data, rftrace_task_pid(cur));
         }
     }
 }

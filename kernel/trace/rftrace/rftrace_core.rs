@@ -36,6 +36,8 @@ mod logic {
     pub mod parser;
     #[path = "plan.rs"]
     pub mod plan;
+    #[path = "profile.rs"]
+    pub mod profile;
     #[path = "sites.rs"]
     pub mod sites;
 }
@@ -46,6 +48,7 @@ pub mod hash;
 mod ops;
 mod pid;
 mod probe;
+mod profile;
 mod table;
 
 const __LOG_PREFIX: &[u8] = b"ftrace\0";
@@ -523,10 +526,6 @@ pub extern "C" fn ftrace_mod_get_kallsym(
 ) -> c_int {
     err(bindings::ERANGE)
 }
-
-/// The function profiler is not provided by this core yet.
-#[no_mangle]
-pub extern "C" fn ftrace_graph_graph_time_control(_enable: bool) {}
 
 /// Changing a direct trampoline in place is not provided.
 #[no_mangle]

@@ -13,4 +13,5 @@ pub mod glob;
 pub mod insn;
 pub mod parser;
 pub mod plan;
+pub mod profile;
 pub mod sites;

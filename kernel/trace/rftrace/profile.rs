@@ -1,0 +1,501 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The function profiler: `function_profile_enabled` and the per-CPU
+//! `trace_stat/function<cpu>` files.
+//!
+//! Each CPU counts the hits (and, through a function graph ops, the time)
+//! of the functions it runs in its own table, with interrupts off and no
+//! lock: a record array sized for every call site, and an open-addressing
+//! index into it. Records are only added, until the next enable resets
+//! them.
+
+use crate::logic::profile;
+use crate::{CGlobal, Guard, EBUSY};
+use core::cell::UnsafeCell;
+use core::ptr;
+use core::sync::atomic::{AtomicBool, AtomicI32, AtomicPtr, AtomicU32, AtomicUsize, Ordering};
+use kernel::bindings;
+use kernel::ffi::{c_char, c_int, c_ulong, c_void};
+use kernel::prelude::*;
+
+/// One profiled function.
+#[derive(Clone, Copy)]
+#[repr(C)]
+struct Rec {
+    ip: u64,
+    hits: u64,
+    time: u64,
+    time2: u64,
+}
+
+const EMPTY: Rec = Rec {
+    ip: 0,
+    hits: 0,
+    time: 0,
+    time2: 0,
+};
+
+/// `struct tracer_stat` (kernel/trace/trace_stat.h).
+#[repr(C)]
+struct TracerStat {
+    name: *const c_char,
+    stat_start: Option<unsafe extern "C" fn(*mut TracerStat) -> *mut c_void>,
+    stat_next: Option<unsafe extern "C" fn(*mut c_void, c_int) -> *mut c_void>,
+    stat_cmp: Option<unsafe extern "C" fn(*const c_void, *const c_void) -> c_int>,
+    stat_show: Option<unsafe extern "C" fn(*mut bindings::seq_file, *mut c_void) -> c_int>,
+    stat_release: Option<unsafe extern "C" fn(*mut c_void)>,
+    stat_headers: Option<unsafe extern "C" fn(*mut bindings::seq_file) -> c_int>,
+}
+
+/// A record, written only by its CPU with interrupts off (or, for a
+/// reset, while the profiler is off).
+#[repr(transparent)]
+struct RecCell(UnsafeCell<Rec>);
+
+// SAFETY: see the type's comment; readers (the stat files) tolerate torn
+// counters, as the C core's do.
+unsafe impl Sync for RecCell {}
+
+impl RecCell {
+    fn read(&self) -> Rec {
+        // SAFETY: a plain copy of a record (see the type's comment).
+        unsafe { ptr::read_volatile(self.0.get()) }
+    }
+    fn update(&self, f: impl FnOnce(&mut Rec)) {
+        // SAFETY: only the owning CPU writes, with interrupts off; the
+        // `busy` guard keeps an NMI from adding at the same time.
+        f(unsafe { &mut *self.0.get() })
+    }
+}
+
+/// One CPU's tables, allocated the first time the profiler is enabled
+/// and kept.
+struct Tables {
+    recs: KVVec<RecCell>,
+    used: AtomicUsize,
+    /// Record index + 1 per slot; the length is a power of two.
+    index: KVVec<AtomicU32>,
+    /// Guards against an NMI adding a record while one is being added.
+    busy: AtomicI32,
+}
+
+/// One CPU's profile. `stat` first: the stat callbacks get its address.
+#[repr(C)]
+struct CpuProfile {
+    stat: TracerStat,
+    name: [u8; 24],
+    tables: AtomicPtr<Tables>,
+}
+
+/// The per-CPU profiles, set up at boot; null until then.
+static CPUS: AtomicPtr<KVVec<CpuProfile>> = AtomicPtr::new(ptr::null_mut());
+static ENABLED: AtomicBool = AtomicBool::new(false);
+/// Whether a function's time includes its children's.
+static GRAPH_TIME: AtomicBool = AtomicBool::new(true);
+static PROFILE_LOCK: CGlobal<bindings::mutex> = CGlobal::new(
+    // SAFETY: initialised at boot by `init()`.
+    unsafe { core::mem::zeroed() },
+);
+
+// Bindgen types of empty C structs are fine behind pointers.
+#[allow(improper_ctypes)]
+extern "C" {
+    fn rftrace_irq_save() -> c_ulong;
+    fn rftrace_irq_restore(flags: c_ulong);
+    fn rftrace_cpu() -> c_int;
+    fn rftrace_current() -> *mut bindings::task_struct;
+    fn rftrace_current_has_ret_stack() -> bool;
+    fn register_stat_tracer(trace: *mut TracerStat) -> c_int;
+    fn register_ftrace_graph(gops: *mut bindings::fgraph_ops) -> c_int;
+    fn unregister_ftrace_graph(gops: *mut bindings::fgraph_ops);
+    static tracing_thresh: c_ulong;
+}
+
+fn cpus() -> &'static [CpuProfile] {
+    let p = CPUS.load(Ordering::Acquire);
+    // SAFETY: published once at boot, complete, never freed.
+    unsafe { p.as_ref() }.map_or(&[], |v| v.as_slice())
+}
+
+fn tables(cpu: usize) -> Option<&'static Tables> {
+    let t = cpus().get(cpu)?.tables.load(Ordering::Acquire);
+    // SAFETY: published complete, never freed.
+    unsafe { t.as_ref() }
+}
+
+fn slot_of(ip: u64, bits: u32) -> usize {
+    (ip.wrapping_mul(0x61c8_8646_80b5_83eb) >> (64 - bits)) as usize
+}
+
+impl Tables {
+    fn new(sites: usize) -> Result<Tables> {
+        let mut recs = KVVec::with_capacity(sites, GFP_KERNEL)?;
+        for _ in 0..sites {
+            recs.push(RecCell(UnsafeCell::new(EMPTY)), GFP_KERNEL)?;
+        }
+        let n = (sites * 2).next_power_of_two();
+        let mut index = KVVec::with_capacity(n, GFP_KERNEL)?;
+        for _ in 0..n {
+            index.push(AtomicU32::new(0), GFP_KERNEL)?;
+        }
+        Ok(Tables {
+            recs,
+            used: AtomicUsize::new(0),
+            index,
+            busy: AtomicI32::new(0),
+        })
+    }
+
+    /// Forgets every record (the profiler is off).
+    fn reset(&self) {
+        for r in self.recs.iter() {
+            r.update(|r| *r = EMPTY);
+        }
+        for s in self.index.iter() {
+            s.store(0, Ordering::Relaxed);
+        }
+        self.used.store(0, Ordering::Release);
+    }
+
+    /// The record of `ip`. On the owning CPU with interrupts off, or for
+    /// a racy read.
+    fn find(&self, ip: u64) -> Option<&RecCell> {
+        let n = self.index.len();
+        let bits = n.trailing_zeros();
+        let mut s = slot_of(ip, bits);
+        for _ in 0..n {
+            let v = self.index[s].load(Ordering::Acquire) as usize;
+            let r = self.recs.get(v.checked_sub(1)?)?;
+            if r.read().ip == ip {
+                return Some(r);
+            }
+            s = (s + 1) & (n - 1);
+        }
+        None
+    }
+
+    /// Adds a record for `ip`. On the owning CPU with interrupts off.
+    fn add(&self, ip: u64) -> Option<&RecCell> {
+        if self.busy.fetch_add(1, Ordering::Acquire) != 0 {
+            self.busy.fetch_sub(1, Ordering::Release);
+            return None;
+        }
+        let r = self.find(ip).or_else(|| {
+            let i = self.used.load(Ordering::Relaxed);
+            let n = self.index.len();
+            let r = self.recs.get(i)?;
+            r.update(|r| *r = Rec { ip, ..EMPTY });
+            self.used.store(i + 1, Ordering::Release);
+            let mut s = slot_of(ip, n.trailing_zeros());
+            while self.index[s].load(Ordering::Relaxed) != 0 {
+                s = (s + 1) & (n - 1);
+            }
+            self.index[s].store(i as u32 + 1, Ordering::Release);
+            Some(r)
+        });
+        self.busy.fetch_sub(1, Ordering::Release);
+        r
+    }
+}
+
+/// Counts a hit of `ip` on this CPU.
+fn hit(ip: u64) {
+    if !ENABLED.load(Ordering::Relaxed) {
+        return;
+    }
+    // SAFETY: notrace helpers; interrupts are restored below.
+    let flags = unsafe { rftrace_irq_save() };
+    // SAFETY: as above.
+    let cpu = unsafe { rftrace_cpu() } as usize;
+    if let Some(t) = tables(cpu) {
+        if ENABLED.load(Ordering::Relaxed) {
+            if let Some(r) = t.find(ip).or_else(|| t.add(ip)) {
+                r.update(|r| r.hits = r.hits.wrapping_add(1));
+            }
+        }
+    }
+    // SAFETY: paired with the save above.
+    unsafe { rftrace_irq_restore(flags) };
+}
+
+unsafe extern "C" fn graph_entry(trace: *mut bindings::ftrace_graph_ent, _gops: *mut bindings::fgraph_ops) -> c_int {
+    // SAFETY: the graph core passes the entry record.
+    hit(unsafe { (*trace).func } as u64);
+    // SAFETY: notrace helpers and the graph core's own accessor.
+    unsafe {
+        if !rftrace_current_has_ret_stack() {
+            return 0;
+        }
+        let rs = bindings::ftrace_graph_get_ret_stack(rftrace_current(), 0);
+        if !rs.is_null() {
+            (*rs).subtime = 0;
+        }
+    }
+    1
+}
+
+unsafe extern "C" fn graph_return(trace: *mut bindings::ftrace_graph_ret, _gops: *mut bindings::fgraph_ops) {
+    // SAFETY: the graph core passes the return record.
+    let t = unsafe { &*trace };
+    // SAFETY: notrace helpers; interrupts are restored below.
+    let flags = unsafe { rftrace_irq_save() };
+    // SAFETY: as above.
+    let cpu = unsafe { rftrace_cpu() } as usize;
+    if let Some(tab) = tables(cpu) {
+        if ENABLED.load(Ordering::Relaxed) && t.calltime != 0 {
+            let mut time = t.rettime.wrapping_sub(t.calltime);
+            if !GRAPH_TIME.load(Ordering::Relaxed) {
+                // SAFETY: the graph core's frames of the current task.
+                unsafe {
+                    let parent = bindings::ftrace_graph_get_ret_stack(rftrace_current(), 1);
+                    if !parent.is_null() {
+                        (*parent).subtime = (*parent).subtime.wrapping_add(time);
+                    }
+                    let me = bindings::ftrace_graph_get_ret_stack(rftrace_current(), 0);
+                    time = if !me.is_null() && (*me).subtime < time {
+                        time - (*me).subtime
+                    } else {
+                        0
+                    };
+                }
+            }
+            if let Some(r) = tab.find(t.func as u64) {
+                r.update(|r| {
+                    r.time = r.time.wrapping_add(time);
+                    r.time2 = r.time2.wrapping_add(time.wrapping_mul(time));
+                });
+            }
+        }
+    }
+    // SAFETY: paired with the save above.
+    unsafe { rftrace_irq_restore(flags) };
+}
+
+static GOPS: CGlobal<bindings::fgraph_ops> = CGlobal::new(bindings::fgraph_ops {
+    entryfunc: Some(graph_entry),
+    retfunc: Some(graph_return),
+    ..
+    // SAFETY: all-zero is a valid rest of an fgraph_ops.
+    unsafe { core::mem::zeroed() }
+});
+
+/// Whether the function graph's time of a function includes its
+/// children (the `graph-time` option).
+#[no_mangle]
+pub extern "C" fn ftrace_graph_graph_time_control(enable: bool) {
+    GRAPH_TIME.store(enable, Ordering::Relaxed);
+}
+
+// --- trace_stat ------------------------------------------------------------
+
+/// The tables and record index of a record address.
+fn locate(v: *const c_void) -> Option<(&'static Tables, usize)> {
+    let a = v as usize;
+    (0..cpus().len()).find_map(|cpu| {
+        let t = tables(cpu)?;
+        let base = t.recs.as_ptr() as usize;
+        let end = base + t.recs.len() * core::mem::size_of::<RecCell>();
+        (a >= base && a < end).then(|| (t, (a - base) / core::mem::size_of::<RecCell>()))
+    })
+}
+
+fn rec_at(t: &Tables, i: usize) -> *mut c_void {
+    match t.recs.get(i) {
+        Some(r) if i < t.used.load(Ordering::Acquire) => r.0.get().cast(),
+        _ => ptr::null_mut(),
+    }
+}
+
+unsafe extern "C" fn stat_start(trace: *mut TracerStat) -> *mut c_void {
+    // `stat` is the first field of a `CpuProfile`.
+    let p = trace.cast::<CpuProfile>();
+    // SAFETY: registered stats are the `stat` of our profiles.
+    let t = unsafe { (*p).tables.load(Ordering::Acquire).as_ref() };
+    t.map_or(ptr::null_mut(), |t| rec_at(t, 0))
+}
+
+unsafe extern "C" fn stat_next(prev: *mut c_void, idx: c_int) -> *mut c_void {
+    match locate(prev) {
+        Some((t, i)) => rec_at(t, if idx != 0 { i + 1 } else { i }),
+        None => ptr::null_mut(),
+    }
+}
+
+unsafe extern "C" fn stat_cmp(a: *const c_void, b: *const c_void) -> c_int {
+    // SAFETY: the stat core compares records we handed out.
+    let (a, b) = unsafe { (&*a.cast::<Rec>(), &*b.cast::<Rec>()) };
+    // The function graph is on: by total time, as the C core sorts.
+    match a.time.cmp(&b.time) {
+        core::cmp::Ordering::Less => -1,
+        core::cmp::Ordering::Greater => 1,
+        core::cmp::Ordering::Equal => 0,
+    }
+}
+
+unsafe extern "C" fn stat_headers(m: *mut bindings::seq_file) -> c_int {
+    let h = profile::header(true);
+    // SAFETY: the stat core's seq_file.
+    unsafe { bindings::seq_write(m, h.as_ptr().cast(), h.len()) };
+    0
+}
+
+unsafe extern "C" fn stat_show(m: *mut bindings::seq_file, v: *mut c_void) -> c_int {
+    let _g = Guard::of(PROFILE_LOCK.get());
+    // SAFETY: a record we handed out; the tables are never freed.
+    let r = unsafe { ptr::read_volatile(v.cast::<Rec>()) };
+    if r.hits == 0 {
+        // Raced with a reset.
+        return EBUSY;
+    }
+    // SAFETY: a plain global of the tracing core.
+    let thresh = unsafe { tracing_thresh } as u64;
+    if thresh != 0 && r.time / r.hits < thresh {
+        return 0;
+    }
+    let mut name = [0u8; bindings::KSYM_NAME_LEN as usize];
+    let n = crate::files::lookup(r.ip, &mut name).map_or(0, |s| s.name.len());
+    let mut line = profile::row(&name[..n], r.hits, r.time, r.time2, true);
+    line.push(b"\n");
+    let b = line.bytes();
+    // SAFETY: the stat core's seq_file.
+    unsafe { bindings::seq_write(m, b.as_ptr().cast(), b.len()) };
+    0
+}
+
+// --- function_profile_enabled -----------------------------------------------
+
+unsafe extern "C" fn enabled_read(
+    _file: *mut bindings::file,
+    ubuf: *mut c_char,
+    cnt: usize,
+    ppos: *mut bindings::loff_t,
+) -> isize {
+    let b: &[u8] = if ENABLED.load(Ordering::Relaxed) { b"1\n" } else { b"0\n" };
+    // SAFETY: per the VFS contract; the source is static.
+    unsafe { bindings::simple_read_from_buffer(ubuf.cast(), cnt, ppos, b.as_ptr().cast(), b.len()) }
+}
+
+fn start() -> c_int {
+    let sites = crate::ftrace_update_tot_cnt.load(Ordering::Relaxed).max(1);
+    for p in cpus() {
+        // SAFETY: published tables are never freed.
+        match unsafe { p.tables.load(Ordering::Acquire).as_ref() } {
+            Some(t) => t.reset(),
+            None => {
+                let Ok(t) = Tables::new(sites).and_then(|t| Ok(KBox::new(t, GFP_KERNEL)?)) else {
+                    return crate::ENOMEM;
+                };
+                p.tables.store(KBox::into_raw(t), Ordering::Release);
+            }
+        }
+    }
+    // SAFETY: our static graph ops, registered once at a time under
+    // PROFILE_LOCK; its filter is the function tracer's.
+    unsafe {
+        crate::filter::ftrace_ops_set_global_filter(ptr::addr_of_mut!((*GOPS.get()).ops));
+        register_ftrace_graph(GOPS.get())
+    }
+}
+
+unsafe extern "C" fn enabled_write(
+    _file: *mut bindings::file,
+    ubuf: *const c_char,
+    cnt: usize,
+    ppos: *mut bindings::loff_t,
+) -> isize {
+    let mut val: c_ulong = 0;
+    // SAFETY: the user buffer of this write.
+    let r = unsafe { bindings::kstrtoul_from_user(ubuf, cnt, 10, &mut val) };
+    if r != 0 {
+        return r as isize;
+    }
+    let on = val != 0;
+    let mut ret = cnt as isize;
+    {
+        let _g = Guard::of(PROFILE_LOCK.get());
+        if ENABLED.load(Ordering::Relaxed) != on {
+            if on {
+                let r = start();
+                if r < 0 {
+                    ret = r as isize;
+                } else {
+                    ENABLED.store(true, Ordering::Release);
+                }
+            } else {
+                ENABLED.store(false, Ordering::Release);
+                // SAFETY: registered by `start()`.
+                unsafe { unregister_ftrace_graph(GOPS.get()) };
+            }
+        }
+    }
+    // SAFETY: per the VFS contract.
+    unsafe { *ppos += cnt as bindings::loff_t };
+    ret
+}
+
+static FOPS: CGlobal<bindings::file_operations> = CGlobal::new(bindings::file_operations {
+    read: Some(enabled_read),
+    write: Some(enabled_write),
+    llseek: Some(bindings::default_llseek),
+    ..crate::files::zeroed_fops()
+});
+
+/// Boot: the per-CPU stat files and `function_profile_enabled`.
+pub(crate) fn init(d: *mut bindings::dentry) {
+    // SAFETY: boot, once.
+    unsafe { crate::mutex_init(PROFILE_LOCK.get(), kernel::c_str!("ftrace_profile_lock")) };
+    // SAFETY: a kernel global, fixed after boot.
+    let n = unsafe { bindings::nr_cpu_ids } as usize;
+    let Ok(mut v) = KVVec::<CpuProfile>::with_capacity(n, GFP_KERNEL) else {
+        pr_warn!("no memory for the function profiler\n");
+        return;
+    };
+    for cpu in 0..n {
+        let mut name = [0u8; 24];
+        let mut l = profile::Line::new();
+        l.push(b"function");
+        l.num(cpu as u64);
+        let b = l.bytes();
+        name[..b.len().min(23)].copy_from_slice(&b[..b.len().min(23)]);
+        let p = CpuProfile {
+            stat: TracerStat {
+                name: ptr::null(),
+                stat_start: Some(stat_start),
+                stat_next: Some(stat_next),
+                stat_cmp: Some(stat_cmp),
+                stat_show: Some(stat_show),
+                stat_release: None,
+                stat_headers: Some(stat_headers),
+            },
+            name,
+            tables: AtomicPtr::new(ptr::null_mut()),
+        };
+        if v.push(p, GFP_KERNEL).is_err() {
+            return;
+        }
+    }
+    let Ok(b) = KBox::new(v, GFP_KERNEL) else {
+        return;
+    };
+    let raw = KBox::into_raw(b);
+    // SAFETY: boot, before any user; the profiles are never freed, so the
+    // stats' addresses stay valid.
+    unsafe {
+        for p in (*raw).iter_mut() {
+            p.stat.name = p.name.as_ptr().cast();
+        }
+        CPUS.store(raw, Ordering::Release);
+        for p in (*raw).iter_mut() {
+            if register_stat_tracer(ptr::addr_of_mut!(p.stat)) != 0 {
+                pr_warn!("cannot register a function profile stat file\n");
+            }
+        }
+    }
+    crate::files::create(
+        kernel::c_str!("function_profile_enabled"),
+        0o640,
+        d,
+        ptr::null_mut(),
+        FOPS.get(),
+    );
+}
