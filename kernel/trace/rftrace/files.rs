@@ -13,8 +13,8 @@ use crate::{dead, CGlobal, Guard, ENODEV, ENOMEM};
 use core::fmt::Write;
 use core::ptr;
 use kernel::bindings;
-use kernel::ffi::{c_char, c_int, c_ulong, c_void};
 use kernel::c_str;
+use kernel::ffi::{c_char, c_int, c_ulong, c_void};
 use kernel::prelude::*;
 
 /// A text being built; writes fail once memory ran out.
@@ -112,7 +112,13 @@ pub(crate) fn lookup(ip: u64, buf: &mut [u8; bindings::KSYM_NAME_LEN as usize]) 
     let mut module: *mut c_char = ptr::null_mut();
     // SAFETY: the buffer is KSYM_NAME_LEN bytes, as kallsyms needs.
     let r = unsafe {
-        bindings::kallsyms_lookup(ip as c_ulong, &mut size, &mut off, &mut module, buf.as_mut_ptr().cast())
+        bindings::kallsyms_lookup(
+            ip as c_ulong,
+            &mut size,
+            &mut off,
+            &mut module,
+            buf.as_mut_ptr().cast(),
+        )
     };
     if r.is_null() {
         return None;
@@ -231,7 +237,11 @@ impl Lines {
     /// `m` is a live seq_file.
     pub(crate) unsafe fn show(&self, m: *mut bindings::seq_file, v: *mut c_void) {
         let i = (v as usize).wrapping_sub(1);
-        let (Some(out), Some(&a), Some(&b)) = (self.out.as_ref(), self.starts.get(i), self.starts.get(i + 1)) else {
+        let (Some(out), Some(&a), Some(&b)) = (
+            self.out.as_ref(),
+            self.starts.get(i),
+            self.starts.get(i + 1),
+        ) else {
             return;
         };
         if let Some(line) = out.get(a..b) {

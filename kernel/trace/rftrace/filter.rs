@@ -17,8 +17,8 @@ use crate::{dead, global_ops, probe, table, CGlobal, Guard, EBUSY, EINVAL, ENODE
 use core::ptr;
 use core::sync::atomic::Ordering;
 use kernel::bindings;
-use kernel::ffi::{c_char, c_int, c_uchar, c_ulong, c_void};
 use kernel::c_str;
+use kernel::ffi::{c_char, c_int, c_uchar, c_ulong, c_void};
 use kernel::prelude::*;
 
 /// Serializes the token processing of all filter files.
@@ -264,7 +264,12 @@ unsafe fn set_hash(
 ///
 /// `ops` is valid; `buf` is null or `len` bytes.
 #[no_mangle]
-pub unsafe extern "C" fn ftrace_set_filter(ops: *mut Ops, buf: *mut c_uchar, len: c_int, reset: c_int) -> c_int {
+pub unsafe extern "C" fn ftrace_set_filter(
+    ops: *mut Ops,
+    buf: *mut c_uchar,
+    len: c_int,
+    reset: c_int,
+) -> c_int {
     // SAFETY: per the function's contract.
     unsafe { set_hash(ops, buf, len, ptr::null(), 0, false, reset != 0, false) }
 }
@@ -275,7 +280,12 @@ pub unsafe extern "C" fn ftrace_set_filter(ops: *mut Ops, buf: *mut c_uchar, len
 ///
 /// As for [`ftrace_set_filter`].
 #[no_mangle]
-pub unsafe extern "C" fn ftrace_set_notrace(ops: *mut Ops, buf: *mut c_uchar, len: c_int, reset: c_int) -> c_int {
+pub unsafe extern "C" fn ftrace_set_notrace(
+    ops: *mut Ops,
+    buf: *mut c_uchar,
+    len: c_int,
+    reset: c_int,
+) -> c_int {
     // SAFETY: per the function's contract.
     unsafe { set_hash(ops, buf, len, ptr::null(), 0, false, reset != 0, true) }
 }
@@ -286,10 +296,26 @@ pub unsafe extern "C" fn ftrace_set_notrace(ops: *mut Ops, buf: *mut c_uchar, le
 ///
 /// `ops` is valid.
 #[no_mangle]
-pub unsafe extern "C" fn ftrace_set_filter_ip(ops: *mut Ops, ip: c_ulong, remove: c_int, reset: c_int) -> c_int {
+pub unsafe extern "C" fn ftrace_set_filter_ip(
+    ops: *mut Ops,
+    ip: c_ulong,
+    remove: c_int,
+    reset: c_int,
+) -> c_int {
     let ips = [ip];
     // SAFETY: per the function's contract; one address.
-    unsafe { set_hash(ops, ptr::null(), 0, ips.as_ptr(), 1, remove != 0, reset != 0, false) }
+    unsafe {
+        set_hash(
+            ops,
+            ptr::null(),
+            0,
+            ips.as_ptr(),
+            1,
+            remove != 0,
+            reset != 0,
+            false,
+        )
+    }
 }
 
 /// Adds (or removes) functions, by address, to the filter of `ops`.
@@ -306,7 +332,18 @@ pub unsafe extern "C" fn ftrace_set_filter_ips(
     reset: c_int,
 ) -> c_int {
     // SAFETY: per the function's contract.
-    unsafe { set_hash(ops, ptr::null(), 0, ips, cnt, remove != 0, reset != 0, false) }
+    unsafe {
+        set_hash(
+            ops,
+            ptr::null(),
+            0,
+            ips,
+            cnt,
+            remove != 0,
+            reset != 0,
+            false,
+        )
+    }
 }
 
 /// The filter of `global_ops` (the function tracer's top level).
@@ -317,7 +354,18 @@ pub unsafe extern "C" fn ftrace_set_filter_ips(
 #[no_mangle]
 pub unsafe extern "C" fn ftrace_set_global_filter(buf: *mut c_uchar, len: c_int, reset: c_int) {
     // SAFETY: per the function's contract.
-    let _ = unsafe { set_hash(global_ops.get(), buf, len, ptr::null(), 0, false, reset != 0, false) };
+    let _ = unsafe {
+        set_hash(
+            global_ops.get(),
+            buf,
+            len,
+            ptr::null(),
+            0,
+            false,
+            reset != 0,
+            false,
+        )
+    };
 }
 
 /// # Safety
@@ -326,7 +374,18 @@ pub unsafe extern "C" fn ftrace_set_global_filter(buf: *mut c_uchar, len: c_int,
 #[no_mangle]
 pub unsafe extern "C" fn ftrace_set_global_notrace(buf: *mut c_uchar, len: c_int, reset: c_int) {
     // SAFETY: per the function's contract.
-    let _ = unsafe { set_hash(global_ops.get(), buf, len, ptr::null(), 0, false, reset != 0, true) };
+    let _ = unsafe {
+        set_hash(
+            global_ops.get(),
+            buf,
+            len,
+            ptr::null(),
+            0,
+            false,
+            reset != 0,
+            true,
+        )
+    };
 }
 
 /// Makes `ops` use the filter of `global_ops`.
@@ -539,23 +598,33 @@ unsafe fn regex_file<'a>(file: *mut bindings::file) -> &'a mut RegexFile {
     // state for write-only opens.
     unsafe {
         if (*file).f_mode & FMODE_READ != 0 {
-            &mut *(*(*file).private_data.cast::<bindings::seq_file>()).private.cast::<RegexFile>()
+            &mut *(*(*file).private_data.cast::<bindings::seq_file>())
+                .private
+                .cast::<RegexFile>()
         } else {
             &mut *(*file).private_data.cast::<RegexFile>()
         }
     }
 }
 
-unsafe extern "C" fn rx_start(m: *mut bindings::seq_file, pos: *mut bindings::loff_t) -> *mut c_void {
+unsafe extern "C" fn rx_start(
+    m: *mut bindings::seq_file,
+    pos: *mut bindings::loff_t,
+) -> *mut c_void {
     // SAFETY: our seq_file; its private is the file state.
     let f = unsafe { &mut *(*m).private.cast::<RegexFile>() };
     let (h, notrace, probes, tr) = (f.hash, f.notrace, f.probes, f.tr);
     // SAFETY: seq_file's position.
     let p = unsafe { *pos };
-    f.lines.start(p, |o| render_filter(o, h, notrace, probes, tr))
+    f.lines
+        .start(p, |o| render_filter(o, h, notrace, probes, tr))
 }
 
-unsafe extern "C" fn rx_next(m: *mut bindings::seq_file, _v: *mut c_void, pos: *mut bindings::loff_t) -> *mut c_void {
+unsafe extern "C" fn rx_next(
+    m: *mut bindings::seq_file,
+    _v: *mut c_void,
+    pos: *mut bindings::loff_t,
+) -> *mut c_void {
     // SAFETY: as above.
     unsafe {
         *pos += 1;
@@ -624,7 +693,11 @@ pub unsafe extern "C" fn ftrace_filter_write(
     let (h, tr, notrace) = (f.hash, f.tr, f.notrace);
     let _p = Guard::of(PARSER_LOCK.get());
     // SAFETY: per the function's contract; `h` is the file's private set.
-    unsafe { write_token(&mut f.parser, ubuf, cnt, ppos, |tok| process(h, tr, notrace, tok)) }
+    unsafe {
+        write_token(&mut f.parser, ubuf, cnt, ppos, |tok| {
+            process(h, tr, notrace, tok)
+        })
+    }
 }
 
 /// Reads the next token of a write into `parser` and hands a complete one
@@ -644,7 +717,9 @@ unsafe fn write_token(
     let take = cnt.min(chunk.len());
     // SAFETY: `chunk` has room for `take` bytes; the user copy checks the
     // source.
-    let left = unsafe { bindings::_copy_from_user(chunk.as_mut_ptr().cast(), ubuf.cast(), take as c_ulong) };
+    let left = unsafe {
+        bindings::_copy_from_user(chunk.as_mut_ptr().cast(), ubuf.cast(), take as c_ulong)
+    };
     if left != 0 {
         parser.set_failed();
         return crate::err(bindings::EFAULT) as isize;
@@ -705,7 +780,10 @@ fn render_filter(o: &mut Out, h: *const FtraceHash, notrace: bool, probes: bool,
 ///
 /// Called by the VFS; `file` was opened by [`ftrace_regex_open`].
 #[no_mangle]
-pub unsafe extern "C" fn ftrace_regex_release(inode: *mut bindings::inode, file: *mut bindings::file) -> c_int {
+pub unsafe extern "C" fn ftrace_regex_release(
+    inode: *mut bindings::inode,
+    file: *mut bindings::file,
+) -> c_int {
     // SAFETY: made by `ftrace_regex_open`; this is its last use. A reader's
     // seq_file goes first.
     let mut f = unsafe {
@@ -789,8 +867,20 @@ static NOTRACE_FOPS: CGlobal<bindings::file_operations> = CGlobal::new(bindings:
 /// set_ftrace_filter and set_ftrace_notrace of trace array `tr` (null:
 /// the top level's `global_ops`) in `parent`.
 pub(crate) fn create_files(tr: *mut c_void, parent: *mut bindings::dentry) {
-    files::create(c_str!("set_ftrace_filter"), 0o640, parent, tr, FILTER_FOPS.get());
-    files::create(c_str!("set_ftrace_notrace"), 0o640, parent, tr, NOTRACE_FOPS.get());
+    files::create(
+        c_str!("set_ftrace_filter"),
+        0o640,
+        parent,
+        tr,
+        FILTER_FOPS.get(),
+    );
+    files::create(
+        c_str!("set_ftrace_notrace"),
+        0o640,
+        parent,
+        tr,
+        NOTRACE_FOPS.get(),
+    );
 }
 
 /// The filter files of an instance's function tracer.
@@ -799,7 +889,10 @@ pub(crate) fn create_files(tr: *mut c_void, parent: *mut bindings::dentry) {
 ///
 /// `tr` lives as long as the files.
 #[no_mangle]
-pub unsafe extern "C" fn ftrace_create_filter_files(tr: *mut c_void, parent: *mut bindings::dentry) {
+pub unsafe extern "C" fn ftrace_create_filter_files(
+    tr: *mut c_void,
+    parent: *mut bindings::dentry,
+) {
     create_files(tr, parent);
 }
 
@@ -847,8 +940,13 @@ unsafe extern "C" fn graph_open(inode: *mut bindings::inode, file: *mut bindings
         return ENODEV;
     }
     // SAFETY: the VFS's inode and file; the inode data says which set.
-    let (notrace, mode, fflags) =
-        unsafe { (!(*inode).i_private.is_null(), (*file).f_mode, (*file).f_flags) };
+    let (notrace, mode, fflags) = unsafe {
+        (
+            !(*inode).i_private.is_null(),
+            (*file).f_mode,
+            (*file).f_flags,
+        )
+    };
     let mut h = ptr::null_mut();
     if mode & FMODE_WRITE != 0 {
         let _g = Guard::of(GRAPH_LOCK.get());
@@ -856,7 +954,12 @@ unsafe extern "C" fn graph_open(inode: *mut bindings::inode, file: *mut bindings
             hash::alloc(hash::DEFAULT_BITS)
         } else {
             // SAFETY: the live set, stable under the graph lock.
-            unsafe { hash::copy(graph_slot(notrace).load(Ordering::Acquire), hash::DEFAULT_BITS) }
+            unsafe {
+                hash::copy(
+                    graph_slot(notrace).load(Ordering::Acquire),
+                    hash::DEFAULT_BITS,
+                )
+            }
         };
         if h.is_null() {
             return ENOMEM;
@@ -975,7 +1078,10 @@ unsafe extern "C" fn graph_read(
     }
 }
 
-unsafe extern "C" fn graph_release(_inode: *mut bindings::inode, file: *mut bindings::file) -> c_int {
+unsafe extern "C" fn graph_release(
+    _inode: *mut bindings::inode,
+    file: *mut bindings::file,
+) -> c_int {
     // SAFETY: made by `graph_open`; this is its last use.
     let mut g = unsafe { KBox::from_raw((*file).private_data.cast::<GraphFile>()) };
     if g.hash.is_null() {
@@ -1016,6 +1122,18 @@ static GRAPH_FOPS: CGlobal<bindings::file_operations> = CGlobal::new(bindings::f
 
 /// set_graph_function and set_graph_notrace.
 pub(crate) fn create_graph_files(parent: *mut bindings::dentry) {
-    files::create(c_str!("set_graph_function"), 0o640, parent, ptr::null_mut(), GRAPH_FOPS.get());
-    files::create(c_str!("set_graph_notrace"), 0o640, parent, 1usize as *mut c_void, GRAPH_FOPS.get());
+    files::create(
+        c_str!("set_graph_function"),
+        0o640,
+        parent,
+        ptr::null_mut(),
+        GRAPH_FOPS.get(),
+    );
+    files::create(
+        c_str!("set_graph_notrace"),
+        0o640,
+        parent,
+        1usize as *mut c_void,
+        GRAPH_FOPS.get(),
+    );
 }

@@ -20,8 +20,8 @@ use crate::{EBUSY, EINVAL, ENODEV, ENOMEM};
 use core::ptr;
 use core::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
 use kernel::bindings;
-use kernel::ffi::{c_int, c_ulong, c_void};
 use kernel::c_str;
+use kernel::ffi::{c_int, c_ulong, c_void};
 use kernel::prelude::*;
 
 pub(crate) type Ops = bindings::ftrace_ops;
@@ -187,7 +187,11 @@ pub(crate) unsafe fn sets(ops: *const Ops) -> (*mut FtraceHash, *mut FtraceHash)
 /// # Safety
 ///
 /// `ftrace_lock` is held; `ops` is initialised.
-pub(crate) unsafe fn set_hash(ops: *mut Ops, notrace: bool, new: *mut FtraceHash) -> *mut FtraceHash {
+pub(crate) unsafe fn set_hash(
+    ops: *mut Ops,
+    notrace: bool,
+    new: *mut FtraceHash,
+) -> *mut FtraceHash {
     // SAFETY: per the function's contract.
     unsafe {
         let fh = (*ops).func_hash;
@@ -264,8 +268,8 @@ pub unsafe extern "C" fn arch_ftrace_ops_list_func(
     // A full `pt_regs` is there only when the full-regs trampoline saved
     // it (it sets `cs`).
     // SAFETY: `fregs` is the trampoline's frame, a `pt_regs` on x86_64.
-    let has_regs =
-        !fregs.is_null() && unsafe { (*fregs.cast::<bindings::pt_regs>()).__bindgen_anon_1.csx } != 0;
+    let has_regs = !fregs.is_null()
+        && unsafe { (*fregs.cast::<bindings::pt_regs>()).__bindgen_anon_1.csx } != 0;
     for op in list() {
         // SAFETY: listed ops are valid while preemption is off.
         let o = unsafe { &*op };
@@ -354,7 +358,9 @@ pub(crate) fn is_trampoline(a: u64) -> bool {
     let r = list().any(|op| {
         // SAFETY: as above.
         let o = unsafe { &*op };
-        o.trampoline != 0 && a >= o.trampoline as u64 && a < (o.trampoline + o.trampoline_size) as u64
+        o.trampoline != 0
+            && a >= o.trampoline as u64
+            && a < (o.trampoline + o.trampoline_size) as u64
     });
     // SAFETY: paired with the disable above.
     unsafe { bindings::ftrace_preempt_enable_notrace() };
@@ -411,7 +417,9 @@ unsafe fn slot_alloc(ops: *mut Ops, tramp: u64) -> u32 {
         s[i] = Slot { ops, tramp };
         return i as u32 + 1;
     }
-    if s.len() + 1 >= crate::logic::sites::MAX_SLOTS as usize || s.push(Slot { ops, tramp }, GFP_KERNEL).is_err() {
+    if s.len() + 1 >= crate::logic::sites::MAX_SLOTS as usize
+        || s.push(Slot { ops, tramp }, GFP_KERNEL).is_err()
+    {
         // The ops then goes through the list trampoline.
         return 0;
     }
@@ -475,7 +483,10 @@ fn set_list_func() {
     if r == 0 {
         LIST_FUNC_SET.store(true, Ordering::Relaxed);
     } else {
-        pr_err!("cannot point the trampolines at the list dispatcher: {}\n", r);
+        pr_err!(
+            "cannot point the trampolines at the list dispatcher: {}\n",
+            r
+        );
     }
 }
 
@@ -957,7 +968,11 @@ pub(crate) unsafe fn refresh_managers() -> c_int {
 ///
 /// `ftrace_lock` is held; both are valid.
 #[no_mangle]
-pub unsafe extern "C" fn ftrace_startup_subops(ops: *mut Ops, sub: *mut Ops, _command: c_int) -> c_int {
+pub unsafe extern "C" fn ftrace_startup_subops(
+    ops: *mut Ops,
+    sub: *mut Ops,
+    _command: c_int,
+) -> c_int {
     if dead() {
         return ENODEV;
     }
@@ -968,7 +983,10 @@ pub unsafe extern "C" fn ftrace_startup_subops(ops: *mut Ops, sub: *mut Ops, _co
         if (*sub).flags & F_ENABLED != 0 {
             return EBUSY;
         }
-        list_add(ptr::addr_of_mut!((*sub).list), ptr::addr_of_mut!((*ops).subop_list));
+        list_add(
+            ptr::addr_of_mut!((*sub).list),
+            ptr::addr_of_mut!((*ops).subop_list),
+        );
         let mut r = rebuild_manager(ops);
         if r == 0 {
             r = if (*ops).flags & F_ENABLED == 0 {
@@ -996,7 +1014,11 @@ pub unsafe extern "C" fn ftrace_startup_subops(ops: *mut Ops, sub: *mut Ops, _co
 ///
 /// `ftrace_lock` is held; both are valid.
 #[no_mangle]
-pub unsafe extern "C" fn ftrace_shutdown_subops(ops: *mut Ops, sub: *mut Ops, _command: c_int) -> c_int {
+pub unsafe extern "C" fn ftrace_shutdown_subops(
+    ops: *mut Ops,
+    sub: *mut Ops,
+    _command: c_int,
+) -> c_int {
     if dead() {
         return ENODEV;
     }
@@ -1009,7 +1031,10 @@ pub unsafe extern "C" fn ftrace_shutdown_subops(ops: *mut Ops, sub: *mut Ops, _c
         if list_empty(ptr::addr_of!((*ops).subop_list)) {
             let r = shutdown(ops);
             if r < 0 {
-                list_add(ptr::addr_of_mut!((*sub).list), ptr::addr_of_mut!((*ops).subop_list));
+                list_add(
+                    ptr::addr_of_mut!((*sub).list),
+                    ptr::addr_of_mut!((*ops).subop_list),
+                );
                 return r;
             }
             hash::free_rcu(set_hash(ops, false, ptr::null_mut()));
@@ -1094,7 +1119,11 @@ pub(crate) fn free_range(m: *mut bindings::module, start: u64, end: u64) {
     let Ok(new) = Group::new(m, &keep) else {
         return;
     };
-    for (c, i) in new.sites.iter().zip((0..g.sites.len()).filter(|i| !r.contains(i))) {
+    for (c, i) in new
+        .sites
+        .iter()
+        .zip((0..g.sites.len()).filter(|i| !r.contains(i)))
+    {
         // SAFETY: `ftrace_lock` is held; `new` is unpublished.
         unsafe { *c.get() = *g.sites[i].get() };
     }
@@ -1121,7 +1150,10 @@ pub unsafe extern "C" fn ftrace_module_init(m: *mut bindings::module) {
     let mut ips = KVVec::<u64>::new();
     for i in 0..n {
         // SAFETY: the module loader gives `n` entries.
-        if ips.push(unsafe { *locs.add(i) } as u64, GFP_KERNEL).is_err() {
+        if ips
+            .push(unsafe { *locs.add(i) } as u64, GFP_KERNEL)
+            .is_err()
+        {
             pr_err!("out of memory for the call sites of a module\n");
             return;
         }
@@ -1273,7 +1305,11 @@ pub unsafe extern "C" fn register_ftrace_direct(ops: *mut Ops, target: c_ulong) 
 ///
 /// `ops` is valid.
 #[no_mangle]
-pub unsafe extern "C" fn unregister_ftrace_direct(ops: *mut Ops, _addr: c_ulong, free_filters: bool) -> c_int {
+pub unsafe extern "C" fn unregister_ftrace_direct(
+    ops: *mut Ops,
+    _addr: c_ulong,
+    free_filters: bool,
+) -> c_int {
     let r = {
         let _g = Guard::lock();
         // SAFETY: per the function's contract; `ftrace_lock` held.

@@ -33,15 +33,37 @@ extern "C" {
     // The Rust bindings' `task_struct` layout is not to be trusted for
     // fields past the first few; the pid is read in C.
     fn rftrace_task_pid(t: *mut bindings::task_struct) -> c_int;
-    fn trace_ignore_this_task(pids: *mut c_void, no_pids: *mut c_void, task: *mut bindings::task_struct) -> bool;
-    fn trace_filter_add_remove_task(pids: *mut c_void, selff: *mut bindings::task_struct, task: *mut bindings::task_struct);
-    fn trace_pid_write(filtered: *mut c_void, new: *mut *mut c_void, ubuf: *const c_char, cnt: usize) -> c_int;
+    fn trace_ignore_this_task(
+        pids: *mut c_void,
+        no_pids: *mut c_void,
+        task: *mut bindings::task_struct,
+    ) -> bool;
+    fn trace_filter_add_remove_task(
+        pids: *mut c_void,
+        selff: *mut bindings::task_struct,
+        task: *mut bindings::task_struct,
+    );
+    fn trace_pid_write(
+        filtered: *mut c_void,
+        new: *mut *mut c_void,
+        ubuf: *const c_char,
+        cnt: usize,
+    ) -> c_int;
     fn trace_pid_start(pids: *mut c_void, pos: *mut bindings::loff_t) -> *mut c_void;
-    fn trace_pid_next(pids: *mut c_void, v: *mut c_void, pos: *mut bindings::loff_t) -> *mut c_void;
+    fn trace_pid_next(pids: *mut c_void, v: *mut c_void, pos: *mut bindings::loff_t)
+        -> *mut c_void;
     fn trace_pid_show(m: *mut bindings::seq_file, v: *mut c_void) -> c_int;
     fn trace_pid_list_free(pids: *mut c_void);
-    fn tracepoint_probe_register(tp: *mut bindings::tracepoint, probe: *mut c_void, data: *mut c_void) -> c_int;
-    fn tracepoint_probe_unregister(tp: *mut bindings::tracepoint, probe: *mut c_void, data: *mut c_void) -> c_int;
+    fn tracepoint_probe_register(
+        tp: *mut bindings::tracepoint,
+        probe: *mut c_void,
+        data: *mut c_void,
+    ) -> c_int;
+    fn tracepoint_probe_unregister(
+        tp: *mut bindings::tracepoint,
+        probe: *mut c_void,
+        data: *mut c_void,
+    ) -> c_int;
     static mut __tracepoint_sched_switch: bindings::tracepoint;
     static mut __tracepoint_sched_process_fork: bindings::tracepoint;
     static mut __tracepoint_sched_process_free: bindings::tracepoint;
@@ -151,7 +173,11 @@ unsafe extern "C" fn sched_switch_probe(
     }
 }
 
-unsafe extern "C" fn fork_probe(data: *mut c_void, selff: *mut bindings::task_struct, task: *mut bindings::task_struct) {
+unsafe extern "C" fn fork_probe(
+    data: *mut c_void,
+    selff: *mut bindings::task_struct,
+    task: *mut bindings::task_struct,
+) {
     let (p, n) = lists(data);
     // SAFETY: a tracepoint probe; the lists are live (see above).
     unsafe {
@@ -210,11 +236,13 @@ fn switch_probe(tr: *mut c_void, on: bool) {
 /// `ftrace_lock` is held; `tr` valid.
 unsafe fn clear(tr: *mut c_void, kind: c_int) {
     let (p, n) = lists(tr);
-    let has = (kind & TRACE_PIDS != 0 && !p.is_null()) || (kind & TRACE_NO_PIDS != 0 && !n.is_null());
+    let has =
+        (kind & TRACE_PIDS != 0 && !p.is_null()) || (kind & TRACE_NO_PIDS != 0 && !n.is_null());
     if !has {
         return;
     }
-    let keep = (kind & TRACE_PIDS == 0 && !p.is_null()) || (kind & TRACE_NO_PIDS == 0 && !n.is_null());
+    let keep =
+        (kind & TRACE_PIDS == 0 && !p.is_null()) || (kind & TRACE_NO_PIDS == 0 && !n.is_null());
     if !keep {
         switch_probe(tr, false);
         // SAFETY: per the function's contract.
@@ -261,7 +289,10 @@ fn kind_of(m: *mut bindings::seq_file) -> bool {
 /// (`PID_MAX_LIMIT` is at most 4M).
 const NO_PIDS: *mut c_void = (4 * 1024 * 1024 + 1) as *mut c_void;
 
-unsafe extern "C" fn pid_start(m: *mut bindings::seq_file, pos: *mut bindings::loff_t) -> *mut c_void {
+unsafe extern "C" fn pid_start(
+    m: *mut bindings::seq_file,
+    pos: *mut bindings::loff_t,
+) -> *mut c_void {
     // SAFETY: `ftrace_lock` and an RCU-sched section for the walk; the
     // seq_file's private is the trace array.
     unsafe {
@@ -276,7 +307,11 @@ unsafe extern "C" fn pid_start(m: *mut bindings::seq_file, pos: *mut bindings::l
     }
 }
 
-unsafe extern "C" fn pid_next(m: *mut bindings::seq_file, v: *mut c_void, pos: *mut bindings::loff_t) -> *mut c_void {
+unsafe extern "C" fn pid_next(
+    m: *mut bindings::seq_file,
+    v: *mut c_void,
+    pos: *mut bindings::loff_t,
+) -> *mut c_void {
     // SAFETY: inside start/stop.
     unsafe {
         if v == NO_PIDS {
@@ -334,7 +369,11 @@ unsafe fn pid_open(inode: *mut bindings::inode, file: *mut bindings::file, kind:
             update_pid_funcs();
             let _ = ops::update_sites();
         }
-        let sops = if kind == TRACE_PIDS { PID_SOPS.get() } else { NO_PID_SOPS.get() };
+        let sops = if kind == TRACE_PIDS {
+            PID_SOPS.get()
+        } else {
+            NO_PID_SOPS.get()
+        };
         let r = bindings::seq_open(file, sops);
         if r < 0 {
             crate::trace_array_put(tr);
@@ -345,12 +384,18 @@ unsafe fn pid_open(inode: *mut bindings::inode, file: *mut bindings::file, kind:
     }
 }
 
-unsafe extern "C" fn pid_open_trace(inode: *mut bindings::inode, file: *mut bindings::file) -> c_int {
+unsafe extern "C" fn pid_open_trace(
+    inode: *mut bindings::inode,
+    file: *mut bindings::file,
+) -> c_int {
     // SAFETY: per the VFS contract.
     unsafe { pid_open(inode, file, TRACE_PIDS) }
 }
 
-unsafe extern "C" fn pid_open_notrace(inode: *mut bindings::inode, file: *mut bindings::file) -> c_int {
+unsafe extern "C" fn pid_open_notrace(
+    inode: *mut bindings::inode,
+    file: *mut bindings::file,
+) -> c_int {
     // SAFETY: per the VFS contract.
     unsafe { pid_open(inode, file, TRACE_NO_PIDS) }
 }
@@ -368,7 +413,13 @@ unsafe extern "C" fn ignore_task_cpu(data: *mut c_void) {
     }
 }
 
-unsafe fn pid_write(file: *mut bindings::file, ubuf: *const c_char, cnt: usize, ppos: *mut bindings::loff_t, kind: c_int) -> isize {
+unsafe fn pid_write(
+    file: *mut bindings::file,
+    ubuf: *const c_char,
+    cnt: usize,
+    ppos: *mut bindings::loff_t,
+    kind: c_int,
+) -> isize {
     if cnt == 0 {
         return 0;
     }
@@ -393,7 +444,13 @@ unsafe fn pid_write(file: *mut bindings::file, ubuf: *const c_char, cnt: usize, 
         } else if !new.is_null() && other.is_null() {
             switch_probe(tr, true);
         }
-        bindings::on_each_cpu_cond_mask(None, Some(ignore_task_cpu), tr, true, ptr::addr_of!(bindings::__cpu_online_mask));
+        bindings::on_each_cpu_cond_mask(
+            None,
+            Some(ignore_task_cpu),
+            tr,
+            true,
+            ptr::addr_of!(bindings::__cpu_online_mask),
+        );
         update_pid_funcs();
         let _ = ops::update_sites();
         if r > 0 {
@@ -403,12 +460,22 @@ unsafe fn pid_write(file: *mut bindings::file, ubuf: *const c_char, cnt: usize, 
     r as isize
 }
 
-unsafe extern "C" fn pid_write_trace(f: *mut bindings::file, u: *const c_char, c: usize, p: *mut bindings::loff_t) -> isize {
+unsafe extern "C" fn pid_write_trace(
+    f: *mut bindings::file,
+    u: *const c_char,
+    c: usize,
+    p: *mut bindings::loff_t,
+) -> isize {
     // SAFETY: per the VFS contract.
     unsafe { pid_write(f, u, c, p, TRACE_PIDS) }
 }
 
-unsafe extern "C" fn pid_write_notrace(f: *mut bindings::file, u: *const c_char, c: usize, p: *mut bindings::loff_t) -> isize {
+unsafe extern "C" fn pid_write_notrace(
+    f: *mut bindings::file,
+    u: *const c_char,
+    c: usize,
+    p: *mut bindings::loff_t,
+) -> isize {
     // SAFETY: per the VFS contract.
     unsafe { pid_write(f, u, c, p, TRACE_NO_PIDS) }
 }
@@ -446,6 +513,18 @@ static NO_PID_FOPS: CGlobal<bindings::file_operations> = CGlobal::new(bindings::
 /// `tr` is a trace array, `d` its directory.
 #[no_mangle]
 pub unsafe extern "C" fn ftrace_init_tracefs(tr: *mut c_void, d: *mut bindings::dentry) {
-    crate::files::create(kernel::c_str!("set_ftrace_pid"), 0o640, d, tr, PID_FOPS.get());
-    crate::files::create(kernel::c_str!("set_ftrace_notrace_pid"), 0o640, d, tr, NO_PID_FOPS.get());
+    crate::files::create(
+        kernel::c_str!("set_ftrace_pid"),
+        0o640,
+        d,
+        tr,
+        PID_FOPS.get(),
+    );
+    crate::files::create(
+        kernel::c_str!("set_ftrace_notrace_pid"),
+        0o640,
+        d,
+        tr,
+        NO_PID_FOPS.get(),
+    );
 }

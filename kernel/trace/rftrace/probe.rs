@@ -55,9 +55,21 @@ pub struct FtraceProbeOps {
             data: *mut *mut c_void,
         ) -> c_int,
     >,
-    free: Option<unsafe extern "C" fn(ops: *mut FtraceProbeOps, tr: *mut c_void, ip: c_ulong, data: *mut c_void)>,
+    free: Option<
+        unsafe extern "C" fn(
+            ops: *mut FtraceProbeOps,
+            tr: *mut c_void,
+            ip: c_ulong,
+            data: *mut c_void,
+        ),
+    >,
     print: Option<
-        unsafe extern "C" fn(m: *mut bindings::seq_file, ip: c_ulong, ops: *mut FtraceProbeOps, data: *mut c_void) -> c_int,
+        unsafe extern "C" fn(
+            m: *mut bindings::seq_file,
+            ip: c_ulong,
+            ops: *mut FtraceProbeOps,
+            data: *mut c_void,
+        ) -> c_int,
     >,
 }
 
@@ -119,7 +131,12 @@ pub unsafe extern "C" fn unregister_ftrace_command(cmd: *mut FtraceFuncCommand) 
 /// # Safety
 ///
 /// `h` is the file's private set; `tr` null or a referenced trace array.
-pub(crate) unsafe fn run_command(tr: *mut c_void, h: *mut FtraceHash, tok: &[u8], enable: bool) -> c_int {
+pub(crate) unsafe fn run_command(
+    tr: *mut c_void,
+    h: *mut FtraceHash,
+    tok: &[u8],
+    enable: bool,
+) -> c_int {
     // Split in place at the first two colons, as the C core does.
     let mut b = [0u8; BUF_SIZE + 1];
     let n = tok.len().min(BUF_SIZE);
@@ -128,7 +145,10 @@ pub(crate) unsafe fn run_command(tr: *mut c_void, h: *mut FtraceHash, tok: &[u8]
         return EINVAL;
     };
     b[c1] = 0;
-    let c2 = b[c1 + 1..n].iter().position(|&x| x == b':').map(|k| c1 + 1 + k);
+    let c2 = b[c1 + 1..n]
+        .iter()
+        .position(|&x| x == b':')
+        .map(|k| c1 + 1 + k);
     if let Some(c2) = c2 {
         b[c2] = 0;
     }
@@ -150,7 +170,14 @@ pub(crate) unsafe fn run_command(tr: *mut c_void, h: *mut FtraceHash, tok: &[u8]
     // of `b`, which outlives the call.
     unsafe {
         match (*cmd).func {
-            Some(f) => f(tr, h, base, base.wrapping_add(c1 + 1), param, c_int::from(enable)),
+            Some(f) => f(
+                tr,
+                h,
+                base,
+                base.wrapping_add(c1 + 1),
+                param,
+                c_int::from(enable),
+            ),
             None => EINVAL,
         }
     }
@@ -247,7 +274,9 @@ pub(crate) unsafe fn mod_command(
     }
     let mut fv = KVec::new();
     let mut mv = KVec::new();
-    if fv.extend_from_slice(func, GFP_KERNEL).is_err() || mv.extend_from_slice(module, GFP_KERNEL).is_err() {
+    if fv.extend_from_slice(func, GFP_KERNEL).is_err()
+        || mv.extend_from_slice(module, GFP_KERNEL).is_err()
+    {
         return ENOMEM;
     }
     let Ok(b) = KBox::new(
@@ -265,7 +294,12 @@ pub(crate) unsafe fn mod_command(
     };
     let raw = KBox::into_raw(b);
     // SAFETY: `ftrace_lock` held; the list is the trace array's.
-    unsafe { list_add(ptr::addr_of_mut!((*raw).list), crate::rftrace_tr_mod_list(tr, notrace)) };
+    unsafe {
+        list_add(
+            ptr::addr_of_mut!((*raw).list),
+            crate::rftrace_tr_mod_list(tr, notrace),
+        )
+    };
     0
 }
 
@@ -372,7 +406,11 @@ unsafe fn apply_mods(tr: *mut c_void, notrace: bool, name: &[u8]) {
                 continue;
             }
             list_del(ptr::addr_of_mut!((*m).list));
-            let func: &[u8] = if (*m).func.is_empty() { b"*" } else { &(*m).func };
+            let func: &[u8] = if (*m).func.is_empty() {
+                b"*"
+            } else {
+                &(*m).func
+            };
             let _ = match_records_locked(h, func, Some(name));
             drop(KBox::from_raw(m));
             used = true;
@@ -482,7 +520,10 @@ pub unsafe extern "C" fn register_ftrace_function_probe(
             (*raw).ops.func = Some(probe_call);
             (*raw).ops.private = tr;
             ops::ops_init(ptr::addr_of_mut!((*raw).ops));
-            list_add(ptr::addr_of_mut!((*raw).list), crate::rftrace_tr_func_probes(tr));
+            list_add(
+                ptr::addr_of_mut!((*raw).list),
+                crate::rftrace_tr_func_probes(tr),
+            );
         }
         p = Some(raw);
     }
@@ -493,7 +534,9 @@ pub unsafe extern "C" fn register_ftrace_function_probe(
     let r = unsafe { add_functions(p, g, data) };
     // SAFETY: as above.
     unsafe {
-        if hash::is_empty(ops::sets(ptr::addr_of!((*p).ops)).0) && (*p).ops.flags & ops::F_ENABLED == 0 {
+        if hash::is_empty(ops::sets(ptr::addr_of!((*p).ops)).0)
+            && (*p).ops.flags & ops::F_ENABLED == 0
+        {
             drop_probe(p);
         }
     }
@@ -759,7 +802,10 @@ pub extern "C" fn allocate_ftrace_func_mapper() -> *mut FtraceHash {
 ///
 /// `m` is a mapper.
 #[no_mangle]
-pub unsafe extern "C" fn ftrace_func_mapper_find_ip(m: *mut FtraceHash, ip: c_ulong) -> *mut *mut c_void {
+pub unsafe extern "C" fn ftrace_func_mapper_find_ip(
+    m: *mut FtraceHash,
+    ip: c_ulong,
+) -> *mut *mut c_void {
     // SAFETY: per the function's contract.
     let e = unsafe { hash::lookup(m, ip as u64) };
     if e.is_null() {
@@ -775,7 +821,11 @@ pub unsafe extern "C" fn ftrace_func_mapper_find_ip(m: *mut FtraceHash, ip: c_ul
 ///
 /// `m` is a mapper; callers serialize changes.
 #[no_mangle]
-pub unsafe extern "C" fn ftrace_func_mapper_add_ip(m: *mut FtraceHash, ip: c_ulong, data: *mut c_void) -> c_int {
+pub unsafe extern "C" fn ftrace_func_mapper_add_ip(
+    m: *mut FtraceHash,
+    ip: c_ulong,
+    data: *mut c_void,
+) -> c_int {
     // SAFETY: per the function's contract.
     unsafe {
         if hash::contains(m, ip as u64) {
@@ -796,7 +846,10 @@ pub unsafe extern "C" fn ftrace_func_mapper_add_ip(m: *mut FtraceHash, ip: c_ulo
 ///
 /// `m` is a mapper; callers serialize changes.
 #[no_mangle]
-pub unsafe extern "C" fn ftrace_func_mapper_remove_ip(m: *mut FtraceHash, ip: c_ulong) -> *mut c_void {
+pub unsafe extern "C" fn ftrace_func_mapper_remove_ip(
+    m: *mut FtraceHash,
+    ip: c_ulong,
+) -> *mut c_void {
     // SAFETY: per the function's contract.
     unsafe {
         let e = hash::lookup(m, ip as u64);

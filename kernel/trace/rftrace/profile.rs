@@ -218,7 +218,10 @@ fn hit(ip: u64) {
     unsafe { rftrace_irq_restore(flags) };
 }
 
-unsafe extern "C" fn graph_entry(trace: *mut bindings::ftrace_graph_ent, _gops: *mut bindings::fgraph_ops) -> c_int {
+unsafe extern "C" fn graph_entry(
+    trace: *mut bindings::ftrace_graph_ent,
+    _gops: *mut bindings::fgraph_ops,
+) -> c_int {
     // SAFETY: the graph core passes the entry record.
     hit(unsafe { (*trace).func } as u64);
     // SAFETY: notrace helpers and the graph core's own accessor.
@@ -234,7 +237,10 @@ unsafe extern "C" fn graph_entry(trace: *mut bindings::ftrace_graph_ent, _gops: 
     1
 }
 
-unsafe extern "C" fn graph_return(trace: *mut bindings::ftrace_graph_ret, _gops: *mut bindings::fgraph_ops) {
+unsafe extern "C" fn graph_return(
+    trace: *mut bindings::ftrace_graph_ret,
+    _gops: *mut bindings::fgraph_ops,
+) {
     // SAFETY: the graph core passes the return record.
     let t = unsafe { &*trace };
     // SAFETY: notrace helpers; interrupts are restored below.
@@ -370,7 +376,11 @@ unsafe extern "C" fn enabled_read(
     cnt: usize,
     ppos: *mut bindings::loff_t,
 ) -> isize {
-    let b: &[u8] = if ENABLED.load(Ordering::Relaxed) { b"1\n" } else { b"0\n" };
+    let b: &[u8] = if ENABLED.load(Ordering::Relaxed) {
+        b"1\n"
+    } else {
+        b"0\n"
+    };
     // SAFETY: per the VFS contract; the source is static.
     unsafe { bindings::simple_read_from_buffer(ubuf.cast(), cnt, ppos, b.as_ptr().cast(), b.len()) }
 }

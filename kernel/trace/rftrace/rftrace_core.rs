@@ -21,8 +21,8 @@ use core::cell::UnsafeCell;
 use core::ptr;
 use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering};
 use kernel::bindings;
-use kernel::ffi::{c_char, c_int, c_ulong, c_void};
 use kernel::c_str;
+use kernel::ffi::{c_char, c_int, c_ulong, c_void};
 use kernel::prelude::*;
 
 /// The portable logic, the same files the host tests run (logic/).
@@ -123,8 +123,7 @@ pub static ftrace_filter_param: CGlobal<bool> = CGlobal::new(false);
 pub static ftrace_graph_hash: AtomicPtr<hash::FtraceHash> = AtomicPtr::new(ptr::null_mut());
 /// The function graph notrace set.
 #[no_mangle]
-pub static ftrace_graph_notrace_hash: AtomicPtr<hash::FtraceHash> =
-    AtomicPtr::new(ptr::null_mut());
+pub static ftrace_graph_notrace_hash: AtomicPtr<hash::FtraceHash> = AtomicPtr::new(ptr::null_mut());
 
 /// `dyn_ftrace_total_info`: records, and the pages and groups they use.
 #[no_mangle]
@@ -157,8 +156,7 @@ pub static ftrace_list_end: CGlobal<bindings::ftrace_ops> = CGlobal::new(binding
 /// The registered ops, newest first, ending at `ftrace_list_end`. Written
 /// under `ftrace_lock`, read locklessly by the dispatcher.
 #[no_mangle]
-pub static ftrace_ops_list: AtomicPtr<bindings::ftrace_ops> =
-    AtomicPtr::new(ftrace_list_end.get());
+pub static ftrace_ops_list: AtomicPtr<bindings::ftrace_ops> = AtomicPtr::new(ftrace_list_end.get());
 
 /// The core's mutex; fgraph.c takes it too. Initialised by `ftrace_init()`.
 #[no_mangle]
@@ -285,7 +283,10 @@ pub extern "C" fn ftrace_init() {
             );
         }
         Err(e) => {
-            pr_err!("cannot set up the call-site table ({:?}); tracing disabled\n", e);
+            pr_err!(
+                "cannot set up the call-site table ({:?}); tracing disabled\n",
+                e
+            );
             DEAD.store(true, Ordering::Relaxed);
         }
     }
@@ -389,7 +390,11 @@ extern "C" {
     pub(crate) fn rftrace_tr_func_probes(tr: *mut c_void) -> *mut bindings::list_head;
     pub(crate) fn rftrace_tr_mod_list(tr: *mut c_void, notrace: bool) -> *mut bindings::list_head;
     pub(crate) fn tracing_check_open_get_tr(tr: *mut c_void) -> c_int;
-    pub(crate) fn tracing_lseek(file: *mut bindings::file, off: bindings::loff_t, whence: c_int) -> bindings::loff_t;
+    pub(crate) fn tracing_lseek(
+        file: *mut bindings::file,
+        off: bindings::loff_t,
+        whence: c_int,
+    ) -> bindings::loff_t;
     pub(crate) fn trace_array_put(tr: *mut c_void);
 }
 
@@ -445,7 +450,11 @@ pub extern "C" fn ftrace_free_init_mem() {
 ///
 /// `m` is the module.
 #[no_mangle]
-pub unsafe extern "C" fn ftrace_free_mem(m: *mut bindings::module, start: *mut c_void, end: *mut c_void) {
+pub unsafe extern "C" fn ftrace_free_mem(
+    m: *mut bindings::module,
+    start: *mut c_void,
+    end: *mut c_void,
+) {
     ops::free_range(m, start as u64, end as u64);
 }
 
@@ -460,9 +469,8 @@ pub extern "C" fn ftrace_location(ip: c_ulong) -> c_ulong {
     }
     let (mut size, mut off): (c_ulong, c_ulong) = (0, 0);
     // SAFETY: plain symbol lookup into locals.
-    let found = unsafe {
-        bindings::kallsyms_lookup_size_offset(ip as c_ulong, &mut size, &mut off)
-    } != 0;
+    let found =
+        unsafe { bindings::kallsyms_lookup_size_offset(ip as c_ulong, &mut size, &mut off) } != 0;
     if found && off == 0 && size > 0 {
         return table::location_range(ip, ip + size as u64 - 1) as c_ulong;
     }

@@ -517,7 +517,10 @@ pub extern "C" fn ftrace_update_ftrace_func(func: bindings::ftrace_func_t) -> c_
     };
     let target = func as usize as u64;
     let mut pokes = [EMPTY_POKE; 2];
-    let calls = [addr(bindings::ftrace_call), addr(bindings::ftrace_regs_call)];
+    let calls = [
+        addr(bindings::ftrace_call),
+        addr(bindings::ftrace_regs_call),
+    ];
     for (p, &ip) in pokes.iter_mut().zip(calls.iter()) {
         let (Some(old), Some(new)) = (read_site(ip), call_bytes(ip, target)) else {
             return -EFAULT;
@@ -1032,9 +1035,8 @@ pub unsafe extern "C" fn rftrace_arch_apply(
     }
     // SAFETY: per the function's contract.
     let changes = unsafe { core::slice::from_raw_parts(changes, n) };
-    let poke = |c: &RftraceChange| {
-        Poke::new(c.ip, site_bytes(c.ip, c.old)?, site_bytes(c.ip, c.new)?)
-    };
+    let poke =
+        |c: &RftraceChange| Poke::new(c.ip, site_bytes(c.ip, c.old)?, site_bytes(c.ip, c.new)?);
     let mut pokes = match KVVec::<Poke>::with_capacity(n, GFP_KERNEL) {
         Ok(v) => v,
         Err(_) => return -(bindings::ENOMEM as c_int),

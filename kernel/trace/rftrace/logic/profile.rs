@@ -148,12 +148,19 @@ mod tests {
     #[test]
     fn rows() {
         let r = row(b"schedule", 42, 0, 0, false);
-        assert_eq!(r.bytes(), std::format!("  {:<30}  {:>10}", "schedule", 42).as_bytes());
+        assert_eq!(
+            r.bytes(),
+            std::format!("  {:<30}  {:>10}", "schedule", 42).as_bytes()
+        );
         let long = [b'x'; 40];
         let r = row(&long, 1, 0, 0, false);
         assert_eq!(r.bytes().len(), 2 + 30 + 2 + 10);
         let r = row(b"f", 2, 3000, 5_000_000, true);
-        let want = std::format!("  {:<30}  {:>10}    3.000 us        1.500 us        0.500 us    ", "f", 2);
+        let want = std::format!(
+            "  {:<30}  {:>10}    3.000 us        1.500 us        0.500 us    ",
+            "f",
+            2
+        );
         assert_eq!(r.bytes(), want.as_bytes());
     }
 
