@@ -36,6 +36,17 @@ fi
 # Kconfig files may have changed (a new option): settle the config
 # without asking; this leaves an unchanged configuration untouched.
 kmake olddefconfig >/dev/null
+# The objects of a core this configuration does not build, left from an
+# earlier configuration of the same directory, go: the build directory
+# shows what is in this kernel.
+stale=()
+grep -q '^CONFIG_FTRACE_CORE_RUST=y' "$out/.config" &&
+	stale+=(arch/x86/kernel/ftrace.o arch/x86/kernel/ftrace_64.o)
+grep -q '^CONFIG_FTRACE_CORE_RUST_GENERIC=y' "$out/.config" &&
+	stale+=(kernel/trace/ftrace.o kernel/trace/libftrace.o kernel/trace/libftrace.a)
+for o in "${stale[@]}"; do
+	rm -f "$out/$o" "$out/$(dirname "$o")/.$(basename "$o").cmd"
+done
 echo "  KERNEL  CORE=$CORE (build/out-$CORE, -j$jobs)"
 kmake -j"$jobs" bzImage modules
 # Install the modules when one changed since the last install.

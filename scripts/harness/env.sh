@@ -4,8 +4,8 @@ build=${BUILD:-$top/build}
 src=$build/src
 CORE=${CORE:-c}
 case "$CORE" in
-c | rust | rustgen) ;;
-*) echo "CORE must be c, rust or rustgen, not '$CORE'" >&2; exit 2 ;;
+c | rust) ;;
+*) echo "CORE must be c or rust, not '$CORE'" >&2; exit 2 ;;
 esac
 out=$build/out-$CORE
 jobs=${JOBS:-$(($(nproc) + 1))}

@@ -290,6 +290,10 @@ fn render(kind: Kind, o: &mut Out) {
     }
 }
 
+/// # Safety
+///
+/// Called only through the operations table it is registered in, with
+/// the arguments that table's contract gives.
 unsafe extern "C" fn ro_open(inode: *mut bindings::inode, file: *mut bindings::file) -> c_int {
     // SAFETY: the VFS passes a live inode and file.
     let kind = unsafe { (*inode).i_private } as usize;
@@ -304,6 +308,10 @@ unsafe extern "C" fn ro_open(inode: *mut bindings::inode, file: *mut bindings::f
     0
 }
 
+/// # Safety
+///
+/// Called only through the operations table it is registered in, with
+/// the arguments that table's contract gives.
 unsafe extern "C" fn ro_read(
     file: *mut bindings::file,
     ubuf: *mut c_char,
@@ -328,6 +336,10 @@ unsafe extern "C" fn ro_read(
     unsafe { serve(t, ubuf, cnt, ppos, |o| render(kind, o)) }
 }
 
+/// # Safety
+///
+/// Called only through the operations table it is registered in, with
+/// the arguments that table's contract gives.
 unsafe extern "C" fn ro_release(_inode: *mut bindings::inode, file: *mut bindings::file) -> c_int {
     // SAFETY: made by `ro_open`.
     drop(unsafe { KBox::from_raw((*file).private_data.cast::<Text>()) });

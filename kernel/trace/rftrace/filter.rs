@@ -185,6 +185,7 @@ pub(crate) unsafe fn commit(ops: *mut Ops, notrace: bool, private: *const Ftrace
 ///
 /// `ops` is valid; `buf` is null or `len` bytes; `ips` null or `cnt`
 /// addresses.
+#[allow(clippy::too_many_arguments)]
 unsafe fn set_hash(
     ops: *mut Ops,
     buf: *const c_uchar,
@@ -607,6 +608,10 @@ unsafe fn regex_file<'a>(file: *mut bindings::file) -> &'a mut RegexFile {
     }
 }
 
+/// # Safety
+///
+/// Called only through the operations table it is registered in, with
+/// the arguments that table's contract gives.
 unsafe extern "C" fn rx_start(
     m: *mut bindings::seq_file,
     pos: *mut bindings::loff_t,
@@ -620,6 +625,10 @@ unsafe extern "C" fn rx_start(
         .start(p, |o| render_filter(o, h, notrace, probes, tr))
 }
 
+/// # Safety
+///
+/// Called only through the operations table it is registered in, with
+/// the arguments that table's contract gives.
 unsafe extern "C" fn rx_next(
     m: *mut bindings::seq_file,
     _v: *mut c_void,
@@ -632,8 +641,16 @@ unsafe extern "C" fn rx_next(
     }
 }
 
+/// # Safety
+///
+/// Called only through the operations table it is registered in, with
+/// the arguments that table's contract gives.
 unsafe extern "C" fn rx_stop(_m: *mut bindings::seq_file, _v: *mut c_void) {}
 
+/// # Safety
+///
+/// Called only through the operations table it is registered in, with
+/// the arguments that table's contract gives.
 unsafe extern "C" fn rx_show(m: *mut bindings::seq_file, v: *mut c_void) -> c_int {
     // SAFETY: as above; `v` came from `rx_start`/`rx_next`.
     unsafe { (*(*m).private.cast::<RegexFile>()).lines.show(m, v) };
@@ -831,6 +848,10 @@ pub unsafe extern "C" fn ftrace_regex_release(
     0
 }
 
+/// # Safety
+///
+/// Called only through the operations table it is registered in, with
+/// the arguments that table's contract gives.
 unsafe extern "C" fn filter_open(inode: *mut bindings::inode, file: *mut bindings::file) -> c_int {
     // SAFETY: the VFS's inode; its data is the trace array (null at the
     // top level, see `create_files`).
@@ -839,6 +860,10 @@ unsafe extern "C" fn filter_open(inode: *mut bindings::inode, file: *mut binding
     unsafe { ftrace_regex_open(tr, ptr::null_mut(), FLAG_FILTER | FLAG_PROBES, inode, file) }
 }
 
+/// # Safety
+///
+/// Called only through the operations table it is registered in, with
+/// the arguments that table's contract gives.
 unsafe extern "C" fn notrace_open(inode: *mut bindings::inode, file: *mut bindings::file) -> c_int {
     // SAFETY: as above.
     let tr = unsafe { (*inode).i_private };
@@ -935,6 +960,10 @@ fn graph_slot(notrace: bool) -> &'static core::sync::atomic::AtomicPtr<FtraceHas
     }
 }
 
+/// # Safety
+///
+/// Called only through the operations table it is registered in, with
+/// the arguments that table's contract gives.
 unsafe extern "C" fn graph_open(inode: *mut bindings::inode, file: *mut bindings::file) -> c_int {
     if dead() {
         return ENODEV;
@@ -1027,6 +1056,10 @@ unsafe fn graph_token(h: *mut FtraceHash, tok: &[u8]) -> c_int {
     }
 }
 
+/// # Safety
+///
+/// Called only through the operations table it is registered in, with
+/// the arguments that table's contract gives.
 unsafe extern "C" fn graph_write(
     file: *mut bindings::file,
     ubuf: *const c_char,
@@ -1050,6 +1083,10 @@ unsafe extern "C" fn graph_write(
     unsafe { write_token(&mut g.parser, ubuf, cnt, ppos, |tok| graph_token(h, tok)) }
 }
 
+/// # Safety
+///
+/// Called only through the operations table it is registered in, with
+/// the arguments that table's contract gives.
 unsafe extern "C" fn graph_read(
     file: *mut bindings::file,
     ubuf: *mut c_char,
@@ -1078,6 +1115,10 @@ unsafe extern "C" fn graph_read(
     }
 }
 
+/// # Safety
+///
+/// Called only through the operations table it is registered in, with
+/// the arguments that table's contract gives.
 unsafe extern "C" fn graph_release(
     _inode: *mut bindings::inode,
     file: *mut bindings::file,

@@ -96,7 +96,7 @@ pub(crate) unsafe fn count(h: *const FtraceHash) -> usize {
         0
     } else {
         // SAFETY: per the function's contract.
-        unsafe { (*h).count as usize }
+        unsafe { (*h).count }
     }
 }
 
@@ -282,6 +282,10 @@ pub(crate) unsafe fn free(h: *mut FtraceHash) {
     }
 }
 
+/// # Safety
+///
+/// Called only through the operations table it is registered in, with
+/// the arguments that table's contract gives.
 unsafe extern "C" fn free_cb(head: *mut bindings::callback_head) {
     // `rcu` sits at a fixed offset in the set.
     let off = core::mem::offset_of!(FtraceHash, rcu);
@@ -350,7 +354,7 @@ pub(crate) unsafe fn for_commit(h: *const FtraceHash) -> Result<*mut FtraceHash,
         if is_empty(h) {
             return Ok(ptr::null_mut());
         }
-        let c = copy(h, committed_bits((*h).count as usize));
+        let c = copy(h, committed_bits((*h).count));
         if c.is_null() {
             Err(())
         } else {

@@ -238,9 +238,7 @@ pub(crate) fn list() -> impl Iterator<Item = *mut Ops> {
 // --- dispatch (hot path: no locks, no allocation, nothing traced) -------
 
 // Bindgen types of empty C structs are fine behind pointers.
-
 #[allow(improper_ctypes)]
-
 extern "C" {
     fn rcu_is_watching() -> bool;
 }
@@ -294,6 +292,11 @@ pub unsafe extern "C" fn arch_ftrace_ops_list_func(
 
 /// Wraps an ops' callback that asks for recursion protection or needs
 /// RCU watching.
+///
+/// # Safety
+///
+/// Called only through the operations table it is registered in, with
+/// the arguments that table's contract gives.
 unsafe extern "C" fn ftrace_ops_assist_func(
     ip: c_ulong,
     parent_ip: c_ulong,
@@ -491,9 +494,7 @@ fn set_list_func() {
 }
 
 // Bindgen types of empty C structs are fine behind pointers.
-
 #[allow(improper_ctypes)]
-
 extern "C" {
     fn rftrace_arch_apply(changes: *const Change, n: usize, bad_ip: *mut u64) -> c_int;
     fn rftrace_arch_init_site(ip: u64, target: u64) -> c_int;
@@ -904,6 +905,7 @@ unsafe fn rebuild_manager(m: *mut Ops) -> c_int {
         let mut ok = true;
         // SAFETY: as above; `filter` is private.
         for s in unsafe { subops(m) } {
+            // SAFETY: listed sub-ops are valid; `filter` is private.
             unsafe {
                 let (f, _) = sets(s);
                 hash::for_each(f, |e| ok &= hash::add(filter, (*e).ip as u64));
@@ -1150,10 +1152,8 @@ pub unsafe extern "C" fn ftrace_module_init(m: *mut bindings::module) {
     let mut ips = KVVec::<u64>::new();
     for i in 0..n {
         // SAFETY: the module loader gives `n` entries.
-        if ips
-            .push(unsafe { *locs.add(i) } as u64, GFP_KERNEL)
-            .is_err()
-        {
+        let ip = unsafe { *locs.add(i) } as u64;
+        if ips.push(ip, GFP_KERNEL).is_err() {
             pr_err!("out of memory for the call sites of a module\n");
             return;
         }
@@ -1240,6 +1240,11 @@ pub(crate) fn describe_tramp(o: &mut crate::files::Out, ip: u64) {
 
 /// The callback of a direct ops on a site it shares: makes the full-regs
 /// trampoline return into the ops' direct trampoline.
+///
+/// # Safety
+///
+/// Called only through the operations table it is registered in, with
+/// the arguments that table's contract gives.
 unsafe extern "C" fn call_direct_funcs(
     _ip: c_ulong,
     _parent_ip: c_ulong,

@@ -21,9 +21,7 @@ const TRACE_PIDS: c_int = 1;
 const TRACE_NO_PIDS: c_int = 2;
 
 // Bindgen types of empty C structs are fine behind pointers.
-
 #[allow(improper_ctypes)]
-
 extern "C" {
     fn rftrace_tr_pid_slot(tr: *mut c_void, no: bool) -> *mut *mut c_void;
     fn rftrace_tr_ignore_pid(tr: *mut c_void) -> c_int;
@@ -154,6 +152,10 @@ pub(crate) unsafe fn update_pid_funcs() {
     unsafe { fgraph_update_pid_func() };
 }
 
+/// # Safety
+///
+/// Called only through the operations table it is registered in, with
+/// the arguments that table's contract gives.
 unsafe extern "C" fn sched_switch_probe(
     data: *mut c_void,
     _preempt: bool,
@@ -173,6 +175,10 @@ unsafe extern "C" fn sched_switch_probe(
     }
 }
 
+/// # Safety
+///
+/// Called only through the operations table it is registered in, with
+/// the arguments that table's contract gives.
 unsafe extern "C" fn fork_probe(
     data: *mut c_void,
     selff: *mut bindings::task_struct,
@@ -186,6 +192,10 @@ unsafe extern "C" fn fork_probe(
     }
 }
 
+/// # Safety
+///
+/// Called only through the operations table it is registered in, with
+/// the arguments that table's contract gives.
 unsafe extern "C" fn exit_probe(data: *mut c_void, task: *mut bindings::task_struct) {
     let (p, n) = lists(data);
     // SAFETY: as above.
@@ -289,6 +299,10 @@ fn kind_of(m: *mut bindings::seq_file) -> bool {
 /// (`PID_MAX_LIMIT` is at most 4M).
 const NO_PIDS: *mut c_void = (4 * 1024 * 1024 + 1) as *mut c_void;
 
+/// # Safety
+///
+/// Called only through the operations table it is registered in, with
+/// the arguments that table's contract gives.
 unsafe extern "C" fn pid_start(
     m: *mut bindings::seq_file,
     pos: *mut bindings::loff_t,
@@ -307,6 +321,10 @@ unsafe extern "C" fn pid_start(
     }
 }
 
+/// # Safety
+///
+/// Called only through the operations table it is registered in, with
+/// the arguments that table's contract gives.
 unsafe extern "C" fn pid_next(
     m: *mut bindings::seq_file,
     v: *mut c_void,
@@ -323,6 +341,10 @@ unsafe extern "C" fn pid_next(
     }
 }
 
+/// # Safety
+///
+/// Called only through the operations table it is registered in, with
+/// the arguments that table's contract gives.
 unsafe extern "C" fn pid_stop(_m: *mut bindings::seq_file, _v: *mut c_void) {
     // SAFETY: paired with `pid_start`.
     unsafe {
@@ -331,6 +353,10 @@ unsafe extern "C" fn pid_stop(_m: *mut bindings::seq_file, _v: *mut c_void) {
     }
 }
 
+/// # Safety
+///
+/// Called only through the operations table it is registered in, with
+/// the arguments that table's contract gives.
 unsafe extern "C" fn pid_show(m: *mut bindings::seq_file, v: *mut c_void) -> c_int {
     if v == NO_PIDS {
         // SAFETY: a live seq_file.
@@ -355,6 +381,10 @@ static NO_PID_SOPS: CGlobal<bindings::seq_operations> = CGlobal::new(bindings::s
     show: Some(pid_show),
 });
 
+/// # Safety
+///
+/// Called only through the operations table it is registered in, with
+/// the arguments that table's contract gives.
 unsafe fn pid_open(inode: *mut bindings::inode, file: *mut bindings::file, kind: c_int) -> c_int {
     // SAFETY: the VFS's inode and file; the inode data is the trace array.
     unsafe {
@@ -384,6 +414,10 @@ unsafe fn pid_open(inode: *mut bindings::inode, file: *mut bindings::file, kind:
     }
 }
 
+/// # Safety
+///
+/// Called only through the operations table it is registered in, with
+/// the arguments that table's contract gives.
 unsafe extern "C" fn pid_open_trace(
     inode: *mut bindings::inode,
     file: *mut bindings::file,
@@ -392,6 +426,10 @@ unsafe extern "C" fn pid_open_trace(
     unsafe { pid_open(inode, file, TRACE_PIDS) }
 }
 
+/// # Safety
+///
+/// Called only through the operations table it is registered in, with
+/// the arguments that table's contract gives.
 unsafe extern "C" fn pid_open_notrace(
     inode: *mut bindings::inode,
     file: *mut bindings::file,
@@ -400,6 +438,10 @@ unsafe extern "C" fn pid_open_notrace(
     unsafe { pid_open(inode, file, TRACE_NO_PIDS) }
 }
 
+/// # Safety
+///
+/// Called only through the operations table it is registered in, with
+/// the arguments that table's contract gives.
 unsafe extern "C" fn ignore_task_cpu(data: *mut c_void) {
     let (p, n) = lists(data);
     // SAFETY: runs on each CPU with the lists stable (`ftrace_lock`).
@@ -413,6 +455,10 @@ unsafe extern "C" fn ignore_task_cpu(data: *mut c_void) {
     }
 }
 
+/// # Safety
+///
+/// Called only through the operations table it is registered in, with
+/// the arguments that table's contract gives.
 unsafe fn pid_write(
     file: *mut bindings::file,
     ubuf: *const c_char,
@@ -460,6 +506,10 @@ unsafe fn pid_write(
     r as isize
 }
 
+/// # Safety
+///
+/// Called only through the operations table it is registered in, with
+/// the arguments that table's contract gives.
 unsafe extern "C" fn pid_write_trace(
     f: *mut bindings::file,
     u: *const c_char,
@@ -470,6 +520,10 @@ unsafe extern "C" fn pid_write_trace(
     unsafe { pid_write(f, u, c, p, TRACE_PIDS) }
 }
 
+/// # Safety
+///
+/// Called only through the operations table it is registered in, with
+/// the arguments that table's contract gives.
 unsafe extern "C" fn pid_write_notrace(
     f: *mut bindings::file,
     u: *const c_char,
@@ -480,6 +534,10 @@ unsafe extern "C" fn pid_write_notrace(
     unsafe { pid_write(f, u, c, p, TRACE_NO_PIDS) }
 }
 
+/// # Safety
+///
+/// Called only through the operations table it is registered in, with
+/// the arguments that table's contract gives.
 unsafe extern "C" fn pid_release(inode: *mut bindings::inode, file: *mut bindings::file) -> c_int {
     // SAFETY: the reference taken at open; then the seq_file goes.
     unsafe {

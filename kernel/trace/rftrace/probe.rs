@@ -348,9 +348,7 @@ pub(crate) unsafe fn render_mods(o: &mut Out, tr: *mut c_void, notrace: bool) {
 }
 
 // Bindgen types of empty C structs are fine behind pointers.
-
 #[allow(improper_ctypes)]
-
 extern "C" {
     static mut trace_types_lock: bindings::mutex;
     fn rftrace_tr_next(tr: *mut c_void) -> *mut c_void;
@@ -445,6 +443,11 @@ struct Probe {
 const PROBE_LIST_OFF: usize = core::mem::offset_of!(Probe, list);
 
 /// The callback of a probe's ops.
+///
+/// # Safety
+///
+/// Called only through the operations table it is registered in, with
+/// the arguments that table's contract gives.
 unsafe extern "C" fn probe_call(
     ip: c_ulong,
     parent_ip: c_ulong,

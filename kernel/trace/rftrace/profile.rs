@@ -218,6 +218,10 @@ fn hit(ip: u64) {
     unsafe { rftrace_irq_restore(flags) };
 }
 
+/// # Safety
+///
+/// Called only through the operations table it is registered in, with
+/// the arguments that table's contract gives.
 unsafe extern "C" fn graph_entry(
     trace: *mut bindings::ftrace_graph_ent,
     _gops: *mut bindings::fgraph_ops,
@@ -237,6 +241,10 @@ unsafe extern "C" fn graph_entry(
     1
 }
 
+/// # Safety
+///
+/// Called only through the operations table it is registered in, with
+/// the arguments that table's contract gives.
 unsafe extern "C" fn graph_return(
     trace: *mut bindings::ftrace_graph_ret,
     _gops: *mut bindings::fgraph_ops,
@@ -312,6 +320,10 @@ fn rec_at(t: &Tables, i: usize) -> *mut c_void {
     }
 }
 
+/// # Safety
+///
+/// Called only through the operations table it is registered in, with
+/// the arguments that table's contract gives.
 unsafe extern "C" fn stat_start(trace: *mut TracerStat) -> *mut c_void {
     // `stat` is the first field of a `CpuProfile`.
     let p = trace.cast::<CpuProfile>();
@@ -320,6 +332,10 @@ unsafe extern "C" fn stat_start(trace: *mut TracerStat) -> *mut c_void {
     t.map_or(ptr::null_mut(), |t| rec_at(t, 0))
 }
 
+/// # Safety
+///
+/// Called only through the operations table it is registered in, with
+/// the arguments that table's contract gives.
 unsafe extern "C" fn stat_next(prev: *mut c_void, idx: c_int) -> *mut c_void {
     match locate(prev) {
         Some((t, i)) => rec_at(t, if idx != 0 { i + 1 } else { i }),
@@ -327,6 +343,10 @@ unsafe extern "C" fn stat_next(prev: *mut c_void, idx: c_int) -> *mut c_void {
     }
 }
 
+/// # Safety
+///
+/// Called only through the operations table it is registered in, with
+/// the arguments that table's contract gives.
 unsafe extern "C" fn stat_cmp(a: *const c_void, b: *const c_void) -> c_int {
     // SAFETY: the stat core compares records we handed out.
     let (a, b) = unsafe { (&*a.cast::<Rec>(), &*b.cast::<Rec>()) };
@@ -338,6 +358,10 @@ unsafe extern "C" fn stat_cmp(a: *const c_void, b: *const c_void) -> c_int {
     }
 }
 
+/// # Safety
+///
+/// Called only through the operations table it is registered in, with
+/// the arguments that table's contract gives.
 unsafe extern "C" fn stat_headers(m: *mut bindings::seq_file) -> c_int {
     let h = profile::header(true);
     // SAFETY: the stat core's seq_file.
@@ -345,6 +369,10 @@ unsafe extern "C" fn stat_headers(m: *mut bindings::seq_file) -> c_int {
     0
 }
 
+/// # Safety
+///
+/// Called only through the operations table it is registered in, with
+/// the arguments that table's contract gives.
 unsafe extern "C" fn stat_show(m: *mut bindings::seq_file, v: *mut c_void) -> c_int {
     let _g = Guard::of(PROFILE_LOCK.get());
     // SAFETY: a record we handed out; the tables are never freed.
@@ -370,6 +398,10 @@ unsafe extern "C" fn stat_show(m: *mut bindings::seq_file, v: *mut c_void) -> c_
 
 // --- function_profile_enabled -----------------------------------------------
 
+/// # Safety
+///
+/// Called only through the operations table it is registered in, with
+/// the arguments that table's contract gives.
 unsafe extern "C" fn enabled_read(
     _file: *mut bindings::file,
     ubuf: *mut c_char,
@@ -407,6 +439,10 @@ fn start() -> c_int {
     }
 }
 
+/// # Safety
+///
+/// Called only through the operations table it is registered in, with
+/// the arguments that table's contract gives.
 unsafe extern "C" fn enabled_write(
     _file: *mut bindings::file,
     ubuf: *const c_char,

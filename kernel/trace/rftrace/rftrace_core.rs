@@ -235,9 +235,7 @@ pub(crate) fn addr(f: unsafe extern "C" fn()) -> u64 {
 }
 
 // Bindgen types of empty C structs are fine behind pointers.
-
 #[allow(improper_ctypes)]
-
 extern "C" {
     static mut __start_mcount_loc: [c_ulong; 0];
     static mut __stop_mcount_loc: [c_ulong; 0];
@@ -380,9 +378,7 @@ pub unsafe extern "C" fn ftrace_reset_array_ops(tr: *mut c_void) {
 }
 
 // Bindgen types of empty C structs are fine behind pointers.
-
 #[allow(improper_ctypes)]
-
 extern "C" {
     fn init_array_fgraph_ops(tr: *mut c_void, ops: *mut bindings::ftrace_ops);
     pub(crate) fn rftrace_tr_ops(tr: *mut c_void) -> *mut bindings::ftrace_ops;
