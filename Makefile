@@ -4,11 +4,11 @@
 # function tracer core and run it in QEMU. See README.md and
 # Documentation/harness.rst.
 #
-#   make run  [CORE=c|rust] [CMD='...' | SCRIPT=path] [EXTRA=dir]
-#   make test [CORE=c|rust]
+#   make run  [CORE=rust|c] [CMD='...' | SCRIPT=path] [EXTRA=dir]
+#   make test [CORE=rust|c]
 #   make ftracetest, make bench, make patch, make kernel, make clean
 
-CORE ?= c
+CORE ?= rust
 export CORE SCRIPT EXTRA TIMEOUT ACCEL VERBOSE
 
 H := scripts/harness

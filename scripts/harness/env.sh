@@ -2,7 +2,7 @@
 top=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 build=${BUILD:-$top/build}
 src=$build/src
-CORE=${CORE:-c}
+CORE=${CORE:-rust}
 case "$CORE" in
 c | rust) ;;
 *) echo "CORE must be c or rust, not '$CORE'" >&2; exit 2 ;;
