@@ -8,11 +8,12 @@
 //! of this traps, and [`rftrace_int3_handler`] makes it behave as the new
 //! instruction. No `stop_machine`.
 //!
-//! At this stage it serves the generic C core (`kernel/trace/ftrace.c`)
-//! through the architecture interface of `include/linux/ftrace.h`
-//! (`ftrace_replace_code()`, `ftrace_make_call()`, ...), so the C core
-//! runs on Rust patching, the Rust graph entry and the trampolines of
-//! `trampolines_64.S`.
+//! It serves the Rust generic core (`kernel/trace/rftrace/`) through
+//! [`rftrace_arch_apply`], [`rftrace_arch_init_site`] and the per-ops
+//! trampoline functions; with `CONFIG_FTRACE_CORE_RUST_GENERIC=n` it serves
+//! the C core (`kernel/trace/ftrace.c`) instead, through the architecture
+//! interface of `include/linux/ftrace.h` (`ftrace_replace_code()`,
+//! `ftrace_make_call()`, ...).
 
 use core::cell::UnsafeCell;
 use core::ptr;

@@ -70,4 +70,17 @@ while [ $i -lt "$reps" ]; do
 	echo SAMPLE disable-all-sites "$(timed_write $T/current_tracer nop)" us
 	i=$((i + 1))
 done
+# Enabling a kprobe on one function while the function tracer runs on all
+# sites: only that site changes (its call goes from the function tracer's
+# own trampoline to the shared full-regs one).
+echo 'p:rftbench2 '"$F" > $T/kprobe_events
+echo function > $T/current_tracer
+i=0
+while [ $i -lt "$reps" ]; do
+	echo SAMPLE kprobe-enable-under-function "$(timed_write $T/events/kprobes/rftbench2/enable 1)" us
+	echo 0 > $T/events/kprobes/rftbench2/enable
+	i=$((i + 1))
+done
+echo nop > $T/current_tracer
+echo > $T/kprobe_events
 exit 0
