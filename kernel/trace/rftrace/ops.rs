@@ -1199,6 +1199,8 @@ pub unsafe extern "C" fn ftrace_module_enable(m: *mut bindings::module) {
 /// `m` is a module.
 #[no_mangle]
 pub unsafe extern "C" fn ftrace_release_mod(m: *mut bindings::module) {
+    // SAFETY: per the function's contract; no core lock is held yet.
+    unsafe { crate::probe::scrub_module(m) };
     let _g = Guard::lock();
     if let Some(g) = table::of_module(m) {
         // SAFETY: `ftrace_lock` is held; sleepable.

@@ -375,6 +375,47 @@ pub(crate) unsafe fn process_cached_mods(name: &[u8]) {
     }
 }
 
+/// A module is going: in every trace array's filter and notrace sets,
+/// the entries of its functions stay but match nothing any more (their
+/// address becomes 0), as in the C core: a filter that named only them
+/// stays non-empty and traces nothing.
+///
+/// # Safety
+///
+/// `m` is the module; no core lock is held.
+pub(crate) unsafe fn scrub_module(m: *mut bindings::module) {
+    // The tracing core's lock over its list of trace arrays.
+    let _t = Guard::of(ptr::addr_of_mut!(trace_types_lock));
+    // SAFETY: walked under `trace_types_lock`.
+    let mut tr = unsafe { rftrace_tr_next(ptr::null_mut()) };
+    while !tr.is_null() {
+        // SAFETY: `tr` is live under `trace_types_lock`.
+        let op = unsafe { crate::rftrace_tr_ops(tr) };
+        // SAFETY: a trace array's ops, initialised when its sets exist.
+        if !op.is_null() && unsafe { !(*op).func_hash.is_null() } {
+            // SAFETY: as above.
+            let _r = Guard::of(unsafe { ptr::addr_of_mut!((*(*op).func_hash).regex_lock) });
+            let _g = Guard::lock();
+            if let Some(g) = crate::table::of_module(m) {
+                // SAFETY: the sets are only changed under these locks; a
+                // reader sees the old or the new address, both harmless.
+                unsafe {
+                    let (f, n) = ops::sets(op);
+                    for h in [f, n] {
+                        hash::for_each(h, |e| {
+                            if g.find((*e).ip as u64).is_some() {
+                                ptr::write_volatile(ptr::addr_of_mut!((*e).ip), 0);
+                            }
+                        });
+                    }
+                }
+            }
+        }
+        // SAFETY: as above.
+        tr = unsafe { rftrace_tr_next(tr) };
+    }
+}
+
 /// # Safety
 ///
 /// `tr` is a live trace array.

@@ -76,6 +76,10 @@ impl Group {
         )?)
     }
 
+    pub(crate) fn find(&self, ip: u64) -> Option<&Cell> {
+        sites::find(&self.sites, ip).map(|i| &self.sites[i])
+    }
+
     pub(crate) fn first_overlapping(&self, start: u64, end: u64) -> Option<&Cell> {
         sites::first_overlapping(&self.sites, start, end).map(|i| &self.sites[i])
     }
