@@ -392,4 +392,5 @@ pub unsafe extern "C" fn ftrace_init_tracefs_toplevel(_tr: *mut c_void, d: *mut 
     crate::filter::create_files(ptr::null_mut(), d);
     crate::filter::create_graph_files(d);
     crate::profile::init(d);
+    crate::ops::register_sysctl();
 }

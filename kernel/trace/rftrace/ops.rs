@@ -1337,3 +1337,61 @@ pub unsafe extern "C" fn unregister_ftrace_direct(
     }
     r
 }
+
+// --- /proc/sys/kernel/ftrace_enabled -------------------------------------
+
+const F_PERMANENT: c_ulong = fl(bindings::FTRACE_OPS_FL_PERMANENT);
+
+/// The sysctl: turning it off unpatches every site (the ops stay
+/// registered), turning it on patches them back; refused with `EBUSY`
+/// while an ops that must not be stopped (`PERMANENT`) is registered.
+unsafe extern "C" fn enabled_sysctl(
+    table: *const bindings::ctl_table,
+    write: c_int,
+    buffer: *mut c_void,
+    lenp: *mut usize,
+    ppos: *mut bindings::loff_t,
+) -> c_int {
+    let _g = Guard::lock();
+    if dead() {
+        return ENODEV;
+    }
+    let last = enabled();
+    // SAFETY: the sysctl core's arguments; the table's data is
+    // `ftrace_enabled`, which `ftrace_lock` serializes here.
+    let r = unsafe { bindings::proc_dointvec(table, write, buffer, lenp, ppos) };
+    if r != 0 || write == 0 || last == enabled() {
+        return r;
+    }
+    // SAFETY: listed ops are valid under `ftrace_lock`.
+    if !enabled() && list().any(|o| unsafe { (*o).flags } & F_PERMANENT != 0) {
+        // SAFETY: `ftrace_lock` serializes writers.
+        unsafe { ptr::write_volatile(crate::ftrace_enabled.get(), 1) };
+        return EBUSY;
+    }
+    // SAFETY: `ftrace_lock` is held; sleepable.
+    match unsafe { update_sites() } {
+        Ok(()) => 0,
+        Err(e) => e,
+    }
+}
+
+static SYSCTL: crate::CGlobal<[bindings::ctl_table; 1]> = crate::CGlobal::new([bindings::ctl_table {
+    procname: c"ftrace_enabled".as_ptr().cast(),
+    data: crate::ftrace_enabled.get().cast(),
+    maxlen: core::mem::size_of::<c_int>() as c_int,
+    mode: 0o644,
+    proc_handler: Some(enabled_sysctl),
+    poll: ptr::null_mut(),
+    extra1: ptr::null_mut(),
+    extra2: ptr::null_mut(),
+}]);
+
+/// Registers `kernel.ftrace_enabled`.
+pub(crate) fn register_sysctl() {
+    // SAFETY: a static table that lives forever.
+    let h = unsafe { bindings::register_sysctl_sz(c"kernel".as_ptr().cast(), SYSCTL.get().cast(), 1) };
+    if h.is_null() {
+        pr_warn!("cannot register kernel.ftrace_enabled\n");
+    }
+}
