@@ -7,6 +7,7 @@
 #   make run  [CORE=rust|c] [CMD='...' | SCRIPT=path] [EXTRA=dir]
 #   make test [CORE=rust|c]
 #   make ftracetest, make bench, make patch, make kernel, make clean
+#   make mcount-compare (call sites of the two cores' builds)
 
 CORE ?= rust
 export CORE SCRIPT EXTRA TIMEOUT ACCEL VERBOSE
@@ -16,7 +17,7 @@ ST := tools/testing/selftests/rftrace
 BUILD := $(CURDIR)/build
 export BUILD
 
-.PHONY: all setup tree kernel run test cargo-test ftracetest bench patch clippy clean distclean
+.PHONY: all setup tree kernel run test cargo-test ftracetest bench patch clippy clean distclean mcount-compare
 
 all: kernel
 
@@ -67,11 +68,18 @@ define guest-tests
 		--known $(ST)/known-failures.txt --ftracetest-list $(ftlist) $(4) && [ $$rc -eq 0 ]
 endef
 
+# Then, when both cores are built (the second core of CI), compare the
+# call sites gcc's -mrecord-mcount recorded (C core) with those of the
+# Rust recordmcount (Rust core).
 test: cargo-test kernel $(report)
 	$(call guest-tests,test,own ftracetest,2400,--tests-dir $(ST)/tests)
+	@$(H)/mcount-compare.sh
 
 ftracetest: kernel $(report)
 	$(call guest-tests,ftracetest,ftracetest,2400,)
+
+mcount-compare:
+	@$(H)/mcount-compare.sh
 
 bench: tree $(report)
 	@$(H)/bench.sh

@@ -1069,20 +1069,25 @@ fn update_counts() {
 
 /// Makes the sites `ips` (sorted, unique) NOPs and adds them to the table
 /// as a group of module `m` (null: the kernel). Module sites stay
-/// disabled until the module is enabled. Returns how many were added.
+/// disabled until the module is enabled. Returns how many were added and
+/// how many of them had to be rewritten (the rest were NOPs already).
 ///
 /// # Safety
 ///
 /// `ftrace_lock` is held; the sites' code does not run yet and is still
 /// writable.
-pub(crate) unsafe fn add_sites(m: *mut bindings::module, ips: &[u64]) -> Result<usize> {
+pub(crate) unsafe fn add_sites(m: *mut bindings::module, ips: &[u64]) -> Result<(usize, usize)> {
     let g = Group::new(m, ips)?;
+    let mut written = 0;
     for c in g.sites.iter() {
         // SAFETY: per the function's contract.
         let r = unsafe { rftrace_arch_init_site(c.ip(), 0) };
         // SAFETY: the group is ours until published.
         let s = unsafe { c.get() };
-        if r != 0 {
+        if r > 0 {
+            written += 1;
+        }
+        if r < 0 {
             s.flags |= sf::DISABLED;
             crate::report_bug(r, s.ip);
         } else if !m.is_null() {
@@ -1093,7 +1098,7 @@ pub(crate) unsafe fn add_sites(m: *mut bindings::module, ips: &[u64]) -> Result<
     // SAFETY: `ftrace_lock` is held.
     unsafe { table::publish(g) };
     update_counts();
-    Ok(n)
+    Ok((n, written))
 }
 
 /// Drops the sites in `[start, end)` of module `m` (null: the kernel),

@@ -240,6 +240,7 @@ extern "C" {
     static mut __start_mcount_loc: [c_ulong; 0];
     static mut __stop_mcount_loc: [c_ulong; 0];
     fn kprobe_ftrace_kill();
+    fn sched_clock() -> u64;
 }
 
 /// Boot: take the call sites of `__mcount_loc`, make them NOPs, start the
@@ -267,17 +268,25 @@ pub extern "C" fn ftrace_init() {
         logic::sites::sort_unique(locs)
     };
     let _g = Guard::lock();
+    pr_info!("taking {} call sites from __mcount_loc\n", n);
+    // SAFETY: a clock that works this early.
+    let t0 = unsafe { sched_clock() };
     // SAFETY: early boot, the kernel's text is still writable and nothing
     // runs the sites but this CPU, which is here.
     match unsafe { ops::add_sites(ptr::null_mut(), &locs[..n]) } {
-        Ok(count) => {
+        Ok((count, written)) => {
+            // SAFETY: as above.
+            let us = unsafe { sched_clock() }.wrapping_sub(t0) / 1000;
             // SAFETY: nothing else writes it yet.
             unsafe { ptr::write_volatile(ftrace_enabled.get(), 1) };
             pr_info!(
-                "function tracer core: Rust (generic core and x86_64 layer); {} call sites, {} pages, {} groups\n",
+                "function tracer core: Rust (generic core and x86_64 layer); {} call sites, {} pages, {} groups; {} made NOPs at boot, {} were NOPs from the build; {} us\n",
                 count,
                 ftrace_number_of_pages.load(Ordering::Relaxed),
-                ftrace_number_of_groups.load(Ordering::Relaxed)
+                ftrace_number_of_groups.load(Ordering::Relaxed),
+                written,
+                count - written,
+                us
             );
         }
         Err(e) => {

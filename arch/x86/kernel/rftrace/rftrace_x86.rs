@@ -1081,7 +1081,9 @@ pub unsafe extern "C" fn rftrace_arch_apply(
 
 /// Sets a site of code that does not run yet (the kernel at boot, a
 /// module being loaded) to call `target`, or to the NOP for 0, after
-/// checking that it holds the compiler's `call __fentry__` or the NOP.
+/// checking that it holds the compiler's `call __fentry__` or the NOP
+/// (what the build's recordmcount left there). Returns 1 when it wrote
+/// the site, 0 when the site already was as asked, or an error.
 ///
 /// # Safety
 ///
@@ -1103,12 +1105,13 @@ pub unsafe extern "C" fn rftrace_arch_init_site(ip: u64, target: u64) -> c_int {
     let Some(new) = site_bytes(ip, target) else {
         return -EINVAL;
     };
-    if new != cur {
-        // SAFETY: per the function's contract nothing runs this code, and
-        // `text_poke_early()` is meant for exactly that.
-        unsafe { bindings::text_poke_early(ip as *mut c_void, new.as_ptr().cast(), SITE_SIZE) };
+    if new == cur {
+        return 0;
     }
-    0
+    // SAFETY: per the function's contract nothing runs this code, and
+    // `text_poke_early()` is meant for exactly that.
+    unsafe { bindings::text_poke_early(ip as *mut c_void, new.as_ptr().cast(), SITE_SIZE) };
+    1
 }
 
 /// What the site at `ip` calls now, 0 for the NOP, `u64::MAX` for bytes
