@@ -170,10 +170,25 @@ pub(crate) unsafe fn commit(ops: *mut Ops, notrace: bool, private: *const Ftrace
             }
         }
         let old = ops::set_hash(ops, notrace, new);
-        let r = ops::refresh_managers();
-        if r == 0 && ops::list().next().is_some() {
-            let _ = ops::update_sites();
-        }
+        // Registered ops that use these sets (`global_ops`' may be shared).
+        let users = ops::list().any(|o| (*o).func_hash == (*ops).func_hash);
+        let r = match ops::refresh_managers() {
+            // Nothing registered uses these sets: no site changes.
+            Ok(0) if !users => 0,
+            Ok(managers) => {
+                // An enabled ops alone, with explicit filters before and
+                // after, changes only the sites of the two.
+                let both = !notrace
+                    && managers == 0
+                    && !hash::is_empty(old)
+                    && !hash::is_empty(new)
+                    && hash::is_empty(ops::sets(ops).1);
+                let scope: &[*const FtraceHash] = if both { &[old, new] } else { &[] };
+                let _ = ops::update_scope(scope);
+                0
+            }
+            Err(e) => e,
+        };
         hash::free_rcu(old);
         r
     }

@@ -533,6 +533,55 @@ unsafe fn current_target(s: &Site, list: u64, regs: u64) -> Option<u64> {
 ///
 /// `ftrace_lock` is held; the context may sleep.
 pub(crate) unsafe fn update_sites() -> Result<(), c_int> {
+    // SAFETY: per the function's contract.
+    unsafe { update_scope(&[]) }
+}
+
+/// The sites whose wants may have changed: those of `sets` (null entries
+/// ignored), or every site when `sets` is empty.
+///
+/// # Safety
+///
+/// `ftrace_lock` is held; the sets are valid.
+unsafe fn scope_cells(sets: &[*const FtraceHash]) -> Result<KVVec<&'static Cell>, c_int> {
+    let mut v = KVVec::new();
+    if sets.is_empty() {
+        for c in table::all() {
+            v.push(c, GFP_KERNEL).map_err(|_| ENOMEM)?;
+        }
+        return Ok(v);
+    }
+    let mut oom = false;
+    for (i, &h) in sets.iter().enumerate() {
+        // SAFETY: per the function's contract.
+        unsafe {
+            hash::for_each(h, |e| {
+                let ip = (*e).ip as u64;
+                // A site in two of the sets is taken once.
+                if sets[..i].iter().any(|&p| hash::contains(p, ip)) {
+                    return;
+                }
+                if let Some(c) = table::find(ip) {
+                    oom |= v.push(c, GFP_KERNEL).is_err();
+                }
+            });
+        }
+    }
+    if oom {
+        return Err(ENOMEM);
+    }
+    Ok(v)
+}
+
+/// [`update_sites`] for the sites of the sets of `scope` only (all sites
+/// when empty):
+/// when one ops with an explicit filter comes, goes or changes its filter,
+/// no other site can change.
+///
+/// # Safety
+///
+/// `ftrace_lock` is held; the sets are valid; the context may sleep.
+pub(crate) unsafe fn update_scope(scope: &[*const FtraceHash]) -> Result<(), c_int> {
     let on = enabled() && !dead();
     let mut planned = KVec::<Planned>::new();
     for op in list() {
@@ -565,7 +614,9 @@ pub(crate) unsafe fn update_sites() -> Result<(), c_int> {
     let regs_tramp = addr(bindings::ftrace_regs_caller);
     let mut changes = KVVec::<Change>::new();
     let mut after = KVVec::<(&'static Cell, Site)>::new();
-    for cell in table::all() {
+    // SAFETY: per the function's contract.
+    let cells = unsafe { scope_cells(scope)? };
+    for &cell in cells.iter() {
         // SAFETY: `ftrace_lock` is held.
         let site = unsafe { cell.get() };
         if site.has(sf::DISABLED) {
@@ -694,6 +745,20 @@ fn is_core_data(a: u64) -> bool {
     (sd..ed).contains(&a) || (sb..eb).contains(&a)
 }
 
+/// The sites an ops alone can change, for [`update_scope`]: its filter,
+/// when it has one and no notrace set (else every site: empty).
+fn own_sites(ops: *mut Ops) -> KVec<*const FtraceHash> {
+    let mut v = KVec::new();
+    // SAFETY: callers hold `ftrace_lock`; `ops` is valid.
+    let (f, n) = unsafe { sets(ops) };
+    // SAFETY: as above.
+    if unsafe { !hash::is_empty(f) && hash::is_empty(n) } {
+        // Without memory, every site is visited: slower, still right.
+        let _ = v.push(f.cast_const(), GFP_KERNEL);
+    }
+    v
+}
+
 /// Registers `ops` and patches the sites it wants (`ftrace_startup()`).
 ///
 /// # Safety
@@ -750,7 +815,7 @@ pub(crate) unsafe fn startup(ops: *mut Ops) -> c_int {
         }
     }
     // SAFETY: `ftrace_lock` is held, sleepable.
-    let r = unsafe { update_sites() };
+    let r = unsafe { update_scope(&own_sites(ops)) };
     o.flags &= !F_ADDING;
     if let Err(e) = r {
         // SAFETY: as above.
@@ -810,7 +875,7 @@ pub(crate) unsafe fn shutdown(ops: *mut Ops) -> c_int {
     o.flags |= F_REMOVING;
     o.flags &= !F_ENABLED;
     // SAFETY: `ftrace_lock` is held, sleepable. A failure killed tracing.
-    let _ = unsafe { update_sites() };
+    let _ = unsafe { update_scope(&own_sites(ops)) };
     // SAFETY: no site calls its trampoline now.
     unsafe { slot_free(ops) };
     o.flags &= !F_REMOVING;
@@ -944,24 +1009,27 @@ unsafe fn rebuild_manager(m: *mut Ops) -> c_int {
 }
 
 /// Rebuilds every registered manager's sets from its sub-ops (a sub-op's
-/// set, or one it shares with another ops, changed).
+/// set, or one it shares with another ops, changed). Returns how many
+/// managers there are, or an error.
 ///
 /// # Safety
 ///
 /// `ftrace_lock` is held.
-pub(crate) unsafe fn refresh_managers() -> c_int {
+pub(crate) unsafe fn refresh_managers() -> Result<usize, c_int> {
+    let mut n = 0;
     for op in list() {
         // SAFETY: listed ops are valid and initialised.
         unsafe {
             if !list_empty(ptr::addr_of!((*op).subop_list)) {
                 let r = rebuild_manager(op);
                 if r != 0 {
-                    return r;
+                    return Err(r);
                 }
+                n += 1;
             }
         }
     }
-    0
+    Ok(n)
 }
 
 /// Adds `sub` to manager `ops`, registering the manager with the first.
@@ -1381,21 +1449,23 @@ unsafe extern "C" fn enabled_sysctl(
     }
 }
 
-static SYSCTL: crate::CGlobal<[bindings::ctl_table; 1]> = crate::CGlobal::new([bindings::ctl_table {
-    procname: c"ftrace_enabled".as_ptr().cast(),
-    data: crate::ftrace_enabled.get().cast(),
-    maxlen: core::mem::size_of::<c_int>() as c_int,
-    mode: 0o644,
-    proc_handler: Some(enabled_sysctl),
-    poll: ptr::null_mut(),
-    extra1: ptr::null_mut(),
-    extra2: ptr::null_mut(),
-}]);
+static SYSCTL: crate::CGlobal<[bindings::ctl_table; 1]> =
+    crate::CGlobal::new([bindings::ctl_table {
+        procname: c"ftrace_enabled".as_ptr().cast(),
+        data: crate::ftrace_enabled.get().cast(),
+        maxlen: core::mem::size_of::<c_int>() as c_int,
+        mode: 0o644,
+        proc_handler: Some(enabled_sysctl),
+        poll: ptr::null_mut(),
+        extra1: ptr::null_mut(),
+        extra2: ptr::null_mut(),
+    }]);
 
 /// Registers `kernel.ftrace_enabled`.
 pub(crate) fn register_sysctl() {
     // SAFETY: a static table that lives forever.
-    let h = unsafe { bindings::register_sysctl_sz(c"kernel".as_ptr().cast(), SYSCTL.get().cast(), 1) };
+    let h =
+        unsafe { bindings::register_sysctl_sz(c"kernel".as_ptr().cast(), SYSCTL.get().cast(), 1) };
     if h.is_null() {
         pr_warn!("cannot register kernel.ftrace_enabled\n");
     }

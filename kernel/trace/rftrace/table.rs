@@ -195,3 +195,12 @@ pub(crate) fn location_range(start: u64, end: u64) -> u64 {
     unsafe { bindings::__rcu_read_unlock() };
     r
 }
+
+/// The record at exactly `ip`.
+///
+/// # Safety
+///
+/// `ftrace_lock` is held (the record may go away otherwise).
+pub(crate) unsafe fn find(ip: u64) -> Option<&'static Cell> {
+    groups().find_map(|g| g.find(ip))
+}
