@@ -18,6 +18,16 @@ for core in c rust; do
 	echo "  BENCH   CORE=$core"
 	CORE=$core MODE=bench ICOUNT=0 BENCH_REPS=$reps TIMEOUT=${TIMEOUT:-1800} LOG=$log \
 		"$top/scripts/harness/run-qemu.sh" > "$build/bench/$core.out"
+	# Boot: from the end of mm_core_init() ("SLUB: ...") to the core's
+	# last line about its call sites (C: "ftrace: allocated ...", Rust: the
+	# banner), in the console log: taking the sites and making them NOPs,
+	# or checking them when the build did. One sample per boot.
+	con=$build/bench/$core.console.log
+	t0=$(grep -m1 'SLUB: HWalign' "$con" | sed 's/^\[ *\([0-9.]*\)\].*/\1/')
+	t1=$(grep 'ftrace: ' "$con" | sed -n 2p | sed 's/^\[ *\([0-9.]*\)\].*/\1/')
+	if [ -n "$t0" ] && [ -n "$t1" ]; then
+		awk -v a="$t0" -v b="$t1" 'BEGIN { printf "SAMPLE boot-sites-to-nop %.0f us\n", (b - a) * 1000000 }' >> "$log"
+	fi
 	args+=(--"$core" "$log")
 done
 echo

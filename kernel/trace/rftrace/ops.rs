@@ -1418,6 +1418,10 @@ const F_PERMANENT: c_ulong = fl(bindings::FTRACE_OPS_FL_PERMANENT);
 /// The sysctl: turning it off unpatches every site (the ops stay
 /// registered), turning it on patches them back; refused with `EBUSY`
 /// while an ops that must not be stopped (`PERMANENT`) is registered.
+///
+/// # Safety
+///
+/// Called by the sysctl core for our table, with its arguments.
 unsafe extern "C" fn enabled_sysctl(
     table: *const bindings::ctl_table,
     write: c_int,

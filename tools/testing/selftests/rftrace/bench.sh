@@ -58,13 +58,6 @@ hook_case kprobe-on-ftrace \
 	"echo 'p:rftbench $F' > $T/kprobe_events && echo 1 > $T/events/kprobes/rftbench/enable" \
 	"echo 0 > $T/events/kprobes/rftbench/enable; echo > $T/kprobe_events"
 
-# Boot: from the core's first line to its next, the time it took to take
-# the call sites and make them NOPs (or check them, when the build made
-# them NOPs already). Both cores print such a pair of lines.
-echo SAMPLE boot-sites-to-nop "$(dmesg | grep 'ftrace: ' | head -2 |
-	sed 's/^\[ *\([0-9.]*\)\].*/\1/' |
-	awk 'NR == 1 { a = $1 } NR == 2 { printf "%.0f", ($1 - a) * 1000000 }')" us
-
 # Turning the function tracer on and off over every call site.
 echo SAMPLE sites "$(wc -l < $T/available_filter_functions)" sites
 set -- $(cat $T/dyn_ftrace_total_info)
