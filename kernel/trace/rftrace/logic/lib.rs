@@ -9,6 +9,7 @@
 #[cfg(test)]
 extern crate std;
 
+pub mod fgraph;
 pub mod glob;
 pub mod insn;
 pub mod parser;
