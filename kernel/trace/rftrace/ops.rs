@@ -295,8 +295,7 @@ pub unsafe extern "C" fn arch_ftrace_ops_list_func(
 ///
 /// # Safety
 ///
-/// Called only through the operations table it is registered in, with
-/// the arguments that table's contract gives.
+/// Called by the trampoline of `op`, with `op` and the trampoline's frame.
 unsafe extern "C" fn ftrace_ops_assist_func(
     ip: c_ulong,
     parent_ip: c_ulong,
