@@ -828,12 +828,8 @@ pub unsafe extern "C" fn ftrace_regex_release(
     {
         let _p = Guard::of(PARSER_LOCK.get());
         if f.parser.loaded() {
-            let mut tok = [0u8; BUF_SIZE];
-            let t = f.parser.token();
-            let n = t.len().min(BUF_SIZE);
-            tok[..n].copy_from_slice(&t[..n]);
             // SAFETY: the file's state. The result is ignored, as in C.
-            let _ = unsafe { process(f.hash, f.tr, f.notrace, &tok[..n]) };
+            let _ = unsafe { process(f.hash, f.tr, f.notrace, f.parser.token()) };
         }
     }
     if f.write {
@@ -1146,12 +1142,8 @@ unsafe extern "C" fn graph_release(
     {
         let _p = Guard::of(PARSER_LOCK.get());
         if g.parser.loaded() {
-            let mut tok = [0u8; BUF_SIZE];
-            let t = g.parser.token();
-            let n = t.len().min(BUF_SIZE);
-            tok[..n].copy_from_slice(&t[..n]);
             // SAFETY: the file's private set; the result is ignored.
-            let _ = unsafe { graph_token(g.hash, &tok[..n]) };
+            let _ = unsafe { graph_token(g.hash, g.parser.token()) };
         }
     }
     let _l = Guard::of(GRAPH_LOCK.get());

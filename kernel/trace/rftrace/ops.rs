@@ -536,20 +536,14 @@ pub(crate) unsafe fn update_sites() -> Result<(), c_int> {
     unsafe { update_scope(&[]) }
 }
 
-/// The sites whose wants may have changed: those of `sets` (null entries
-/// ignored), or every site when `sets` is empty.
+/// The sites of `sets` (null entries ignored), each once: those whose
+/// wants may have changed when a scoped update is asked for.
 ///
 /// # Safety
 ///
 /// `ftrace_lock` is held; the sets are valid.
 unsafe fn scope_cells(sets: &[*const FtraceHash]) -> Result<KVVec<&'static Cell>, c_int> {
     let mut v = KVVec::new();
-    if sets.is_empty() {
-        for c in table::all() {
-            v.push(c, GFP_KERNEL).map_err(|_| ENOMEM)?;
-        }
-        return Ok(v);
-    }
     let mut oom = false;
     for (i, &h) in sets.iter().enumerate() {
         // SAFETY: per the function's contract.
@@ -613,9 +607,20 @@ pub(crate) unsafe fn update_scope(scope: &[*const FtraceHash]) -> Result<(), c_i
     let regs_tramp = addr(bindings::ftrace_regs_caller);
     let mut changes = KVVec::<Change>::new();
     let mut after = KVVec::<(&'static Cell, Site)>::new();
-    // SAFETY: per the function's contract.
-    let cells = unsafe { scope_cells(scope)? };
-    for &cell in cells.iter() {
+    // Every site is walked in place; a scope's sites are collected first.
+    let scoped;
+    let mut all;
+    let mut some;
+    let cells: &mut dyn Iterator<Item = &'static Cell> = if scope.is_empty() {
+        all = table::all();
+        &mut all
+    } else {
+        // SAFETY: per the function's contract.
+        scoped = unsafe { scope_cells(scope)? };
+        some = scoped.iter().copied();
+        &mut some
+    };
+    for cell in cells {
         // SAFETY: `ftrace_lock` is held.
         let site = unsafe { cell.get() };
         if site.has(sf::DISABLED) {
