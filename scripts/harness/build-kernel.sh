@@ -43,7 +43,7 @@ stale=()
 grep -q '^CONFIG_FTRACE_CORE_RUST=y' "$out/.config" &&
 	stale+=(arch/x86/kernel/ftrace.o arch/x86/kernel/ftrace_64.o)
 grep -q '^CONFIG_FTRACE_CORE_RUST_GENERIC=y' "$out/.config" &&
-	stale+=(kernel/trace/ftrace.o kernel/trace/libftrace.o kernel/trace/libftrace.a)
+	stale+=(kernel/trace/ftrace.o kernel/trace/libftrace.o kernel/trace/libftrace.a kernel/trace/fgraph.o)
 for o in "${stale[@]}"; do
 	rm -f "$out/$o" "$out/$(dirname "$o")/.$(basename "$o").cmd"
 done

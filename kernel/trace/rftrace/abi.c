@@ -11,6 +11,8 @@
  */
 #include <linux/export.h>
 #include <linux/ftrace.h>
+#include <linux/sched/signal.h>
+#include <linux/sched/task.h>
 #include "../trace.h"
 
 struct ftrace_ops *rftrace_tr_ops(struct trace_array *tr);
@@ -29,6 +31,10 @@ void rftrace_irq_restore(unsigned long flags);
 int rftrace_cpu(void);
 struct task_struct *rftrace_current(void);
 bool rftrace_current_has_ret_stack(void);
+struct task_struct *rftrace_idle_task(int cpu);
+void rftrace_for_each_thread(bool (*fn)(struct task_struct *t, void *arg), void *arg);
+void rftrace_kill_graph(void);
+int rftrace_next_online_cpu(int prev);
 
 EXPORT_SYMBOL_GPL(register_ftrace_function);
 EXPORT_SYMBOL_GPL(unregister_ftrace_function);
@@ -135,3 +141,57 @@ bool rftrace_current_has_ret_stack(void)
 {
 	return current->ret_stack != NULL;
 }
+
+#ifdef CONFIG_FUNCTION_GRAPH_TRACER
+/*
+ * Where the function graph fields are in struct task_struct, for the Rust
+ * fgraph module (the bindings' layout of task_struct is not trusted).
+ */
+struct rftrace_task_layout {
+	size_t ret_stack, curr_ret_stack, curr_ret_depth, trace_overrun;
+	size_t ftrace_timestamp, tracing_graph_pause, trace_recursion;
+};
+
+const struct rftrace_task_layout rftrace_task_layout = {
+	.ret_stack = offsetof(struct task_struct, ret_stack),
+	.curr_ret_stack = offsetof(struct task_struct, curr_ret_stack),
+	.curr_ret_depth = offsetof(struct task_struct, curr_ret_depth),
+	.trace_overrun = offsetof(struct task_struct, trace_overrun),
+	.ftrace_timestamp = offsetof(struct task_struct, ftrace_timestamp),
+	.tracing_graph_pause = offsetof(struct task_struct, tracing_graph_pause),
+	.trace_recursion = offsetof(struct task_struct, trace_recursion),
+};
+
+/* Set once graph tracing meets a corrupted shadow stack (ftrace.h). */
+DEFINE_STATIC_KEY_FALSE(kill_ftrace_graph);
+
+void rftrace_kill_graph(void)
+{
+	static_branch_enable(&kill_ftrace_graph);
+}
+
+struct task_struct *rftrace_idle_task(int cpu)
+{
+	return idle_task(cpu);
+}
+
+/* The online CPU after @prev (-1: the first); nr_cpu_ids or more at the end. */
+int rftrace_next_online_cpu(int prev)
+{
+	return cpumask_next(prev, cpu_online_mask);
+}
+
+/* Calls @fn on every thread, under RCU, until it returns false. */
+void rftrace_for_each_thread(bool (*fn)(struct task_struct *t, void *arg), void *arg)
+{
+	struct task_struct *g, *t;
+
+	rcu_read_lock();
+	for_each_process_thread(g, t) {
+		if (!fn(t, arg))
+			goto out;
+	}
+out:
+	rcu_read_unlock();
+}
+#endif

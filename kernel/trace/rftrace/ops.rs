@@ -932,7 +932,7 @@ const LIST_OFF: usize = core::mem::offset_of!(Ops, list);
 /// # Safety
 ///
 /// `ftrace_lock` is held; `m` is initialised.
-unsafe fn subops(m: *mut Ops) -> impl Iterator<Item = *mut Ops> {
+pub(crate) unsafe fn subops(m: *mut Ops) -> impl Iterator<Item = *mut Ops> {
     // SAFETY: per the function's contract.
     unsafe { list_entries::<Ops>(ptr::addr_of_mut!((*m).subop_list), LIST_OFF) }
 }

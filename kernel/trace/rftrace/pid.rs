@@ -15,8 +15,8 @@ use core::sync::atomic::{AtomicPtr, Ordering};
 use kernel::bindings;
 use kernel::ffi::{c_char, c_int, c_uint, c_ulong, c_void};
 
-const PID_IGNORE: c_int = -1;
-const PID_TRACE: c_int = -2;
+pub(crate) const PID_IGNORE: c_int = -1;
+pub(crate) const PID_TRACE: c_int = -2;
 const TRACE_PIDS: c_int = 1;
 const TRACE_NO_PIDS: c_int = 2;
 
@@ -65,7 +65,6 @@ extern "C" {
     static mut __tracepoint_sched_switch: bindings::tracepoint;
     static mut __tracepoint_sched_process_fork: bindings::tracepoint;
     static mut __tracepoint_sched_process_free: bindings::tracepoint;
-    fn fgraph_update_pid_func();
 }
 
 /// The pid list slot of `tr` (`no`: the notrace one).
@@ -148,8 +147,11 @@ pub(crate) unsafe fn update_pid_funcs() {
             }
         }
     }
-    // SAFETY: fgraph.c's counterpart, under `ftrace_lock` as it expects.
-    unsafe { fgraph_update_pid_func() };
+    // SAFETY: the graph core's counterpart, under `ftrace_lock`.
+    #[cfg(CONFIG_FUNCTION_GRAPH_TRACER)]
+    unsafe {
+        crate::fgraph::fgraph_update_pid_func()
+    };
 }
 
 /// # Safety

@@ -9,6 +9,7 @@
 //! - [`filter`]: the filter APIs and the tracefs filter files.
 //! - [`files`]: the read-only tracefs files.
 //! - [`probe`]: commands, function probes and the func mapper.
+//! - [`fgraph`]: the function graph core (shadow stacks, graph ops).
 //!
 //! It serves the unchanged C callers through `include/linux/ftrace.h`;
 //! the x86_64 layer (arch/x86/kernel/rftrace/) writes the sites and owns
@@ -28,6 +29,9 @@ use kernel::prelude::*;
 /// The portable logic, the same files the host tests run (logic/).
 #[allow(dead_code, missing_docs)]
 mod logic {
+    #[cfg(CONFIG_FUNCTION_GRAPH_TRACER)]
+    #[path = "fgraph.rs"]
+    pub mod fgraph;
     #[path = "glob.rs"]
     pub mod glob;
     #[path = "insn.rs"]
@@ -42,6 +46,8 @@ mod logic {
     pub mod sites;
 }
 
+#[cfg(CONFIG_FUNCTION_GRAPH_TRACER)]
+mod fgraph;
 mod files;
 mod filter;
 pub mod hash;

@@ -364,6 +364,119 @@ pub fn bits(mask: u16) -> impl Iterator<Item = usize> {
     (0..OPS_SLOTS).filter(move |&i| mask & (1u16 << i) != 0)
 }
 
+/// Read access to the words of a shadow stack: the model's array here, a
+/// task's live stack in the kernel (read word by word, as interrupts on
+/// that task and unwinders on other CPUs may be looking at it too). The
+/// walks below are the same code for both.
+pub trait Words {
+    /// Word `i`, `None` past the end.
+    fn word(&self, i: usize) -> Option<u64>;
+}
+
+impl Words for [u64] {
+    fn word(&self, i: usize) -> Option<u64> {
+        self.get(i).copied()
+    }
+}
+
+/// The first word of the frame that ends just below `end` (C's
+/// `get_ret_stack()`); `None` at the bottom or on a corrupted link.
+pub fn frame_below<W: Words + ?Sized>(w: &W, end: usize) -> Option<usize> {
+    let last = end.checked_sub(1)?;
+    let link = link_of(w.word(last)?);
+    if link == 0 || link > last {
+        return None;
+    }
+    Some(last - link)
+}
+
+/// The record of the frame starting at `start`.
+pub fn read_frame<W: Words + ?Sized>(w: &W, start: usize) -> Option<RetFrame> {
+    let at = |k: usize| w.word(start.checked_add(k)?);
+    Some(RetFrame {
+        ret: at(FRAME_RET)?,
+        func: at(FRAME_FUNC)?,
+        calltime: at(FRAME_CALLTIME)?,
+        subtime: at(FRAME_SUBTIME)?,
+        retp: at(FRAME_RETP)?,
+    })
+}
+
+/// The ops bitmap of the committed frame starting at `start`.
+pub fn frame_bitmap<W: Words + ?Sized>(w: &W, start: usize) -> Option<u16> {
+    let hw = w.word(start.checked_add(FRAME_WORDS)?)?;
+    Some(((hw >> BITMAP_SHIFT) & BITMAP_MASK) as u16)
+}
+
+/// Where the data of ops `idx` lies in the frame ending at `end`: first
+/// word and number of words (C's `fgraph_retrieve_data()` walk).
+pub fn find_data<W: Words + ?Sized>(w: &W, end: usize, idx: usize) -> Option<(usize, usize)> {
+    let mut pos = end.checked_sub(1)?;
+    loop {
+        let v = w.word(pos)?;
+        if kind_of(v) != KIND_DATA {
+            return None;
+        }
+        let n = data_len_of(v);
+        if data_idx_of(v) == idx {
+            return Some((pos.checked_sub(n)?, n));
+        }
+        pos = pos.checked_sub(n + 1)?;
+    }
+}
+
+/// The first word of the `depth`-th frame below `top` (0: the top frame).
+pub fn nth_frame<W: Words + ?Sized>(w: &W, top: usize, depth: usize) -> Option<usize> {
+    let mut start = frame_below(w, top)?;
+    for _ in 0..depth {
+        start = frame_below(w, start)?;
+    }
+    Some(start)
+}
+
+/// Looks for the frame that saved the return address of slot `retp`,
+/// walking down from `from` (0: from `top`), skipping frames whose saved
+/// address is `return_handler` itself (tail calls). Gives the real return
+/// address and the offset to start the next lookup from.
+pub fn find_ret_addr<W: Words + ?Sized>(
+    w: &W,
+    top: usize,
+    from: usize,
+    retp: u64,
+    return_handler: u64,
+) -> Option<(u64, usize)> {
+    let mut end = if from == 0 { top } else { from };
+    if end > top {
+        return None;
+    }
+    while let Some(s) = frame_below(w, end) {
+        let f = read_frame(w, s)?;
+        if f.retp == retp && f.ret != return_handler {
+            return Some((f.ret, s));
+        }
+        end = s;
+    }
+    None
+}
+
+/// The data word of a reservation of `words` words by ops `idx` on top of
+/// a frame whose top word is `below` (C's `fgraph_reserve_data()`).
+pub const fn reserve_word(idx: usize, words: usize, below: u64) -> u64 {
+    data_word(idx, words, link_of(below) + words + 1)
+}
+
+/// Words needed for `size_bytes` of data, `None` when out of range
+/// (1..=256 bytes; C also lets 0 through, as one word).
+pub const fn data_words_for(size_bytes: usize) -> Option<usize> {
+    if size_bytes > MAX_DATA_SIZE {
+        None
+    } else if size_bytes == 0 {
+        Some(1)
+    } else {
+        Some(size_bytes.div_ceil(WORD_BYTES))
+    }
+}
+
 /// One task's shadow stack.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RetStack {
@@ -430,26 +543,12 @@ impl RetStack {
         self.words.get(i).copied()
     }
 
-    /// The first word of the frame that ends just below `end` (C's
-    /// `get_ret_stack()`).
     fn frame_below(&self, end: usize) -> Option<usize> {
-        let last = end.checked_sub(1)?;
-        let link = link_of(self.word(last)?);
-        if link == 0 || link > last {
-            return None;
-        }
-        Some(last - link)
+        frame_below(&self.words[..], end)
     }
 
     fn read_frame(&self, start: usize) -> Option<RetFrame> {
-        let rec = self.words.get(start..start.checked_add(FRAME_WORDS)?)?;
-        Some(RetFrame {
-            ret: *rec.get(FRAME_RET)?,
-            func: *rec.get(FRAME_FUNC)?,
-            calltime: *rec.get(FRAME_CALLTIME)?,
-            subtime: *rec.get(FRAME_SUBTIME)?,
-            retp: *rec.get(FRAME_RETP)?,
-        })
+        read_frame(&self.words[..], start)
     }
 
     /// The top frame if it is being entered (its header is reserved).
@@ -706,20 +805,8 @@ impl RetStack {
         Ok(r)
     }
 
-    /// Where the data of ops `idx` lies in the frame ending at `end`.
     fn find_data(&self, end: usize, idx: usize) -> Option<(usize, usize)> {
-        let mut pos = end.checked_sub(1)?;
-        loop {
-            let w = self.word(pos)?;
-            if kind_of(w) != KIND_DATA {
-                return None;
-            }
-            let n = data_len_of(w);
-            if data_idx_of(w) == idx {
-                return Some((pos.checked_sub(n)?, n));
-            }
-            pos = pos.checked_sub(n + 1)?;
-        }
+        find_data(&self.words[..], end, idx)
     }
 
     /// The data ops `idx` reserved in the top frame (C's
@@ -826,18 +913,7 @@ impl RetStack {
         retp: u64,
         return_handler: u64,
     ) -> Option<(u64, usize)> {
-        let mut end = if start == 0 { self.top } else { start };
-        if end > self.top {
-            return None;
-        }
-        while let Some(s) = self.frame_below(end) {
-            let f = self.read_frame(s)?;
-            if f.retp == retp && f.ret != return_handler {
-                return Some((f.ret, s));
-            }
-            end = s;
-        }
-        None
+        find_ret_addr(&self.words[..], self.top, start, retp, return_handler)
     }
 
     /// C's `ftrace_graph_ret_addr()`: `ret` unless it is `return_handler`

@@ -1,0 +1,1132 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The function graph core: what `kernel/trace/fgraph.c` is in the C core.
+//!
+//! A graph ops (`struct fgraph_ops`) is a sub-ops of [`GRAPH_OPS`], the
+//! manager ops whose callback is the x86_64 layer's `ftrace_graph_func`.
+//! At a traced function's entry that callback calls
+//! [`function_graph_enter`], which pushes a frame on the task's shadow
+//! stack (the real return address among other things), asks each graph
+//! ops' entry callback and, if one wants the return, has the x86_64 layer
+//! replace the return address by `return_to_handler`. That trampoline
+//! calls [`ftrace_return_to_handler`], which runs the return callbacks of
+//! the ops that wanted it, pops the frame and gives back the real address.
+//!
+//! The word layout of the shadow stack (6.12's, 4 KiB per task) and its
+//! walks are `logic/fgraph.rs`, shared with the host tests; this file holds
+//! the task memory, the hot path and the registration.
+//!
+//! Memory: a task gets its 4 KiB stack when graph tracing starts (or when
+//! it is forked while graph tracing runs) and gives it back when the last
+//! graph ops unregisters, unless it is still inside a traced function at
+//! that moment (its return must come back through the stack): then it
+//! keeps it until it exits or graph tracing stops again. The idle tasks
+//! keep theirs, as in C.
+//!
+//! Locking: registration, the task memory passes and the pid switch run
+//! under `ftrace_lock`. The hot path takes no lock: it reads [`ARRAY`]
+//! and [`LIVE`], and touches only the current task's stack, with
+//! preemption off at entry. Other CPUs read a task's stack only to unwind
+//! it, with preemption off, which the RCU grace period before a stack is
+//! freed waits for.
+
+use crate::logic::fgraph::{
+    self as sg, find_data, frame_below, nth_frame, reserve_word, Words, FRAME_CALLTIME,
+    FRAME_FUNC, FRAME_RET, FRAME_RETP, FRAME_WORDS, OPS_SLOTS, SHADOW_STACK_SIZE,
+    SHADOW_STACK_WORDS, STACK_LIMIT, TASK_VARS,
+};
+use crate::ops::{self, Ops};
+use crate::{err, CGlobal, Guard, Locked, EBUSY};
+use core::ptr;
+use core::sync::atomic::{
+    compiler_fence, AtomicBool, AtomicI32, AtomicPtr, AtomicU16, AtomicU64, Ordering,
+};
+use kernel::bindings;
+use kernel::c_str;
+use kernel::ffi::{c_int, c_uint, c_ulong, c_void};
+use kernel::prelude::*;
+
+type Gops = bindings::fgraph_ops;
+type Task = *mut bindings::task_struct;
+
+/// Where the graph fields are in `struct task_struct` (abi.c).
+#[repr(C)]
+#[allow(dead_code)]
+struct TaskLayout {
+    ret_stack: usize,
+    curr_ret_stack: usize,
+    curr_ret_depth: usize,
+    trace_overrun: usize,
+    ftrace_timestamp: usize,
+    tracing_graph_pause: usize,
+    trace_recursion: usize,
+}
+
+// Bindgen types of C structs are fine behind pointers.
+#[allow(improper_ctypes)]
+extern "C" {
+    static rftrace_task_layout: TaskLayout;
+    fn rftrace_current() -> Task;
+    fn rftrace_current_pid() -> c_int;
+    fn rftrace_tr_ignore_pid(tr: *mut c_void) -> c_int;
+    fn rftrace_idle_task(cpu: c_int) -> Task;
+    fn rftrace_next_online_cpu(prev: c_int) -> c_int;
+    fn rftrace_for_each_thread(
+        f: unsafe extern "C" fn(t: Task, arg: *mut c_void) -> bool,
+        arg: *mut c_void,
+    );
+    fn rftrace_kill_graph();
+    fn tracepoint_probe_register(
+        tp: *mut bindings::tracepoint,
+        probe: *mut c_void,
+        data: *mut c_void,
+    ) -> c_int;
+    fn tracepoint_probe_unregister(
+        tp: *mut bindings::tracepoint,
+        probe: *mut c_void,
+        data: *mut c_void,
+    ) -> c_int;
+    static mut __tracepoint_sched_switch: bindings::tracepoint;
+}
+
+/// The graph fields of a task.
+///
+/// # Safety
+///
+/// For every accessor: `t` is a live task.
+mod field {
+    use super::*;
+
+    unsafe fn at<T>(t: Task, off: usize) -> *mut T {
+        t.cast::<u8>().wrapping_add(off).cast()
+    }
+
+    macro_rules! accessor {
+        ($name:ident, $field:ident, $ty:ty) => {
+            /// # Safety
+            ///
+            /// `t` is a live task; the reference is used while it lives.
+            pub(super) unsafe fn $name<'a>(t: Task) -> &'a $ty {
+                // SAFETY: the layout comes from the C compiler (abi.c);
+                // the field has the size and alignment of `$ty`, and
+                // every access to it is atomic or by the owning task.
+                unsafe { <$ty>::from_ptr(at(t, rftrace_task_layout.$field)) }
+            }
+        };
+    }
+    accessor!(stack, ret_stack, AtomicPtr<u64>);
+    accessor!(top, curr_ret_stack, AtomicI32);
+    accessor!(depth, curr_ret_depth, AtomicI32);
+    accessor!(overrun, trace_overrun, AtomicI32);
+    accessor!(timestamp, ftrace_timestamp, AtomicU64);
+}
+
+/// A task's shadow stack: `SHADOW_STACK_WORDS` words.
+#[derive(Clone, Copy)]
+struct Stack(*mut u64);
+
+impl Stack {
+    /// Word `i`, which must be below `SHADOW_STACK_WORDS`.
+    fn cell(self, i: usize) -> &'static AtomicU64 {
+        debug_assert!(i < SHADOW_STACK_WORDS);
+        // SAFETY: a stack is `SHADOW_STACK_WORDS` aligned words, alive
+        // while its task or the walker holding it may use it (see the
+        // module's locking notes); callers stay in range.
+        unsafe { AtomicU64::from_ptr(self.0.add(i)) }
+    }
+    fn get(self, i: usize) -> u64 {
+        self.cell(i).load(Ordering::Relaxed)
+    }
+    fn set(self, i: usize, v: u64) {
+        self.cell(i).store(v, Ordering::Relaxed)
+    }
+}
+
+impl Words for Stack {
+    fn word(&self, i: usize) -> Option<u64> {
+        (i < SHADOW_STACK_WORDS).then(|| self.get(i))
+    }
+}
+
+/// The registered graph ops by index (null: free).
+static ARRAY: [AtomicPtr<Gops>; OPS_SLOTS] = [const { AtomicPtr::new(ptr::null_mut()) }; OPS_SLOTS];
+/// The indices of [`ARRAY`] in use, read by the entry path.
+static LIVE: AtomicU16 = AtomicU16::new(0);
+/// Set by `ftrace_graph_stop()`: no new frame is pushed.
+static DEAD: AtomicBool = AtomicBool::new(false);
+/// `sleep-time`: a function's time includes the time its task slept.
+static SLEEP_TIME: AtomicBool = AtomicBool::new(true);
+
+/// How many graph ops are registered (C's `ftrace_graph_active`).
+#[no_mangle]
+pub static ftrace_graph_active: AtomicI32 = AtomicI32::new(0);
+
+struct State {
+    slots: sg::OpsSlots,
+    cpuhp: bool,
+    probe: bool,
+}
+
+static STATE: Locked<State> = Locked::new(State {
+    slots: sg::OpsSlots::new(),
+    cpuhp: false,
+    probe: false,
+});
+
+/// The manager ops of all graph ops.
+pub static GRAPH_OPS: CGlobal<Ops> = CGlobal::new({
+    let mut o = crate::zeroed_ops();
+    o.func = Some(bindings::ftrace_graph_func);
+    // x86_64 has its own graph callback: not a stub (C's
+    // FTRACE_OPS_GRAPH_STUB is 0 there).
+    o.flags = 0;
+    o
+});
+
+fn current() -> Task {
+    // SAFETY: a notrace accessor of `current`.
+    unsafe { rftrace_current() }
+}
+
+fn now() -> u64 {
+    // SAFETY: the tracing clock, callable in any context.
+    unsafe { bindings::trace_clock_local() }
+}
+
+fn return_handler() -> u64 {
+    bindings::return_to_handler as *const () as u64
+}
+
+// --- entry and return (hot path) ---------------------------------------
+
+/// Pushes a frame for a call of `func` that returns to `ret` from slot
+/// `retp`. Gives the stack and the offset of the frame's header word.
+///
+/// # Safety
+///
+/// `t` is the current task; preemption is off.
+#[inline(always)]
+unsafe fn push(t: Task, ret: u64, func: u64, retp: u64) -> Option<(Stack, usize)> {
+    // SAFETY: per the function's contract.
+    let (stack, top) = unsafe { (field::stack(t), field::top(t)) };
+    // Acquire: the fields set before the stack was published.
+    let p = stack.load(Ordering::Acquire);
+    if p.is_null() {
+        return None;
+    }
+    let start = top.load(Ordering::Relaxed);
+    let Ok(start) = usize::try_from(start) else {
+        return None;
+    };
+    if start + FRAME_WORDS + 1 >= STACK_LIMIT {
+        // SAFETY: as above.
+        unsafe { field::overrun(t) }.fetch_add(1, Ordering::Relaxed);
+        return None;
+    }
+    let calltime = now();
+    let s = Stack(p);
+    let hdr = start + FRAME_WORDS;
+    // An interrupt arriving before `top` moves may push and pop over
+    // these words; what counts is that the header's link is right once
+    // `top` covers it, and the words are written again after.
+    s.set(hdr, sg::reserved_word());
+    s.set(start + FRAME_RET, ret);
+    compiler_fence(Ordering::SeqCst);
+    top.store((hdr + 1) as i32, Ordering::Relaxed);
+    compiler_fence(Ordering::SeqCst);
+    s.set(hdr, sg::reserved_word());
+    s.set(start + FRAME_RET, ret);
+    s.set(start + FRAME_FUNC, func);
+    s.set(start + FRAME_CALLTIME, calltime);
+    s.set(start + FRAME_RETP, retp);
+    Some((s, hdr))
+}
+
+/// Called by the x86_64 layer at a traced function's entry: 0 when the
+/// return is to be hooked (the frame holds `ret`), `-EBUSY` otherwise.
+///
+/// # Safety
+///
+/// Called with preemption off, from the current task's traced function,
+/// `retp` being its return address slot.
+#[no_mangle]
+pub unsafe extern "C" fn function_graph_enter(
+    ret: c_ulong,
+    func: c_ulong,
+    _frame_pointer: c_ulong,
+    retp: *mut c_ulong,
+) -> c_int {
+    let live = LIVE.load(Ordering::Acquire);
+    if live == 0 || DEAD.load(Ordering::Relaxed) {
+        return EBUSY;
+    }
+    let t = current();
+    // SAFETY: `t` is the current task.
+    let (depth_c, top) = unsafe { (field::depth(t), field::top(t)) };
+    let depth = depth_c.load(Ordering::Relaxed).wrapping_add(1);
+    depth_c.store(depth, Ordering::Relaxed);
+    // SAFETY: per the function's contract.
+    let Some((s, hdr)) = (unsafe { push(t, ret as u64, func as u64, retp as u64) }) else {
+        depth_c.store(depth.wrapping_sub(1), Ordering::Relaxed);
+        return EBUSY;
+    };
+    let mut trace = bindings::ftrace_graph_ent { func, depth };
+    // With one graph ops, the manager's filter is that ops' filter.
+    let single = live & live.wrapping_sub(1) == 0;
+    let mut want = live;
+    let mut bitmap = 0u16;
+    while want != 0 {
+        let i = want.trailing_zeros() as usize;
+        want &= want - 1;
+        let g = ARRAY[i].load(Ordering::Acquire);
+        if g.is_null() {
+            continue;
+        }
+        let mark = top.load(Ordering::Relaxed);
+        // SAFETY: a listed graph ops stays valid until its unregistering
+        // has waited for the entries in flight (preemption is off here).
+        let wanted = unsafe {
+            (single || ops::ftrace_ops_test(ptr::addr_of_mut!((*g).ops), func, ptr::null_mut()) != 0)
+                && matches!((*g).entryfunc, Some(f) if f(&mut trace, g) != 0)
+        };
+        if wanted {
+            bitmap |= 1 << i;
+        } else {
+            // Drop what it reserved.
+            top.store(mark, Ordering::Relaxed);
+        }
+    }
+    if bitmap == 0 {
+        top.store((hdr - FRAME_WORDS) as i32, Ordering::Relaxed);
+        depth_c.store(depth.wrapping_sub(1), Ordering::Relaxed);
+        return EBUSY;
+    }
+    // Only the ops that accepted get the return (6.12 also sets bit 0,
+    // running index 0's return callback for calls it declined).
+    s.set(hdr, sg::bitmap_word(bitmap));
+    0
+}
+
+/// The shadow stack is not as the entry left it: stop graph tracing and
+/// say so. Returns where the broken return goes (as in C: `panic`).
+#[cold]
+fn bad_return(top: c_int) -> c_ulong {
+    DEAD.store(true, Ordering::Relaxed);
+    pr_err!(
+        "function graph: no frame for a return (shadow stack offset {}); graph tracing stopped\n",
+        top
+    );
+    bindings::panic as *const () as c_ulong
+}
+
+/// Called by `return_to_handler` when a hooked function returns: runs
+/// the return callbacks, pops the frame and gives the real return address.
+///
+/// # Safety
+///
+/// `fregs` is the trampoline's frame (the return value registers); the
+/// current task's top frame is the one of the returning function.
+#[no_mangle]
+pub unsafe extern "C" fn ftrace_return_to_handler(fregs: *mut bindings::ftrace_regs) -> c_ulong {
+    let t = current();
+    // SAFETY: `t` is the current task.
+    let (stack, top_c, depth_c) = unsafe { (field::stack(t), field::top(t), field::depth(t)) };
+    let p = stack.load(Ordering::Relaxed);
+    let top = top_c.load(Ordering::Relaxed);
+    let s = Stack(p);
+    let start = match usize::try_from(top) {
+        Ok(top) if !p.is_null() && top <= STACK_LIMIT => frame_below(&s, top),
+        _ => None,
+    };
+    let Some(start) = start else {
+        return bad_return(top);
+    };
+    let depth = depth_c.load(Ordering::Relaxed);
+    let mut trace = bindings::ftrace_graph_ret {
+        func: s.get(start + FRAME_FUNC) as c_ulong,
+        // SAFETY: on x86_64 `struct ftrace_regs` is a `struct pt_regs`;
+        // the trampoline saved the return value in `ax`.
+        retval: unsafe { (*fregs.cast::<bindings::pt_regs>()).ax },
+        depth,
+        // SAFETY: as above.
+        overrun: unsafe { field::overrun(t) }.load(Ordering::Relaxed) as c_uint,
+        calltime: s.get(start + FRAME_CALLTIME),
+        rettime: now(),
+    };
+    let ret = s.get(start + FRAME_RET) as c_ulong;
+    let mut bitmap = sg::frame_bitmap(&s, start).unwrap_or(0);
+    while bitmap != 0 {
+        let i = bitmap.trailing_zeros() as usize;
+        bitmap &= bitmap - 1;
+        let g = ARRAY[i].load(Ordering::Acquire);
+        if g.is_null() {
+            continue;
+        }
+        // SAFETY: a listed graph ops is valid (see the entry).
+        if let Some(f) = unsafe { (*g).retfunc } {
+            // SAFETY: the callback's contract.
+            unsafe { f(&mut trace, g) };
+        }
+    }
+    // The callbacks read the frame: pop it only now.
+    compiler_fence(Ordering::SeqCst);
+    top_c.store(start as i32, Ordering::Relaxed);
+    depth_c.store(depth.wrapping_sub(1), Ordering::Relaxed);
+    ret
+}
+
+/// The entry callback of a pid-filtered graph ops: calls the real one
+/// only for the tasks its trace array traces.
+unsafe extern "C" fn fgraph_pid_func(
+    trace: *mut bindings::ftrace_graph_ent,
+    gops: *mut Gops,
+) -> c_int {
+    // SAFETY: called from the entry path with a live graph ops; the
+    // accessors are notrace.
+    unsafe {
+        let tr = (*gops).ops.private;
+        if !tr.is_null() {
+            let pid = rftrace_tr_ignore_pid(tr);
+            if pid == crate::pid::PID_IGNORE
+                || (pid != crate::pid::PID_TRACE && pid != rftrace_current_pid())
+            {
+                return 0;
+            }
+        }
+        match (*gops).saved_func {
+            Some(f) => f(trace, gops),
+            None => 0,
+        }
+    }
+}
+
+// --- what callbacks and unwinders ask --------------------------------------
+
+/// The current task's stack and top, when it has a stack.
+fn current_stack() -> Option<(Stack, usize)> {
+    let t = current();
+    // SAFETY: `t` is the current task.
+    let (p, top) = unsafe { (field::stack(t).load(Ordering::Relaxed), field::top(t).load(Ordering::Relaxed)) };
+    let top = usize::try_from(top).ok()?;
+    (!p.is_null() && top <= STACK_LIMIT).then_some((Stack(p), top))
+}
+
+/// Reserves `size_bytes` (up to 256) on the frame being entered for graph
+/// ops `idx`; only from that ops' entry callback. Null when it does not
+/// fit.
+#[no_mangle]
+pub extern "C" fn fgraph_reserve_data(idx: c_int, size_bytes: c_int) -> *mut c_void {
+    let (Ok(idx), Ok(size)) = (usize::try_from(idx), usize::try_from(size_bytes)) else {
+        return ptr::null_mut();
+    };
+    let Some(words) = sg::data_words_for(size) else {
+        return ptr::null_mut();
+    };
+    let Some((s, top)) = current_stack() else {
+        return ptr::null_mut();
+    };
+    if idx >= OPS_SLOTS || top == 0 {
+        return ptr::null_mut();
+    }
+    let new_top = top + words + 1;
+    if new_top >= STACK_LIMIT {
+        return ptr::null_mut();
+    }
+    let v = reserve_word(idx, words, s.get(top - 1));
+    s.set(new_top - 1, v);
+    compiler_fence(Ordering::SeqCst);
+    // SAFETY: the current task.
+    unsafe { field::top(current()) }.store(new_top as i32, Ordering::Relaxed);
+    compiler_fence(Ordering::SeqCst);
+    s.set(new_top - 1, v);
+    s.0.wrapping_add(top).cast()
+}
+
+/// The data graph ops `idx` reserved at the entry of the function now
+/// returning; only from that ops' return callback.
+///
+/// # Safety
+///
+/// `size_bytes` is null or writable.
+#[no_mangle]
+pub unsafe extern "C" fn fgraph_retrieve_data(idx: c_int, size_bytes: *mut c_int) -> *mut c_void {
+    let Ok(idx) = usize::try_from(idx) else {
+        return ptr::null_mut();
+    };
+    let Some((s, top)) = current_stack() else {
+        return ptr::null_mut();
+    };
+    let Some((first, n)) = find_data(&s, top, idx) else {
+        return ptr::null_mut();
+    };
+    if !size_bytes.is_null() {
+        // SAFETY: per the function's contract.
+        unsafe { *size_bytes = (n * sg::WORD_BYTES) as c_int };
+    }
+    s.0.wrapping_add(first).cast()
+}
+
+/// A word for the tasks without a stack: the callers write through the
+/// pointer (only possible if a callback runs on such a task, which the
+/// entry path does not let happen).
+static SPARE_TASK_VAR: AtomicU64 = AtomicU64::new(0);
+
+/// The current task's variable of `gops`.
+///
+/// # Safety
+///
+/// `gops` is a registered graph ops.
+#[no_mangle]
+pub unsafe extern "C" fn fgraph_get_task_var(gops: *mut Gops) -> *mut c_ulong {
+    // SAFETY: per the function's contract.
+    let idx = usize::try_from(unsafe { (*gops).idx }).unwrap_or(OPS_SLOTS);
+    let t = current();
+    // SAFETY: the current task.
+    let p = unsafe { field::stack(t) }.load(Ordering::Relaxed);
+    if p.is_null() || idx >= OPS_SLOTS {
+        return SPARE_TASK_VAR.as_ptr().cast();
+    }
+    p.wrapping_add(TASK_VARS + idx).cast()
+}
+
+/// The `idx`-th frame (0: the top one) of `task`'s shadow stack, or null.
+///
+/// # Safety
+///
+/// `task` is a live task; the result is used while its frame exists
+/// (callers ask about the current task, from its callbacks).
+#[no_mangle]
+pub unsafe extern "C" fn ftrace_graph_get_ret_stack(
+    task: Task,
+    idx: c_int,
+) -> *mut bindings::ftrace_ret_stack {
+    // SAFETY: per the function's contract.
+    let (p, top) = unsafe { (field::stack(task).load(Ordering::Relaxed), field::top(task).load(Ordering::Relaxed)) };
+    let Ok(top) = usize::try_from(top) else {
+        return ptr::null_mut();
+    };
+    if p.is_null() || top > STACK_LIMIT {
+        return ptr::null_mut();
+    }
+    let depth = usize::try_from(idx).unwrap_or(0);
+    match nth_frame(&Stack(p), top, depth) {
+        Some(start) => p.wrapping_add(start).cast(),
+        None => ptr::null_mut(),
+    }
+}
+
+/// For unwinders: the real return address behind `ret` if it is
+/// `return_to_handler` and a frame of `task` saved the address of slot
+/// `retp`; `*idx` (0 at first) says where to go on from.
+///
+/// # Safety
+///
+/// `task` is a live task; `idx` is null or valid.
+#[no_mangle]
+pub unsafe extern "C" fn ftrace_graph_ret_addr(
+    task: Task,
+    idx: *mut c_int,
+    ret: c_ulong,
+    retp: *mut c_ulong,
+) -> c_ulong {
+    let handler = return_handler();
+    if ret as u64 != handler || idx.is_null() {
+        return ret;
+    }
+    // Preemption off: a stack given back is freed only after the RCU
+    // grace period that waits for this.
+    // SAFETY: paired below.
+    unsafe { bindings::ftrace_preempt_disable_notrace() };
+    // SAFETY: per the function's contract.
+    let (p, top, from) = unsafe {
+        (
+            field::stack(task).load(Ordering::Acquire),
+            field::top(task).load(Ordering::Relaxed),
+            *idx,
+        )
+    };
+    let mut real = ret;
+    if let (false, Ok(top), Ok(from)) = (p.is_null(), usize::try_from(top), usize::try_from(from)) {
+        if top <= STACK_LIMIT {
+            if let Some((r, next)) = sg::find_ret_addr(&Stack(p), top, from, retp as u64, handler) {
+                // SAFETY: per the function's contract.
+                unsafe { *idx = next as c_int };
+                real = r as c_ulong;
+            }
+        }
+    }
+    // SAFETY: paired with the disable above.
+    unsafe { bindings::ftrace_preempt_enable_notrace() };
+    real
+}
+
+/// Stops graph tracing for good after an error (the selftests call it).
+#[no_mangle]
+pub extern "C" fn ftrace_graph_stop() {
+    DEAD.store(true, Ordering::Relaxed);
+    // SAFETY: process context (the callers'), enables a static key.
+    unsafe { rftrace_kill_graph() };
+}
+
+/// `sleep-time` of the function_graph tracer and the profiler.
+#[no_mangle]
+pub extern "C" fn ftrace_graph_sleep_time_control(enable: bool) {
+    SLEEP_TIME.store(enable, Ordering::Relaxed);
+}
+
+/// The entry callback that wants nothing.
+#[no_mangle]
+pub extern "C" fn ftrace_graph_entry_stub(
+    _trace: *mut bindings::ftrace_graph_ent,
+    _gops: *mut Gops,
+) -> c_int {
+    0
+}
+
+/// With `sleep-time` off, moves the entry times of a task's frames by the
+/// time it was switched out.
+unsafe extern "C" fn sched_switch_probe(
+    _data: *mut c_void,
+    _preempt: bool,
+    prev: Task,
+    next: Task,
+    _prev_state: c_uint,
+) {
+    if SLEEP_TIME.load(Ordering::Relaxed) {
+        return;
+    }
+    let ts = now();
+    // SAFETY: the scheduler's tasks, alive during the switch.
+    unsafe {
+        field::timestamp(prev).store(ts, Ordering::Relaxed);
+        let then = field::timestamp(next).load(Ordering::Relaxed);
+        if then == 0 {
+            return;
+        }
+        let p = field::stack(next).load(Ordering::Relaxed);
+        let Ok(mut end) = usize::try_from(field::top(next).load(Ordering::Relaxed)) else {
+            return;
+        };
+        if p.is_null() || end > STACK_LIMIT {
+            return;
+        }
+        let s = Stack(p);
+        let delta = ts.wrapping_sub(then);
+        while let Some(start) = frame_below(&s, end) {
+            let c = start + FRAME_CALLTIME;
+            s.set(c, s.get(c).wrapping_add(delta));
+            end = start;
+        }
+    }
+}
+
+// --- task memory -------------------------------------------------------
+
+fn alloc_stack() -> *mut u64 {
+    // SAFETY: plain allocation; null is handled by the callers.
+    unsafe { bindings::__kmalloc_noprof(SHADOW_STACK_SIZE, bindings::GFP_KERNEL) }.cast()
+}
+
+/// Gives `t` the empty stack `p`.
+///
+/// # Safety
+///
+/// `t` is a live task without a stack; `p` is an unused stack.
+unsafe fn give_stack(t: Task, p: *mut u64) {
+    let s = Stack(p);
+    for i in TASK_VARS..SHADOW_STACK_WORDS {
+        s.set(i, 0);
+    }
+    // SAFETY: per the function's contract.
+    unsafe {
+        field::overrun(t).store(0, Ordering::Relaxed);
+        field::timestamp(t).store(0, Ordering::Relaxed);
+        field::top(t).store(0, Ordering::Relaxed);
+        field::depth(t).store(-1, Ordering::Relaxed);
+        // Release: the fields above before the stack.
+        field::stack(t).store(p, Ordering::Release);
+    }
+}
+
+/// A new task: it does not share its parent's stack, and gets its own
+/// while graph tracing runs.
+///
+/// # Safety
+///
+/// `t` is a task being created.
+#[no_mangle]
+pub unsafe extern "C" fn ftrace_graph_init_task(t: Task) {
+    // SAFETY: per the function's contract.
+    unsafe {
+        field::stack(t).store(ptr::null_mut(), Ordering::Relaxed);
+        field::top(t).store(0, Ordering::Relaxed);
+        field::depth(t).store(-1, Ordering::Relaxed);
+    }
+    if ftrace_graph_active.load(Ordering::Relaxed) != 0 {
+        let p = alloc_stack();
+        if !p.is_null() {
+            // SAFETY: a new task, a new stack.
+            unsafe { give_stack(t, p) };
+        }
+    }
+}
+
+/// An idle task (at boot or CPU bring-up): keeps the stack it had.
+///
+/// # Safety
+///
+/// `t` is the idle task of `cpu`.
+#[no_mangle]
+pub unsafe extern "C" fn ftrace_graph_init_idle_task(t: Task, _cpu: c_int) {
+    // SAFETY: per the function's contract.
+    unsafe {
+        field::top(t).store(0, Ordering::Relaxed);
+        field::depth(t).store(-1, Ordering::Relaxed);
+    }
+    if ftrace_graph_active.load(Ordering::Relaxed) == 0 {
+        return;
+    }
+    // SAFETY: as above.
+    let mut p = unsafe { field::stack(t) }.swap(ptr::null_mut(), Ordering::Relaxed);
+    if p.is_null() {
+        p = alloc_stack();
+    }
+    if !p.is_null() {
+        // SAFETY: the stack is out of the task and reset.
+        unsafe { give_stack(t, p) };
+    }
+}
+
+/// A task being freed.
+///
+/// # Safety
+///
+/// `t` is a task nobody runs or unwinds any more.
+#[no_mangle]
+pub unsafe extern "C" fn ftrace_graph_exit_task(t: Task) {
+    // SAFETY: per the function's contract.
+    let p = unsafe { field::stack(t) }.swap(ptr::null_mut(), Ordering::AcqRel);
+    if !p.is_null() {
+        // SAFETY: the task's own allocation, taken out of it.
+        unsafe { bindings::kfree(p.cast()) };
+    }
+}
+
+const POOL: usize = 32;
+
+struct Pool {
+    stacks: [*mut u64; POOL],
+    used: usize,
+    short: bool,
+}
+
+unsafe extern "C" fn give_from_pool(t: Task, arg: *mut c_void) -> bool {
+    // SAFETY: `arg` is the caller's pool; `t` is alive under RCU.
+    unsafe {
+        let pool = &mut *arg.cast::<Pool>();
+        if !field::stack(t).load(Ordering::Relaxed).is_null() {
+            return true;
+        }
+        let Some(&p) = pool.stacks.get(pool.used) else {
+            pool.short = true;
+            return false;
+        };
+        pool.used += 1;
+        give_stack(t, p);
+    }
+    true
+}
+
+fn online_cpus() -> impl Iterator<Item = c_int> {
+    let mut cpu: c_int = -1;
+    core::iter::from_fn(move || {
+        // SAFETY: reads the online mask.
+        let next = unsafe { rftrace_next_online_cpu(cpu) };
+        // SAFETY: reads a boot-time constant.
+        if next < 0 || next as c_uint >= unsafe { bindings::nr_cpu_ids } {
+            return None;
+        }
+        cpu = next;
+        Some(next)
+    })
+}
+
+/// Gives every task a stack.
+///
+/// # Safety
+///
+/// `ftrace_lock` is held; `ftrace_graph_active` is not 0.
+unsafe fn give_stacks() -> c_int {
+    for cpu in online_cpus() {
+        // SAFETY: the idle task of an online CPU.
+        unsafe {
+            let idle = rftrace_idle_task(cpu);
+            if !idle.is_null() && field::stack(idle).load(Ordering::Relaxed).is_null() {
+                ftrace_graph_init_idle_task(idle, cpu);
+            }
+        }
+    }
+    loop {
+        let mut pool = Pool {
+            stacks: [ptr::null_mut(); POOL],
+            used: 0,
+            short: false,
+        };
+        let mut oom = false;
+        for s in pool.stacks.iter_mut() {
+            *s = alloc_stack();
+            oom |= s.is_null();
+        }
+        if !oom {
+            // SAFETY: the callback matches; `pool` outlives the walk.
+            unsafe { rftrace_for_each_thread(give_from_pool, ptr::addr_of_mut!(pool).cast()) };
+        }
+        for s in pool.stacks.iter().skip(pool.used) {
+            // SAFETY: unused allocations (kfree(NULL) is fine).
+            unsafe { bindings::kfree(s.cast()) };
+        }
+        if oom {
+            return crate::ENOMEM;
+        }
+        if !pool.short {
+            return 0;
+        }
+    }
+}
+
+const REAP: usize = 64;
+
+struct Reap {
+    stacks: [*mut u64; REAP],
+    n: usize,
+    full: bool,
+}
+
+unsafe extern "C" fn take_idle_stack(t: Task, arg: *mut c_void) -> bool {
+    // SAFETY: `arg` is the caller's list; `t` is alive under RCU.
+    unsafe {
+        let r = &mut *arg.cast::<Reap>();
+        let stack = field::stack(t);
+        if stack.load(Ordering::Relaxed).is_null() || field::top(t).load(Ordering::Relaxed) != 0 {
+            // None, or still inside a traced function: it needs it to return.
+            return true;
+        }
+        let Some(slot) = r.stacks.get_mut(r.n) else {
+            r.full = true;
+            return false;
+        };
+        // The exit path may take it at the same time: one of us gets it.
+        let p = stack.swap(ptr::null_mut(), Ordering::AcqRel);
+        if !p.is_null() {
+            *slot = p;
+            r.n += 1;
+        }
+    }
+    true
+}
+
+/// Takes their stacks back from the tasks not inside a traced function.
+///
+/// # Safety
+///
+/// `ftrace_lock` is held; no graph ops is registered and no CPU is in
+/// the entry path any more.
+unsafe fn take_stacks() {
+    loop {
+        let mut r = Reap {
+            stacks: [ptr::null_mut(); REAP],
+            n: 0,
+            full: false,
+        };
+        // SAFETY: the callback matches; `r` outlives the walk.
+        unsafe { rftrace_for_each_thread(take_idle_stack, ptr::addr_of_mut!(r).cast()) };
+        if r.n == 0 {
+            return;
+        }
+        // Unwinders of other tasks read stacks with preemption off.
+        // SAFETY: may sleep; `ftrace_lock` is a mutex.
+        unsafe { bindings::synchronize_rcu() };
+        for p in r.stacks.iter().take(r.n) {
+            // SAFETY: taken out of their tasks, no reader left.
+            unsafe { bindings::kfree(p.cast()) };
+        }
+        if !r.full {
+            return;
+        }
+    }
+}
+
+unsafe extern "C" fn zero_task_var(t: Task, arg: *mut c_void) -> bool {
+    let idx = arg as usize;
+    // SAFETY: `t` is alive under RCU; only the variable of an index no
+    // callback uses yet is written.
+    let p = unsafe { field::stack(t) }.load(Ordering::Acquire);
+    if !p.is_null() {
+        Stack(p).set(TASK_VARS + idx, 0);
+    }
+    true
+}
+
+/// Zeroes every task's variable of index `idx`.
+///
+/// # Safety
+///
+/// `ftrace_lock` is held; `idx` is being registered.
+unsafe fn zero_task_vars(idx: usize) {
+    for cpu in online_cpus() {
+        // SAFETY: the idle task of an online CPU.
+        unsafe {
+            let idle = rftrace_idle_task(cpu);
+            if !idle.is_null() {
+                zero_task_var(idle, idx as *mut c_void);
+            }
+        }
+    }
+    // SAFETY: the callback matches.
+    unsafe { rftrace_for_each_thread(zero_task_var, idx as *mut c_void) };
+}
+
+unsafe extern "C" fn cpu_online(cpu: c_uint) -> c_int {
+    let cpu = cpu as c_int;
+    // SAFETY: the idle task of a CPU coming online.
+    unsafe {
+        let idle = rftrace_idle_task(cpu);
+        if !idle.is_null() && field::stack(idle).load(Ordering::Relaxed).is_null() {
+            ftrace_graph_init_idle_task(idle, cpu);
+        }
+    }
+    0
+}
+
+fn sched_switch_tp() -> *mut bindings::tracepoint {
+    ptr::addr_of_mut!(__tracepoint_sched_switch)
+}
+
+/// First graph ops: stacks for all and the sleep-time probe.
+///
+/// # Safety
+///
+/// `ftrace_lock` is held.
+unsafe fn start_graph(st: &mut State) -> c_int {
+    // SAFETY: per the function's contract.
+    let r = unsafe { give_stacks() };
+    if r != 0 {
+        return r;
+    }
+    // SAFETY: the probe matches the tracepoint's prototype.
+    let r = unsafe {
+        tracepoint_probe_register(
+            sched_switch_tp(),
+            sched_switch_probe as *mut c_void,
+            ptr::null_mut(),
+        )
+    };
+    if r == 0 {
+        st.probe = true;
+    } else {
+        pr_info!("ftrace_graph: Couldn't activate tracepoint probe to kernel_sched_switch\n");
+    }
+    0
+}
+
+/// Last graph ops gone: the probe off, stacks back.
+///
+/// # Safety
+///
+/// `ftrace_lock` is held; no graph ops is registered.
+unsafe fn stop_graph(st: &mut State) {
+    if st.probe {
+        // SAFETY: registered by `start_graph()`.
+        unsafe {
+            tracepoint_probe_unregister(
+                sched_switch_tp(),
+                sched_switch_probe as *mut c_void,
+                ptr::null_mut(),
+            )
+        };
+        st.probe = false;
+    }
+    // Entries in flight read `LIVE` as non-zero with preemption off.
+    // SAFETY: may sleep, under a mutex.
+    unsafe { bindings::synchronize_rcu() };
+    // SAFETY: per the function's contract.
+    unsafe { take_stacks() };
+}
+
+// --- registration --------------------------------------------------------
+
+fn gops_of(op: *mut Ops) -> *mut Gops {
+    op.cast::<u8>()
+        .wrapping_sub(core::mem::offset_of!(Gops, ops))
+        .cast()
+}
+
+/// Registers a graph ops: its callbacks run at the entry and return of
+/// the functions its filter selects.
+///
+/// # Safety
+///
+/// `gops` is valid and not registered; it stays valid until unregistered.
+#[no_mangle]
+pub unsafe extern "C" fn register_ftrace_graph(gops: *mut Gops) -> c_int {
+    let _g = Guard::lock();
+    // SAFETY: `ftrace_lock` is held.
+    let st = unsafe { STATE.get() };
+    if !st.cpuhp {
+        // SAFETY: registers a callback that matches.
+        let r = unsafe {
+            bindings::__cpuhp_setup_state(
+                bindings::cpuhp_state_CPUHP_AP_ONLINE_DYN,
+                c_str!("fgraph:online").as_char_ptr(),
+                true,
+                Some(cpu_online),
+                None,
+                false,
+            )
+        };
+        if r < 0 {
+            pr_warn!("fgraph: Error to init cpu hotplug support\n");
+            return r;
+        }
+        st.cpuhp = true;
+    }
+    let Some(i) = st.slots.alloc() else {
+        return err(bindings::ENOSPC);
+    };
+    if !ARRAY[i].load(Ordering::Relaxed).is_null() {
+        st.slots.release(i);
+        return err(bindings::ENOSPC);
+    }
+    let active = ftrace_graph_active.load(Ordering::Relaxed) + 1;
+    ftrace_graph_active.store(active, Ordering::Relaxed);
+    // SAFETY: per the function's contract.
+    let r = unsafe {
+        (*gops).idx = i as c_int;
+        (*gops).saved_func = (*gops).entryfunc;
+        if crate::pid::ftrace_pids_enabled(ptr::addr_of_mut!((*gops).ops)) {
+            (*gops).entryfunc = Some(fgraph_pid_func);
+        }
+        let mut r = 0;
+        if active == 1 {
+            r = start_graph(st);
+        } else {
+            zero_task_vars(i);
+        }
+        if r == 0 {
+            r = ops::ftrace_startup_subops(GRAPH_OPS.get(), ptr::addr_of_mut!((*gops).ops), 0);
+        }
+        r
+    };
+    if r == 0 {
+        ARRAY[i].store(gops, Ordering::Release);
+        LIVE.fetch_or(1 << i, Ordering::Release);
+        return 0;
+    }
+    ftrace_graph_active.store(active - 1, Ordering::Relaxed);
+    // SAFETY: per the function's contract.
+    unsafe {
+        (*gops).entryfunc = (*gops).saved_func;
+        (*gops).saved_func = None;
+    }
+    st.slots.release(i);
+    if active == 1 {
+        // SAFETY: `ftrace_lock` is held, nothing registered.
+        unsafe { stop_graph(st) };
+    }
+    r
+}
+
+/// Unregisters a graph ops.
+///
+/// # Safety
+///
+/// `gops` is valid.
+#[no_mangle]
+pub unsafe extern "C" fn unregister_ftrace_graph(gops: *mut Gops) {
+    let _g = Guard::lock();
+    // SAFETY: `ftrace_lock` is held.
+    let st = unsafe { STATE.get() };
+    // SAFETY: per the function's contract.
+    let idx = unsafe { (*gops).idx };
+    let listed = usize::try_from(idx)
+        .ok()
+        .filter(|&i| i < OPS_SLOTS && ARRAY[i].load(Ordering::Relaxed) == gops);
+    if let Some(i) = listed {
+        if ftrace_graph_active.load(Ordering::Relaxed) > 0 && st.slots.release(i) {
+            LIVE.fetch_and(!(1u16 << i), Ordering::Release);
+            ARRAY[i].store(ptr::null_mut(), Ordering::Release);
+            let active = ftrace_graph_active.load(Ordering::Relaxed) - 1;
+            ftrace_graph_active.store(active, Ordering::Relaxed);
+            // SAFETY: registered with this manager.
+            unsafe {
+                ops::ftrace_shutdown_subops(GRAPH_OPS.get(), ptr::addr_of_mut!((*gops).ops), 0);
+            }
+            if active == 0 {
+                // SAFETY: `ftrace_lock` is held, nothing registered.
+                unsafe { stop_graph(st) };
+            }
+        }
+    }
+    // SAFETY: per the function's contract.
+    unsafe {
+        if (*gops).saved_func.is_some() {
+            (*gops).entryfunc = (*gops).saved_func;
+        }
+        (*gops).saved_func = None;
+    }
+}
+
+/// Sets up the ops inside a graph ops of a trace array: it shares the
+/// filter of `src` (the array's function ops) when given.
+///
+/// # Safety
+///
+/// `dst` is valid and not registered; `src` is null or valid.
+#[no_mangle]
+pub unsafe extern "C" fn fgraph_init_ops(dst: *mut Ops, src: *mut Ops) {
+    // SAFETY: per the function's contract.
+    unsafe {
+        (*dst).flags = bindings::FTRACE_OPS_FL_PID as c_ulong;
+        if src.is_null() {
+            return;
+        }
+        (*dst).func_hash = ptr::addr_of_mut!((*src).local_hash);
+        crate::mutex_init(
+            ptr::addr_of_mut!((*dst).local_hash.regex_lock),
+            c_str!("fgraph_regex_lock"),
+        );
+        let l = ptr::addr_of_mut!((*dst).subop_list);
+        (*l).next = l;
+        (*l).prev = l;
+        (*dst).flags |= bindings::FTRACE_OPS_FL_INITIALIZED as c_ulong;
+        (*dst).private = (*src).private;
+    }
+}
+
+/// The pid lists changed: points each pid-aware graph ops at the pid
+/// filter or back at its own entry callback.
+///
+/// # Safety
+///
+/// `ftrace_lock` is held.
+#[no_mangle]
+pub unsafe extern "C" fn fgraph_update_pid_func() {
+    let m = GRAPH_OPS.get();
+    // SAFETY: `ftrace_lock` is held; listed sub-ops are graph ops.
+    unsafe {
+        if (*m).flags & bindings::FTRACE_OPS_FL_INITIALIZED as c_ulong == 0 {
+            return;
+        }
+        for op in ops::subops(m) {
+            if (*op).flags & bindings::FTRACE_OPS_FL_PID as c_ulong == 0 {
+                continue;
+            }
+            let g = gops_of(op);
+            (*g).entryfunc = if crate::pid::ftrace_pids_enabled(op) {
+                Some(fgraph_pid_func)
+            } else {
+                (*g).saved_func
+            };
+        }
+    }
+}
