@@ -31,10 +31,11 @@
 //! freed waits for.
 
 use crate::logic::fgraph::{
-    self as sg, find_data, frame_below, nth_frame, reserve_word, Words, FRAME_CALLTIME,
-    FRAME_FUNC, FRAME_RET, FRAME_RETP, FRAME_WORDS, OPS_SLOTS, SHADOW_STACK_SIZE,
-    SHADOW_STACK_WORDS, STACK_LIMIT, TASK_VARS,
+    self as sg, find_data, frame_below, nth_frame, reserve_word, Words, FRAME_CALLTIME, FRAME_FUNC,
+    FRAME_RET, FRAME_RETP, FRAME_WORDS, OPS_SLOTS, SHADOW_STACK_SIZE, SHADOW_STACK_WORDS,
+    STACK_LIMIT, TASK_VARS,
 };
+use crate::logic::recursion;
 use crate::ops::{self, Ops};
 use crate::{err, CGlobal, Guard, Locked, EBUSY};
 use core::ptr;
@@ -51,7 +52,6 @@ type Task = *mut bindings::task_struct;
 
 /// Where the graph fields are in `struct task_struct` (abi.c).
 #[repr(C)]
-#[allow(dead_code)]
 struct TaskLayout {
     ret_stack: usize,
     curr_ret_stack: usize,
@@ -66,7 +66,6 @@ struct TaskLayout {
 #[allow(improper_ctypes)]
 extern "C" {
     static rftrace_task_layout: TaskLayout;
-    fn rftrace_current() -> Task;
     fn rftrace_current_pid() -> c_int;
     fn rftrace_tr_ignore_pid(tr: *mut c_void) -> c_int;
     fn rftrace_idle_task(cpu: c_int) -> Task;
@@ -119,6 +118,8 @@ mod field {
     accessor!(depth, curr_ret_depth, AtomicI32);
     accessor!(overrun, trace_overrun, AtomicI32);
     accessor!(timestamp, ftrace_timestamp, AtomicU64);
+    accessor!(pause, tracing_graph_pause, AtomicI32);
+    accessor!(recursion, trace_recursion, AtomicU64);
 }
 
 /// A task's shadow stack: `SHADOW_STACK_WORDS` words.
@@ -183,9 +184,9 @@ pub static GRAPH_OPS: CGlobal<Ops> = CGlobal::new({
     o
 });
 
+#[inline(always)]
 fn current() -> Task {
-    // SAFETY: a notrace accessor of `current`.
-    unsafe { rftrace_current() }
+    crate::percpu::current()
 }
 
 fn now() -> u64 {
@@ -242,7 +243,49 @@ unsafe fn push(t: Task, ret: u64, func: u64, retp: u64) -> Option<(Stack, usize)
     Some((s, hdr))
 }
 
-/// Called by the x86_64 layer at a traced function's entry: 0 when the
+/// The x86_64 layer's graph callback, past its own checks: if a graph ops
+/// wants the return of `func`, whose return address is at `parent`,
+/// records it and puts `return_to_handler` there. Inlines what C's
+/// `prepare_ftrace_return()` gets from headers: the pause count and the
+/// recursion guard.
+///
+/// # Safety
+///
+/// Called from the traced function's entry on the current task; `parent`
+/// is its return address slot.
+#[no_mangle]
+pub unsafe extern "C" fn rftrace_graph_entry(func: c_ulong, parent: *mut c_ulong) {
+    if LIVE.load(Ordering::Relaxed) == 0 || DEAD.load(Ordering::Relaxed) {
+        return;
+    }
+    let t = current();
+    // SAFETY: `t` is the current task.
+    let (pause, rec) = unsafe { (field::pause(t), field::recursion(t)) };
+    if pause.load(Ordering::Relaxed) != 0 {
+        return;
+    }
+    let val = rec.load(Ordering::Relaxed);
+    let Some(bit) =
+        recursion::take_bit(val, crate::percpu::preempt_count(), recursion::FTRACE_START)
+    else {
+        return;
+    };
+    rec.store(val | (1 << bit), Ordering::Relaxed);
+    compiler_fence(Ordering::SeqCst);
+    crate::percpu::preempt_disable();
+    // SAFETY: per the function's contract `parent` is the return slot.
+    unsafe {
+        let ret = *parent;
+        if enter(t, ret, func, parent) == 0 {
+            *parent = return_handler() as c_ulong;
+        }
+    }
+    crate::percpu::preempt_enable();
+    compiler_fence(Ordering::SeqCst);
+    rec.store(rec.load(Ordering::Relaxed) & !(1 << bit), Ordering::Relaxed);
+}
+
+/// C's entry point for an architecture's graph callback: 0 when the
 /// return is to be hooked (the frame holds `ret`), `-EBUSY` otherwise.
 ///
 /// # Safety
@@ -256,11 +299,21 @@ pub unsafe extern "C" fn function_graph_enter(
     _frame_pointer: c_ulong,
     retp: *mut c_ulong,
 ) -> c_int {
+    // SAFETY: per the function's contract.
+    unsafe { enter(current(), ret, func, retp) }
+}
+
+/// The entry: pushes the frame, asks the graph ops.
+///
+/// # Safety
+///
+/// As for [`function_graph_enter`]; `t` is the current task.
+#[inline(always)]
+unsafe fn enter(t: Task, ret: c_ulong, func: c_ulong, retp: *mut c_ulong) -> c_int {
     let live = LIVE.load(Ordering::Acquire);
     if live == 0 || DEAD.load(Ordering::Relaxed) {
         return EBUSY;
     }
-    let t = current();
     // SAFETY: `t` is the current task.
     let (depth_c, top) = unsafe { (field::depth(t), field::top(t)) };
     let depth = depth_c.load(Ordering::Relaxed).wrapping_add(1);
@@ -286,7 +339,8 @@ pub unsafe extern "C" fn function_graph_enter(
         // SAFETY: a listed graph ops stays valid until its unregistering
         // has waited for the entries in flight (preemption is off here).
         let wanted = unsafe {
-            (single || ops::ftrace_ops_test(ptr::addr_of_mut!((*g).ops), func, ptr::null_mut()) != 0)
+            (single
+                || ops::ftrace_ops_test(ptr::addr_of_mut!((*g).ops), func, ptr::null_mut()) != 0)
                 && matches!((*g).entryfunc, Some(f) if f(&mut trace, g) != 0)
         };
         if wanted {
@@ -406,7 +460,12 @@ unsafe extern "C" fn fgraph_pid_func(
 fn current_stack() -> Option<(Stack, usize)> {
     let t = current();
     // SAFETY: `t` is the current task.
-    let (p, top) = unsafe { (field::stack(t).load(Ordering::Relaxed), field::top(t).load(Ordering::Relaxed)) };
+    let (p, top) = unsafe {
+        (
+            field::stack(t).load(Ordering::Relaxed),
+            field::top(t).load(Ordering::Relaxed),
+        )
+    };
     let top = usize::try_from(top).ok()?;
     (!p.is_null() && top <= STACK_LIMIT).then_some((Stack(p), top))
 }
@@ -501,7 +560,12 @@ pub unsafe extern "C" fn ftrace_graph_get_ret_stack(
     idx: c_int,
 ) -> *mut bindings::ftrace_ret_stack {
     // SAFETY: per the function's contract.
-    let (p, top) = unsafe { (field::stack(task).load(Ordering::Relaxed), field::top(task).load(Ordering::Relaxed)) };
+    let (p, top) = unsafe {
+        (
+            field::stack(task).load(Ordering::Relaxed),
+            field::top(task).load(Ordering::Relaxed),
+        )
+    };
     let Ok(top) = usize::try_from(top) else {
         return ptr::null_mut();
     };

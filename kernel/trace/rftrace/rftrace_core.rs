@@ -42,6 +42,8 @@ mod logic {
     pub mod plan;
     #[path = "profile.rs"]
     pub mod profile;
+    #[path = "recursion.rs"]
+    pub mod recursion;
     #[path = "sites.rs"]
     pub mod sites;
 }
@@ -52,6 +54,9 @@ mod files;
 mod filter;
 pub mod hash;
 mod ops;
+/// The x86_64 per-CPU reads the hot path inlines (`current`, preempt count).
+#[path = "../../../arch/x86/kernel/rftrace/percpu.rs"]
+mod percpu;
 mod pid;
 mod probe;
 mod profile;

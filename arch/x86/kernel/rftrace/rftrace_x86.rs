@@ -945,6 +945,30 @@ pub unsafe extern "C" fn prepare_ftrace_return(
     if (ptr::addr_of!(marker) as isize) >= 0 {
         return;
     }
+    // The Rust graph core does the rest, with the guards inlined.
+    #[cfg(CONFIG_FTRACE_CORE_RUST_GENERIC)]
+    {
+        extern "C" {
+            fn rftrace_graph_entry(func: c_ulong, parent: *mut c_ulong);
+        }
+        let _ = frame_pointer;
+        // SAFETY: per the function's contract.
+        unsafe { rftrace_graph_entry(ip, parent) };
+    }
+    #[cfg(not(CONFIG_FTRACE_CORE_RUST_GENERIC))]
+    // SAFETY: per the function's contract.
+    unsafe {
+        prepare_return_c(ip, parent, frame_pointer)
+    };
+}
+
+/// [`prepare_ftrace_return`] for C's graph core (kernel/trace/fgraph.c).
+///
+/// # Safety
+///
+/// As for [`prepare_ftrace_return`].
+#[cfg(not(CONFIG_FTRACE_CORE_RUST_GENERIC))]
+unsafe fn prepare_return_c(ip: c_ulong, parent: *mut c_ulong, frame_pointer: c_ulong) {
     // SAFETY: a plain read of the graph core's state.
     if unsafe { bindings::ftrace_graph_is_dead() } {
         return;

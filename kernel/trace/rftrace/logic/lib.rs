@@ -15,4 +15,5 @@ pub mod insn;
 pub mod parser;
 pub mod plan;
 pub mod profile;
+pub mod recursion;
 pub mod sites;

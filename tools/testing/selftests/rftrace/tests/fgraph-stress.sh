@@ -1,0 +1,127 @@
+#!/bin/sh
+# function_graph under load: both vCPUs run a fork/exec/sleep-heavy
+# workload for at least 60 s while the tracer is switched off and on 50
+# times (each switch unregisters the graph ops: the core takes the shadow
+# stacks back and gives them out again) and set_graph_function is
+# rewritten meanwhile. Every tenth snapshot of the trace is checked:
+# durations are not negative (printed unsigned, a negative one would be
+# enormous) and entries and returns nest per task. Kernel warnings are
+# caught by the harness in the console log.
+T=/sys/kernel/tracing
+fail() { echo "fgraph-stress: $*"; touch /tmp/fgs.stop; exit 1; }
+TOGGLES=${TOGGLES:-50}
+SECONDS_MIN=${SECONDS_MIN:-60}
+
+rm -f /tmp/fgs.stop
+echo nop > $T/current_tracer
+echo > $T/set_graph_function
+bufkb=$(cut -d' ' -f1 $T/buffer_size_kb)
+echo 2048 > $T/buffer_size_kb
+
+# The workload: per vCPU, fork + exec + short sleeps, and reads.
+cat > /tmp/fgs-work.sh << 'END'
+while [ ! -e /tmp/fgs.stop ]; do
+	sh -c 'cat /proc/version > /dev/null; sleep 0.01'
+	ls / > /dev/null
+	sleep 0.02
+done
+END
+pin=
+taskset -c 0 true 2> /dev/null && pin=yes
+for c in 0 1; do
+	if [ -n "$pin" ]; then taskset -c $c sh /tmp/fgs-work.sh & else sh /tmp/fgs-work.sh & fi
+done
+
+# The rewriter: a new set_graph_function every 0.3 s. do_exit never
+# returns (its frame dies with the task); kernel_clone, the sleeps and
+# exec return normally, some after sleeping.
+(
+	i=0
+	while [ ! -e /tmp/fgs.stop ]; do
+		case $((i % 5)) in
+		0) f=kernel_clone ;;
+		1) f='do_nanosleep ksys_read' ;;
+		2) f='do_exit kernel_clone' ;;
+		3) f='bprm_execve do_sys_openat2' ;;
+		4) f='ksys_read do_nanosleep kernel_clone' ;;
+		esac
+		echo "$f" > $T/set_graph_function 2> /dev/null
+		i=$((i + 1))
+		sleep 0.3
+	done
+) &
+
+# Checks one snapshot; prints "opens closes leaves" or FAIL lines.
+check() {
+	awk '
+	function bad(m) { print "FAIL line " NR ": " m ": " $0; nbad++ }
+	# A call inside the open entry on top of the task is one level deeper;
+	# more when an interrupt came in while the graph core was entering or
+	# leaving a function of the task (its depth was already counted).
+	# Never shallower: that would be a lost return.
+	function inside(k, ind) {
+		if (sp[k] == 0) return
+		if (ind < stk[k, sp[k]] + 2) bad("call at indent " ind " inside an open entry at " stk[k, sp[k]])
+		if (ind > stk[k, sp[k]] + 2) gaps++
+	}
+	/LOST/ { for (k in sp) sp[k] = 0; next }
+	/=>/ && /^ *[0-9]+\)/ {
+		cpu = $1; n = split($NF, a, "-"); cur[cpu] = a[n]; next
+	}
+	/^ *[0-9]+\)/ && /\|/ {
+		cpu = $1
+		p = index($0, "|"); head = substr($0, 1, p - 1); body = substr($0, p + 1)
+		if (match(head, /[0-9]+\.[0-9]+ us/)) {
+			d = substr(head, RSTART, RLENGTH - 3) + 0
+			if (d > 60000000) bad("duration " d " us")
+			ndur++
+		}
+		match(body, /^ */); ind = RLENGTH; txt = substr(body, ind + 1)
+		if (txt == "" || txt ~ /^=|^</) next
+		if (!(cpu in cur)) next
+		k = cur[cpu]
+		if (txt ~ /^}/) {
+			if (sp[k] > 0) {
+				if (stk[k, sp[k]] != ind) bad("return at indent " ind ", open entry at " stk[k, sp[k]])
+				sp[k]--
+			}
+			closes++
+		} else if (txt ~ /\{ *$/) {
+			inside(k, ind)
+			sp[k]++; stk[k, sp[k]] = ind; opens++
+		} else if (txt ~ /\); *$/) {
+			inside(k, ind)
+			leaves++
+		}
+	}
+	END {
+		if (nbad > 0) exit 1
+		print opens + 0, closes + 0, leaves + 0, ndur + 0, gaps + 0
+	}' "$1"
+}
+
+start=$(cut -d. -f1 /proc/uptime)
+i=0 checked=0 opens=0 durs=0 gaps=0
+while [ $i -lt $TOGGLES ] || [ $(($(cut -d. -f1 /proc/uptime) - start)) -lt $SECONDS_MIN ]; do
+	echo function_graph > $T/current_tracer || fail "cannot select function_graph (switch $i)"
+	sleep 0.5
+	if [ $((i % 10)) -eq 0 ]; then
+		echo 0 > $T/tracing_on
+		cat $T/trace > /tmp/fgs.trace
+		echo 1 > $T/tracing_on
+		r=$(check /tmp/fgs.trace) || { echo "$r" | head -20; fail "bad trace at switch $i"; }
+		set -- $r
+		opens=$((opens + $1)) durs=$((durs + $4)) gaps=$((gaps + $5)) checked=$((checked + 1))
+	fi
+	echo nop > $T/current_tracer || fail "cannot select nop (switch $i)"
+	i=$((i + 1))
+	[ $((i % 10)) -eq 0 ] && echo "fgraph-stress: $i switches, $(($(cut -d. -f1 /proc/uptime) - start)) s"
+done
+elapsed=$(($(cut -d. -f1 /proc/uptime) - start))
+touch /tmp/fgs.stop
+wait
+echo > $T/set_graph_function
+echo $bufkb > $T/buffer_size_kb
+[ "$(wc -l < $T/enabled_functions)" -eq 0 ] || fail "enabled_functions not empty: $(head -3 $T/enabled_functions)"
+[ $opens -gt 0 ] && [ $durs -gt 0 ] || fail "the snapshots held no nested calls ($opens entries, $durs durations)"
+echo "fgraph-stress: $i switches in ${elapsed} s, $checked snapshots checked: $opens entries, $durs durations, all nested ($gaps interrupts at entry/exit), none negative"
