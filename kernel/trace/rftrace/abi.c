@@ -143,25 +143,6 @@ bool rftrace_current_has_ret_stack(void)
 }
 
 #ifdef CONFIG_FUNCTION_GRAPH_TRACER
-/*
- * Where the function graph fields are in struct task_struct, for the Rust
- * fgraph module (the bindings' layout of task_struct is not trusted).
- */
-struct rftrace_task_layout {
-	size_t ret_stack, curr_ret_stack, curr_ret_depth, trace_overrun;
-	size_t ftrace_timestamp, tracing_graph_pause, trace_recursion;
-};
-
-const struct rftrace_task_layout rftrace_task_layout = {
-	.ret_stack = offsetof(struct task_struct, ret_stack),
-	.curr_ret_stack = offsetof(struct task_struct, curr_ret_stack),
-	.curr_ret_depth = offsetof(struct task_struct, curr_ret_depth),
-	.trace_overrun = offsetof(struct task_struct, trace_overrun),
-	.ftrace_timestamp = offsetof(struct task_struct, ftrace_timestamp),
-	.tracing_graph_pause = offsetof(struct task_struct, tracing_graph_pause),
-	.trace_recursion = offsetof(struct task_struct, trace_recursion),
-};
-
 /* Set once graph tracing meets a corrupted shadow stack (ftrace.h). */
 DEFINE_STATIC_KEY_FALSE(kill_ftrace_graph);
 

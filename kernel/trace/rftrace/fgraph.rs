@@ -37,6 +37,7 @@ use crate::logic::fgraph::{
 };
 use crate::logic::recursion;
 use crate::ops::{self, Ops};
+use crate::task::{self as field, current, guarded, Task};
 use crate::{err, CGlobal, Guard, Locked, EBUSY};
 use core::ptr;
 use core::sync::atomic::{
@@ -48,24 +49,10 @@ use kernel::ffi::{c_int, c_uint, c_ulong, c_void};
 use kernel::prelude::*;
 
 type Gops = bindings::fgraph_ops;
-type Task = *mut bindings::task_struct;
-
-/// Where the graph fields are in `struct task_struct` (abi.c).
-#[repr(C)]
-struct TaskLayout {
-    ret_stack: usize,
-    curr_ret_stack: usize,
-    curr_ret_depth: usize,
-    trace_overrun: usize,
-    ftrace_timestamp: usize,
-    tracing_graph_pause: usize,
-    trace_recursion: usize,
-}
 
 // Bindgen types of C structs are fine behind pointers.
 #[allow(improper_ctypes)]
 extern "C" {
-    static rftrace_task_layout: TaskLayout;
     fn rftrace_current_pid() -> c_int;
     fn rftrace_tr_ignore_pid(tr: *mut c_void) -> c_int;
     fn rftrace_idle_task(cpu: c_int) -> Task;
@@ -86,40 +73,6 @@ extern "C" {
         data: *mut c_void,
     ) -> c_int;
     static mut __tracepoint_sched_switch: bindings::tracepoint;
-}
-
-/// The graph fields of a task.
-///
-/// # Safety
-///
-/// For every accessor: `t` is a live task.
-mod field {
-    use super::*;
-
-    unsafe fn at<T>(t: Task, off: usize) -> *mut T {
-        t.cast::<u8>().wrapping_add(off).cast()
-    }
-
-    macro_rules! accessor {
-        ($name:ident, $field:ident, $ty:ty) => {
-            /// # Safety
-            ///
-            /// `t` is a live task; the reference is used while it lives.
-            pub(super) unsafe fn $name<'a>(t: Task) -> &'a $ty {
-                // SAFETY: the layout comes from the C compiler (abi.c);
-                // the field has the size and alignment of `$ty`, and
-                // every access to it is atomic or by the owning task.
-                unsafe { <$ty>::from_ptr(at(t, rftrace_task_layout.$field)) }
-            }
-        };
-    }
-    accessor!(stack, ret_stack, AtomicPtr<u64>);
-    accessor!(top, curr_ret_stack, AtomicI32);
-    accessor!(depth, curr_ret_depth, AtomicI32);
-    accessor!(overrun, trace_overrun, AtomicI32);
-    accessor!(timestamp, ftrace_timestamp, AtomicU64);
-    accessor!(pause, tracing_graph_pause, AtomicI32);
-    accessor!(recursion, trace_recursion, AtomicU64);
 }
 
 /// A task's shadow stack: `SHADOW_STACK_WORDS` words.
@@ -184,11 +137,6 @@ pub static GRAPH_OPS: CGlobal<Ops> = CGlobal::new({
     o
 });
 
-#[inline(always)]
-fn current() -> Task {
-    crate::percpu::current()
-}
-
 fn now() -> u64 {
     // SAFETY: the tracing clock, callable in any context.
     unsafe { bindings::trace_clock_local() }
@@ -219,27 +167,27 @@ unsafe fn push(t: Task, ret: u64, func: u64, retp: u64) -> Option<(Stack, usize)
     let Ok(start) = usize::try_from(start) else {
         return None;
     };
-    if start + FRAME_WORDS + 1 >= STACK_LIMIT {
+    if start >= STACK_LIMIT - FRAME_WORDS - 1 {
         // SAFETY: as above.
         unsafe { field::overrun(t) }.fetch_add(1, Ordering::Relaxed);
         return None;
     }
     let calltime = now();
     let s = Stack(p);
-    let hdr = start + FRAME_WORDS;
+    let hdr = start.wrapping_add(FRAME_WORDS);
     // An interrupt arriving before `top` moves may push and pop over
     // these words; what counts is that the header's link is right once
     // `top` covers it, and the words are written again after.
     s.set(hdr, sg::reserved_word());
-    s.set(start + FRAME_RET, ret);
+    s.set(start.wrapping_add(FRAME_RET), ret);
     compiler_fence(Ordering::SeqCst);
-    top.store((hdr + 1) as i32, Ordering::Relaxed);
+    top.store(hdr.wrapping_add(1) as i32, Ordering::Relaxed);
     compiler_fence(Ordering::SeqCst);
     s.set(hdr, sg::reserved_word());
-    s.set(start + FRAME_RET, ret);
-    s.set(start + FRAME_FUNC, func);
-    s.set(start + FRAME_CALLTIME, calltime);
-    s.set(start + FRAME_RETP, retp);
+    s.set(start.wrapping_add(FRAME_RET), ret);
+    s.set(start.wrapping_add(FRAME_FUNC), func);
+    s.set(start.wrapping_add(FRAME_CALLTIME), calltime);
+    s.set(start.wrapping_add(FRAME_RETP), retp);
     Some((s, hdr))
 }
 
@@ -260,29 +208,18 @@ pub unsafe extern "C" fn rftrace_graph_entry(func: c_ulong, parent: *mut c_ulong
     }
     let t = current();
     // SAFETY: `t` is the current task.
-    let (pause, rec) = unsafe { (field::pause(t), field::recursion(t)) };
-    if pause.load(Ordering::Relaxed) != 0 {
+    if unsafe { field::pause(t) }.load(Ordering::Relaxed) != 0 {
         return;
     }
-    let val = rec.load(Ordering::Relaxed);
-    let Some(bit) =
-        recursion::take_bit(val, crate::percpu::preempt_count(), recursion::FTRACE_START)
-    else {
-        return;
-    };
-    rec.store(val | (1 << bit), Ordering::Relaxed);
-    compiler_fence(Ordering::SeqCst);
-    crate::percpu::preempt_disable();
-    // SAFETY: per the function's contract `parent` is the return slot.
-    unsafe {
-        let ret = *parent;
-        if enter(t, ret, func, parent) == 0 {
-            *parent = return_handler() as c_ulong;
+    guarded(t, recursion::FTRACE_START, || {
+        // SAFETY: per the function's contract `parent` is the return slot.
+        unsafe {
+            let ret = *parent;
+            if enter(t, ret, func, parent) == 0 {
+                *parent = return_handler() as c_ulong;
+            }
         }
-    }
-    crate::percpu::preempt_enable();
-    compiler_fence(Ordering::SeqCst);
-    rec.store(rec.load(Ordering::Relaxed) & !(1 << bit), Ordering::Relaxed);
+    });
 }
 
 /// C's entry point for an architecture's graph callback: 0 when the
@@ -351,7 +288,7 @@ unsafe fn enter(t: Task, ret: c_ulong, func: c_ulong, retp: *mut c_ulong) -> c_i
         }
     }
     if bitmap == 0 {
-        top.store((hdr - FRAME_WORDS) as i32, Ordering::Relaxed);
+        top.store(hdr.wrapping_sub(FRAME_WORDS) as i32, Ordering::Relaxed);
         depth_c.store(depth.wrapping_sub(1), Ordering::Relaxed);
         return EBUSY;
     }
@@ -397,17 +334,17 @@ pub unsafe extern "C" fn ftrace_return_to_handler(fregs: *mut bindings::ftrace_r
     };
     let depth = depth_c.load(Ordering::Relaxed);
     let mut trace = bindings::ftrace_graph_ret {
-        func: s.get(start + FRAME_FUNC) as c_ulong,
+        func: s.get(start.wrapping_add(FRAME_FUNC)) as c_ulong,
         // SAFETY: on x86_64 `struct ftrace_regs` is a `struct pt_regs`;
         // the trampoline saved the return value in `ax`.
         retval: unsafe { (*fregs.cast::<bindings::pt_regs>()).ax },
         depth,
         // SAFETY: as above.
         overrun: unsafe { field::overrun(t) }.load(Ordering::Relaxed) as c_uint,
-        calltime: s.get(start + FRAME_CALLTIME),
+        calltime: s.get(start.wrapping_add(FRAME_CALLTIME)),
         rettime: now(),
     };
-    let ret = s.get(start + FRAME_RET) as c_ulong;
+    let ret = s.get(start.wrapping_add(FRAME_RET)) as c_ulong;
     let mut bitmap = sg::frame_bitmap(&s, start).unwrap_or(0);
     while bitmap != 0 {
         let i = bitmap.trailing_zeros() as usize;
@@ -537,12 +474,12 @@ static SPARE_TASK_VAR: AtomicU64 = AtomicU64::new(0);
 /// `gops` is a registered graph ops.
 #[no_mangle]
 pub unsafe extern "C" fn fgraph_get_task_var(gops: *mut Gops) -> *mut c_ulong {
-    // SAFETY: per the function's contract.
-    let idx = usize::try_from(unsafe { (*gops).idx }).unwrap_or(OPS_SLOTS);
-    let t = current();
+    // SAFETY: per the function's contract; registration gave it an
+    // index below `OPS_SLOTS` (the mask keeps any other value in range).
+    let idx = unsafe { (*gops).idx } as usize & (OPS_SLOTS - 1);
     // SAFETY: the current task.
-    let p = unsafe { field::stack(t) }.load(Ordering::Relaxed);
-    if p.is_null() || idx >= OPS_SLOTS {
+    let p = unsafe { field::stack(current()) }.load(Ordering::Relaxed);
+    if p.is_null() {
         return SPARE_TASK_VAR.as_ptr().cast();
     }
     p.wrapping_add(TASK_VARS + idx).cast()
@@ -677,7 +614,7 @@ unsafe extern "C" fn sched_switch_probe(
         let s = Stack(p);
         let delta = ts.wrapping_sub(then);
         while let Some(start) = frame_below(&s, end) {
-            let c = start + FRAME_CALLTIME;
+            let c = start.wrapping_add(FRAME_CALLTIME);
             s.set(c, s.get(c).wrapping_add(delta));
             end = start;
         }

@@ -13,8 +13,10 @@
 
 use crate::hash::{self, FtraceHash};
 use crate::logic::plan::{self, Target, Want};
+use crate::logic::recursion;
 use crate::logic::sites::{flags as sf, Site};
 use crate::table::{self, Cell, Group};
+use crate::task::guarded as recursion_guarded;
 use crate::{addr, dead, enabled, err, ftrace_list_end, ftrace_ops_list, Guard, Locked};
 use crate::{EBUSY, EINVAL, ENODEV, ENOMEM};
 use core::ptr;
@@ -257,37 +259,33 @@ pub unsafe extern "C" fn arch_ftrace_ops_list_func(
     _op: *mut Ops,
     fregs: *mut bindings::ftrace_regs,
 ) {
-    // SAFETY: the recursion guard of the tracing core; it also disables
-    // preemption until the unlock.
-    let bit = unsafe { bindings::ftrace_test_recursion_trylock(ip, parent_ip) };
-    if bit < 0 {
-        return;
-    }
-    // A full `pt_regs` is there only when the full-regs trampoline saved
-    // it (it sets `cs`).
-    // SAFETY: `fregs` is the trampoline's frame, a `pt_regs` on x86_64.
-    let has_regs = !fregs.is_null()
-        && unsafe { (*fregs.cast::<bindings::pt_regs>()).__bindgen_anon_1.csx } != 0;
-    for op in list() {
-        // SAFETY: listed ops are valid while preemption is off.
-        let o = unsafe { &*op };
-        if o.flags & F_STUB != 0 || (o.flags & F_SAVE_REGS != 0 && !has_regs) {
-            continue;
-        }
-        // SAFETY: `rcu_is_watching()` is notrace and callable anywhere.
-        if o.flags & F_RCU != 0 && !unsafe { rcu_is_watching() } {
-            continue;
-        }
-        // SAFETY: sets are freed only after a grace period.
-        if unsafe { ops_wants(op, ip as u64) } {
-            if let Some(f) = o.func {
-                // SAFETY: the ops' callback, called as the ABI says.
-                unsafe { f(ip, parent_ip, op, fregs) };
+    // The list's own recursion bits, as C's list function (the callbacks
+    // take the function bits); preemption off while held.
+    recursion_guarded(crate::task::current(), recursion::LIST_START, || {
+        // A full `pt_regs` is there only when the full-regs trampoline saved
+        // it (it sets `cs`).
+        // SAFETY: `fregs` is the trampoline's frame, a `pt_regs` on x86_64.
+        let has_regs = !fregs.is_null()
+            && unsafe { (*fregs.cast::<bindings::pt_regs>()).__bindgen_anon_1.csx } != 0;
+        for op in list() {
+            // SAFETY: listed ops are valid while preemption is off.
+            let o = unsafe { &*op };
+            if o.flags & F_STUB != 0 || (o.flags & F_SAVE_REGS != 0 && !has_regs) {
+                continue;
+            }
+            // SAFETY: `rcu_is_watching()` is notrace and callable anywhere.
+            if o.flags & F_RCU != 0 && !unsafe { rcu_is_watching() } {
+                continue;
+            }
+            // SAFETY: sets are freed only after a grace period.
+            if unsafe { ops_wants(op, ip as u64) } {
+                if let Some(f) = o.func {
+                    // SAFETY: the ops' callback, called as the ABI says.
+                    unsafe { f(ip, parent_ip, op, fregs) };
+                }
             }
         }
-    }
-    // SAFETY: paired with the trylock.
-    unsafe { bindings::ftrace_test_recursion_unlock(bit) };
+    });
 }
 
 /// Wraps an ops' callback that asks for recursion protection or needs
@@ -302,22 +300,18 @@ unsafe extern "C" fn ftrace_ops_assist_func(
     op: *mut Ops,
     fregs: *mut bindings::ftrace_regs,
 ) {
-    // SAFETY: see `arch_ftrace_ops_list_func`.
-    let bit = unsafe { bindings::ftrace_test_recursion_trylock(ip, parent_ip) };
-    if bit < 0 {
-        return;
-    }
-    // SAFETY: the trampoline passes its own, live, ops.
-    let o = unsafe { &*op };
-    // SAFETY: notrace, callable anywhere.
-    if o.flags & F_RCU == 0 || unsafe { rcu_is_watching() } {
-        if let Some(f) = o.func {
-            // SAFETY: the ops' callback, called as the ABI says.
-            unsafe { f(ip, parent_ip, op, fregs) };
+    // The recursion guard, inlined; preemption off while held.
+    recursion_guarded(crate::task::current(), recursion::FTRACE_START, || {
+        // SAFETY: the trampoline passes its own, live, ops.
+        let o = unsafe { &*op };
+        // SAFETY: notrace, callable anywhere.
+        if o.flags & F_RCU == 0 || unsafe { rcu_is_watching() } {
+            if let Some(f) = o.func {
+                // SAFETY: the ops' callback, called as the ABI says.
+                unsafe { f(ip, parent_ip, op, fregs) };
+            }
         }
-    }
-    // SAFETY: paired with the trylock.
-    unsafe { bindings::ftrace_test_recursion_unlock(bit) };
+    });
 }
 
 /// What a trampoline dedicated to `ops` calls.

@@ -61,6 +61,7 @@ mod pid;
 mod probe;
 mod profile;
 mod table;
+mod task;
 
 const __LOG_PREFIX: &[u8] = b"ftrace\0";
 

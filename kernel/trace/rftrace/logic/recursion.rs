@@ -26,6 +26,7 @@ const CTX_NORMAL: u32 = 3;
 const CTX_TRANSITION: u32 = 4;
 
 /// 0 normal, 1 softirq, 2 hardirq, 3 NMI (`interrupt_context_level()`).
+#[inline(always)]
 pub const fn context_level(pc: u32) -> u32 {
     (pc & NMI_MASK != 0) as u32
         + (pc & (NMI_MASK | HARDIRQ_MASK) != 0) as u32
@@ -35,6 +36,7 @@ pub const fn context_level(pc: u32) -> u32 {
 /// The bit of `val` (a task's `trace_recursion`) a callback of the group
 /// starting at `start` takes in the context of preempt count `pc`, or
 /// `None` when it must not run (recursion).
+#[inline(always)]
 pub const fn take_bit(val: u64, pc: u32, start: u32) -> Option<u32> {
     let bit = CTX_NORMAL - context_level(pc) + start;
     if val & (1 << bit) == 0 {
