@@ -203,7 +203,8 @@ unsafe fn push(t: Task, ret: u64, func: u64, retp: u64) -> Option<(Stack, usize)
 /// is its return address slot.
 #[no_mangle]
 pub unsafe extern "C" fn rftrace_graph_entry(func: c_ulong, parent: *mut c_ulong) {
-    if LIVE.load(Ordering::Relaxed) == 0 || DEAD.load(Ordering::Relaxed) {
+    let live = LIVE.load(Ordering::Acquire);
+    if live == 0 || DEAD.load(Ordering::Relaxed) {
         return;
     }
     let t = current();
@@ -215,7 +216,7 @@ pub unsafe extern "C" fn rftrace_graph_entry(func: c_ulong, parent: *mut c_ulong
         // SAFETY: per the function's contract `parent` is the return slot.
         unsafe {
             let ret = *parent;
-            if enter(t, ret, func, parent) == 0 {
+            if enter(t, live, ret, func, parent) == 0 {
                 *parent = return_handler() as c_ulong;
             }
         }
@@ -236,21 +237,22 @@ pub unsafe extern "C" fn function_graph_enter(
     _frame_pointer: c_ulong,
     retp: *mut c_ulong,
 ) -> c_int {
+    let live = LIVE.load(Ordering::Acquire);
+    if live == 0 || DEAD.load(Ordering::Relaxed) {
+        return EBUSY;
+    }
     // SAFETY: per the function's contract.
-    unsafe { enter(current(), ret, func, retp) }
+    unsafe { enter(current(), live, ret, func, retp) }
 }
 
 /// The entry: pushes the frame, asks the graph ops.
 ///
 /// # Safety
 ///
-/// As for [`function_graph_enter`]; `t` is the current task.
+/// As for [`function_graph_enter`]; `t` is the current task; `live` is
+/// [`LIVE`] as just read, not 0.
 #[inline(always)]
-unsafe fn enter(t: Task, ret: c_ulong, func: c_ulong, retp: *mut c_ulong) -> c_int {
-    let live = LIVE.load(Ordering::Acquire);
-    if live == 0 || DEAD.load(Ordering::Relaxed) {
-        return EBUSY;
-    }
+unsafe fn enter(t: Task, live: u16, ret: c_ulong, func: c_ulong, retp: *mut c_ulong) -> c_int {
     // SAFETY: `t` is the current task.
     let (depth_c, top) = unsafe { (field::depth(t), field::top(t)) };
     let depth = depth_c.load(Ordering::Relaxed).wrapping_add(1);
@@ -261,30 +263,37 @@ unsafe fn enter(t: Task, ret: c_ulong, func: c_ulong, retp: *mut c_ulong) -> c_i
         return EBUSY;
     };
     let mut trace = bindings::ftrace_graph_ent { func, depth };
-    // With one graph ops, the manager's filter is that ops' filter.
-    let single = live & live.wrapping_sub(1) == 0;
-    let mut want = live;
     let mut bitmap = 0u16;
-    while want != 0 {
-        let i = want.trailing_zeros() as usize;
-        want &= want - 1;
+    if live & live.wrapping_sub(1) == 0 {
+        // One graph ops: the manager's filter is that ops' filter.
+        let i = live.trailing_zeros() as usize & (OPS_SLOTS - 1);
         let g = ARRAY[i].load(Ordering::Acquire);
-        if g.is_null() {
-            continue;
-        }
-        let mark = top.load(Ordering::Relaxed);
         // SAFETY: a listed graph ops stays valid until its unregistering
         // has waited for the entries in flight (preemption is off here).
-        let wanted = unsafe {
-            (single
-                || ops::ftrace_ops_test(ptr::addr_of_mut!((*g).ops), func, ptr::null_mut()) != 0)
-                && matches!((*g).entryfunc, Some(f) if f(&mut trace, g) != 0)
-        };
-        if wanted {
-            bitmap |= 1 << i;
-        } else {
-            // Drop what it reserved.
-            top.store(mark, Ordering::Relaxed);
+        if !g.is_null() && unsafe { matches!((*g).entryfunc, Some(f) if f(&mut trace, g) != 0) } {
+            bitmap = 1 << i;
+        }
+    } else {
+        let mut want = live;
+        while want != 0 {
+            let i = want.trailing_zeros() as usize & (OPS_SLOTS - 1);
+            want &= want - 1;
+            let g = ARRAY[i].load(Ordering::Acquire);
+            if g.is_null() {
+                continue;
+            }
+            let mark = top.load(Ordering::Relaxed);
+            // SAFETY: as above.
+            let wanted = unsafe {
+                ops::ftrace_ops_test(ptr::addr_of_mut!((*g).ops), func, ptr::null_mut()) != 0
+                    && matches!((*g).entryfunc, Some(f) if f(&mut trace, g) != 0)
+            };
+            if wanted {
+                bitmap |= 1 << i;
+            } else {
+                // Drop what it reserved.
+                top.store(mark, Ordering::Relaxed);
+            }
         }
     }
     if bitmap == 0 {

@@ -300,8 +300,9 @@ unsafe extern "C" fn ftrace_ops_assist_func(
     op: *mut Ops,
     fregs: *mut bindings::ftrace_regs,
 ) {
-    // The recursion guard, inlined; preemption off while held.
-    recursion_guarded(crate::task::current(), recursion::FTRACE_START, || {
+    // The recursion guard, inlined (the list bits, as C); preemption off
+    // while held.
+    recursion_guarded(crate::task::current(), recursion::LIST_START, || {
         // SAFETY: the trampoline passes its own, live, ops.
         let o = unsafe { &*op };
         // SAFETY: notrace, callable anywhere.
