@@ -341,6 +341,8 @@ pub unsafe extern "C" fn ftrace_return_to_handler(fregs: *mut bindings::ftrace_r
     let Some(start) = start else {
         return bad_return(top);
     };
+    // The clock first: fewer values live across the call.
+    let rettime = now();
     let depth = depth_c.load(Ordering::Relaxed);
     let mut trace = bindings::ftrace_graph_ret {
         func: s.get(start.wrapping_add(FRAME_FUNC)) as c_ulong,
@@ -351,10 +353,10 @@ pub unsafe extern "C" fn ftrace_return_to_handler(fregs: *mut bindings::ftrace_r
         // SAFETY: as above.
         overrun: unsafe { field::overrun(t) }.load(Ordering::Relaxed) as c_uint,
         calltime: s.get(start.wrapping_add(FRAME_CALLTIME)),
-        rettime: now(),
+        rettime,
     };
     let ret = s.get(start.wrapping_add(FRAME_RET)) as c_ulong;
-    let mut bitmap = sg::frame_bitmap(&s, start).unwrap_or(0);
+    let mut bitmap = sg::bitmap_of(s.get(start.wrapping_add(FRAME_WORDS)));
     while bitmap != 0 {
         let i = bitmap.trailing_zeros() as usize;
         bitmap &= bitmap - 1;

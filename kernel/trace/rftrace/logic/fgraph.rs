@@ -402,10 +402,15 @@ pub fn read_frame<W: Words + ?Sized>(w: &W, start: usize) -> Option<RetFrame> {
     })
 }
 
+/// The ops bitmap in a frame's header word.
+#[inline(always)]
+pub const fn bitmap_of(header: u64) -> u16 {
+    ((header >> BITMAP_SHIFT) & BITMAP_MASK) as u16
+}
+
 /// The ops bitmap of the committed frame starting at `start`.
 pub fn frame_bitmap<W: Words + ?Sized>(w: &W, start: usize) -> Option<u16> {
-    let hw = w.word(start.checked_add(FRAME_WORDS)?)?;
-    Some(((hw >> BITMAP_SHIFT) & BITMAP_MASK) as u16)
+    Some(bitmap_of(w.word(start.checked_add(FRAME_WORDS)?)?))
 }
 
 /// Where the data of ops `idx` lies in the frame ending at `end`: first
