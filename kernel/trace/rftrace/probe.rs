@@ -10,6 +10,7 @@ use crate::filter::{commit, match_records, match_records_locked};
 use crate::hash::{self, FtraceHash};
 use crate::logic::glob::{Kind, Pattern};
 use crate::logic::parser::BUF_SIZE;
+use crate::logic::recursion;
 use crate::ops::{self, list_add, list_del, list_entries, Ops};
 use crate::{dead, Guard, Locked, EBUSY, EINVAL, ENODEV, ENOMEM};
 use core::ptr;
@@ -497,13 +498,16 @@ unsafe extern "C" fn probe_call(
 ) {
     // `ops` is the first member of the probe.
     let p = op.cast::<Probe>();
-    // SAFETY: only probe ops have this callback; a probe outlives its
-    // registration.
-    unsafe {
-        if let Some(f) = (*(*p).probe_ops).func {
-            f(ip, parent_ip, (*p).tr, (*p).probe_ops, (*p).data);
+    // The function recursion guard, as C's probe callback takes it.
+    crate::task::guarded(crate::task::current(), recursion::FTRACE_START, || {
+        // SAFETY: only probe ops have this callback; a probe outlives its
+        // registration.
+        unsafe {
+            if let Some(f) = (*(*p).probe_ops).func {
+                f(ip, parent_ip, (*p).tr, (*p).probe_ops, (*p).data);
+            }
         }
-    }
+    });
 }
 
 /// The probes of `tr`.

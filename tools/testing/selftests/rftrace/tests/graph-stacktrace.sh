@@ -1,0 +1,28 @@
+#!/bin/sh
+# A stack trace taken while function_graph hooks every return names the
+# real callers: at vfs_read's entry the return address of ksys_read (and
+# of the functions above it) is return_to_handler on the stack, and the
+# unwinder gets the real ones from the shadow stack
+# (ftrace_graph_ret_addr()). The frame of vfs_read itself, whose return
+# was hooked a moment before the probe ran, shows return_to_handler on
+# both cores (6.12's unwinder does not translate the trampoline's frame);
+# below vfs_read no frame may.
+T=/sys/kernel/tracing
+fail() { echo "graph-stacktrace: $*"; cat /tmp/gst.frames; echo nop > $T/current_tracer; exit 1; }
+echo 0 > $T/tracing_on
+echo > $T/trace
+echo function_graph > $T/current_tracer || fail "cannot select function_graph"
+echo 'vfs_read:stacktrace:1' > $T/set_ftrace_filter || fail "cannot set the stacktrace probe"
+echo 1 > $T/tracing_on
+read -r line < /proc/version
+echo 0 > $T/tracing_on
+awk '/<stack trace>/ { s = 1; next } s && /^ => / { print $2; next } s { exit }' $T/trace > /tmp/gst.frames
+echo '!vfs_read:stacktrace' >> $T/set_ftrace_filter
+echo nop > $T/current_tracer
+echo > $T/set_ftrace_filter
+[ -s /tmp/gst.frames ] || fail "no stack trace in the trace"
+sed -n '/^vfs_read/,$p' /tmp/gst.frames | grep -q '^return_to_handler' &&
+	fail "return_to_handler below vfs_read in the stack trace"
+grep -q '^ksys_read' /tmp/gst.frames || fail "ksys_read missing from the stack trace"
+grep -q '^do_syscall_64' /tmp/gst.frames || fail "do_syscall_64 missing from the stack trace"
+echo "graph-stacktrace: $(tr '\n' ' ' < /tmp/gst.frames)"
