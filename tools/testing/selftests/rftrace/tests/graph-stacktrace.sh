@@ -8,7 +8,13 @@
 # both cores (6.12's unwinder does not translate the trampoline's frame);
 # below vfs_read no frame may.
 T=/sys/kernel/tracing
-fail() { echo "graph-stacktrace: $*"; cat /tmp/gst.frames; echo nop > $T/current_tracer; exit 1; }
+fail() {
+	echo "graph-stacktrace: $*"
+	cat /tmp/gst.frames 2> /dev/null
+	echo '!vfs_read:stacktrace:1' >> $T/set_ftrace_filter 2> /dev/null
+	echo nop > $T/current_tracer
+	exit 1
+}
 echo 0 > $T/tracing_on
 echo > $T/trace
 echo function_graph > $T/current_tracer || fail "cannot select function_graph"
@@ -17,7 +23,7 @@ echo 1 > $T/tracing_on
 read -r line < /proc/version
 echo 0 > $T/tracing_on
 awk '/<stack trace>/ { s = 1; next } s && /^ => / { print $2; next } s { exit }' $T/trace > /tmp/gst.frames
-echo '!vfs_read:stacktrace' >> $T/set_ftrace_filter
+echo '!vfs_read:stacktrace:1' >> $T/set_ftrace_filter || fail "cannot remove the probe"
 echo nop > $T/current_tracer
 echo > $T/set_ftrace_filter
 [ -s /tmp/gst.frames ] || fail "no stack trace in the trace"
@@ -25,4 +31,5 @@ sed -n '/^vfs_read/,$p' /tmp/gst.frames | grep -q '^return_to_handler' &&
 	fail "return_to_handler below vfs_read in the stack trace"
 grep -q '^ksys_read' /tmp/gst.frames || fail "ksys_read missing from the stack trace"
 grep -q '^do_syscall_64' /tmp/gst.frames || fail "do_syscall_64 missing from the stack trace"
+[ "$(wc -l < $T/enabled_functions)" -eq 0 ] || fail "enabled_functions not empty: $(head -3 $T/enabled_functions)"
 echo "graph-stacktrace: $(tr '\n' ' ' < /tmp/gst.frames)"
