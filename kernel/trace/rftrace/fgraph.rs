@@ -379,6 +379,11 @@ pub unsafe extern "C" fn ftrace_return_to_handler(fregs: *mut bindings::ftrace_r
 
 /// The entry callback of a pid-filtered graph ops: calls the real one
 /// only for the tasks its trace array traces.
+///
+/// # Safety
+///
+/// Called only through the table it is registered in, with the arguments
+/// that table's contract gives.
 unsafe extern "C" fn fgraph_pid_func(
     trace: *mut bindings::ftrace_graph_ent,
     gops: *mut Gops,
@@ -597,6 +602,11 @@ pub extern "C" fn ftrace_graph_entry_stub(
 
 /// With `sleep-time` off, moves the entry times of a task's frames by the
 /// time it was switched out.
+///
+/// # Safety
+///
+/// Called only through the table it is registered in, with the arguments
+/// that table's contract gives.
 unsafe extern "C" fn sched_switch_probe(
     _data: *mut c_void,
     _preempt: bool,
@@ -732,6 +742,12 @@ struct Pool {
     short: bool,
 }
 
+/// Gives `t` a stack from the pool `arg`, if it has none.
+///
+/// # Safety
+///
+/// Called by `rftrace_for_each_thread()`, under RCU, with a live task
+/// and the `arg` its caller passed.
 unsafe extern "C" fn give_from_pool(t: Task, arg: *mut c_void) -> bool {
     // SAFETY: `arg` is the caller's pool; `t` is alive under RCU.
     unsafe {
@@ -814,6 +830,13 @@ struct Reap {
     full: bool,
 }
 
+/// Takes `t`'s stack into the list `arg`, unless `t` is inside a traced
+/// function.
+///
+/// # Safety
+///
+/// Called by `rftrace_for_each_thread()`, under RCU, with a live task
+/// and the `arg` its caller passed.
 unsafe extern "C" fn take_idle_stack(t: Task, arg: *mut c_void) -> bool {
     // SAFETY: `arg` is the caller's list; `t` is alive under RCU.
     unsafe {
@@ -868,6 +891,12 @@ unsafe fn take_stacks() {
     }
 }
 
+/// Zeroes `t`'s task variable of index `arg`.
+///
+/// # Safety
+///
+/// Called by `rftrace_for_each_thread()`, under RCU, with a live task
+/// and the `arg` its caller passed.
 unsafe extern "C" fn zero_task_var(t: Task, arg: *mut c_void) -> bool {
     let idx = arg as usize;
     // SAFETY: `t` is alive under RCU; only the variable of an index no
@@ -898,6 +927,11 @@ unsafe fn zero_task_vars(idx: usize) {
     unsafe { rftrace_for_each_thread(zero_task_var, idx as *mut c_void) };
 }
 
+/// CPU hotplug: a CPU coming online gets a stack for its idle task.
+///
+/// # Safety
+///
+/// Called by the CPU hotplug core for that CPU.
 unsafe extern "C" fn cpu_online(cpu: c_uint) -> c_int {
     let cpu = cpu as c_int;
     // SAFETY: the idle task of a CPU coming online.
