@@ -37,6 +37,10 @@ use crate::logic::fgraph::{
 };
 use crate::logic::recursion;
 use crate::ops::{self, Ops};
+use crate::pid::{
+    __tracepoint_sched_switch, rftrace_current_pid, rftrace_tr_ignore_pid,
+    tracepoint_probe_register, tracepoint_probe_unregister,
+};
 use crate::task::{self as field, current, guarded, Task};
 use crate::{err, CGlobal, Guard, Locked, EBUSY};
 use core::ptr;
@@ -53,8 +57,6 @@ type Gops = bindings::fgraph_ops;
 // Bindgen types of C structs are fine behind pointers.
 #[allow(improper_ctypes)]
 extern "C" {
-    fn rftrace_current_pid() -> c_int;
-    fn rftrace_tr_ignore_pid(tr: *mut c_void) -> c_int;
     fn rftrace_idle_task(cpu: c_int) -> Task;
     fn rftrace_next_online_cpu(prev: c_int) -> c_int;
     fn rftrace_for_each_thread(
@@ -62,17 +64,6 @@ extern "C" {
         arg: *mut c_void,
     );
     fn rftrace_kill_graph();
-    fn tracepoint_probe_register(
-        tp: *mut bindings::tracepoint,
-        probe: *mut c_void,
-        data: *mut c_void,
-    ) -> c_int;
-    fn tracepoint_probe_unregister(
-        tp: *mut bindings::tracepoint,
-        probe: *mut c_void,
-        data: *mut c_void,
-    ) -> c_int;
-    static mut __tracepoint_sched_switch: bindings::tracepoint;
 }
 
 /// A task's shadow stack: `SHADOW_STACK_WORDS` words.

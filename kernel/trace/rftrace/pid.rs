@@ -24,10 +24,10 @@ const TRACE_NO_PIDS: c_int = 2;
 #[allow(improper_ctypes)]
 extern "C" {
     fn rftrace_tr_pid_slot(tr: *mut c_void, no: bool) -> *mut *mut c_void;
-    fn rftrace_tr_ignore_pid(tr: *mut c_void) -> c_int;
+    pub(crate) fn rftrace_tr_ignore_pid(tr: *mut c_void) -> c_int;
     fn rftrace_tr_set_ignore_pid(tr: *mut c_void, pid: c_int);
     fn rftrace_tr_reset_ignore_pid(tr: *mut c_void);
-    fn rftrace_current_pid() -> c_int;
+    pub(crate) fn rftrace_current_pid() -> c_int;
     // The Rust bindings' `task_struct` layout is not to be trusted for
     // fields past the first few; the pid is read in C.
     fn rftrace_task_pid(t: *mut bindings::task_struct) -> c_int;
@@ -52,17 +52,17 @@ extern "C" {
         -> *mut c_void;
     fn trace_pid_show(m: *mut bindings::seq_file, v: *mut c_void) -> c_int;
     fn trace_pid_list_free(pids: *mut c_void);
-    fn tracepoint_probe_register(
+    pub(crate) fn tracepoint_probe_register(
         tp: *mut bindings::tracepoint,
         probe: *mut c_void,
         data: *mut c_void,
     ) -> c_int;
-    fn tracepoint_probe_unregister(
+    pub(crate) fn tracepoint_probe_unregister(
         tp: *mut bindings::tracepoint,
         probe: *mut c_void,
         data: *mut c_void,
     ) -> c_int;
-    static mut __tracepoint_sched_switch: bindings::tracepoint;
+    pub(crate) static mut __tracepoint_sched_switch: bindings::tracepoint;
     static mut __tracepoint_sched_process_fork: bindings::tracepoint;
     static mut __tracepoint_sched_process_free: bindings::tracepoint;
 }
