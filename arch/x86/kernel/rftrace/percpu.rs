@@ -67,24 +67,23 @@ pub(crate) fn preempt_disable() {
 }
 
 /// `preempt_enable_notrace()`: reschedules if that was the last level and
-/// a reschedule is pending (the count word reads 0 then).
+/// a reschedule is pending (the count word reads 0 then), through the
+/// thunk that keeps every register, as C's `__preempt_schedule_notrace()`.
 #[inline(always)]
 pub(crate) fn preempt_enable() {
     compiler_fence(Ordering::SeqCst);
-    let zero: u8;
-    // SAFETY: undoes one `preempt_disable()`.
+    // SAFETY: undoes one `preempt_disable()`; the thunk saves and restores
+    // all registers, so only the flags change; it may schedule, which the
+    // compiler sees as a call that reads and writes memory.
     unsafe {
         core::arch::asm!(
             "sub dword ptr gs:[rip + {hot} + {off}], 1",
-            "sete {z}",
-            z = out(reg_byte) zero,
+            "jnz 2f",
+            "call {thunk}",
+            "2:",
             hot = sym bindings::pcpu_hot,
             off = const PREEMPT_COUNT,
-            options(nostack),
+            thunk = sym bindings::preempt_schedule_notrace_thunk,
         )
     };
-    if zero != 0 {
-        // SAFETY: preemption is enabled again and a reschedule is due.
-        unsafe { bindings::preempt_schedule_notrace() };
-    }
 }
