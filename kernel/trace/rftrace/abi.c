@@ -6,6 +6,8 @@
  *   object built into vmlinux has no EXPORT_SYMBOL of its own.
  * - Accessors of the struct trace_array fields the core owns. That struct
  *   is private to kernel/trace (trace.h) and not in the Rust bindings.
+ * - For the graph core: what C macros and static inlines give (the thread
+ *   walk, the idle tasks, the online CPUs, the kill_ftrace_graph key).
  *
  * Built without the fentry flags: nothing here is traced.
  */
@@ -23,14 +25,10 @@ struct trace_pid_list __rcu **rftrace_tr_pid_slot(struct trace_array *tr, bool n
 int rftrace_tr_ignore_pid(struct trace_array *tr);
 void rftrace_tr_set_ignore_pid(struct trace_array *tr, int pid);
 void rftrace_tr_reset_ignore_pid(struct trace_array *tr);
-int rftrace_current_pid(void);
-int rftrace_task_pid(struct task_struct *t);
 struct trace_array *rftrace_tr_next(struct trace_array *tr);
 unsigned long rftrace_irq_save(void);
 void rftrace_irq_restore(unsigned long flags);
 int rftrace_cpu(void);
-struct task_struct *rftrace_current(void);
-bool rftrace_current_has_ret_stack(void);
 struct task_struct *rftrace_idle_task(int cpu);
 void rftrace_for_each_thread(bool (*fn)(struct task_struct *t, void *arg), void *arg);
 void rftrace_kill_graph(void);
@@ -93,16 +91,6 @@ void rftrace_tr_reset_ignore_pid(struct trace_array *tr)
 		per_cpu_ptr(tr->array_buffer.data, cpu)->ftrace_ignore_pid = FTRACE_PID_TRACE;
 }
 
-int rftrace_current_pid(void)
-{
-	return current->pid;
-}
-
-int rftrace_task_pid(struct task_struct *t)
-{
-	return t->pid;
-}
-
 /* The trace array after @tr (the first for NULL); trace_types_lock held. */
 struct trace_array *rftrace_tr_next(struct trace_array *tr)
 {
@@ -130,16 +118,6 @@ void rftrace_irq_restore(unsigned long flags)
 int rftrace_cpu(void)
 {
 	return raw_smp_processor_id();
-}
-
-struct task_struct *rftrace_current(void)
-{
-	return current;
-}
-
-bool rftrace_current_has_ret_stack(void)
-{
-	return current->ret_stack != NULL;
 }
 
 #ifdef CONFIG_FUNCTION_GRAPH_TRACER

@@ -5,10 +5,10 @@
 //! A graph ops (`struct fgraph_ops`) is a sub-ops of [`GRAPH_OPS`], the
 //! manager ops whose callback is the x86_64 layer's `ftrace_graph_func`.
 //! At a traced function's entry that callback calls
-//! [`function_graph_enter`], which pushes a frame on the task's shadow
+//! [`rftrace_graph_entry`], which pushes a frame on the task's shadow
 //! stack (the real return address among other things), asks each graph
-//! ops' entry callback and, if one wants the return, has the x86_64 layer
-//! replace the return address by `return_to_handler`. That trampoline
+//! ops' entry callback and, if one wants the return, replaces the return
+//! address by `return_to_handler`. That trampoline
 //! calls [`ftrace_return_to_handler`], which runs the return callbacks of
 //! the ops that wanted it, pops the frame and gives back the real address.
 //!
@@ -38,8 +38,8 @@ use crate::logic::fgraph::{
 use crate::logic::recursion;
 use crate::ops::{self, Ops};
 use crate::pid::{
-    __tracepoint_sched_switch, rftrace_current_pid, rftrace_tr_ignore_pid,
-    tracepoint_probe_register, tracepoint_probe_unregister,
+    __tracepoint_sched_switch, tracepoint_probe_register, tracepoint_probe_unregister,
+    traces_current,
 };
 use crate::task::{self as field, current, guarded, Task};
 use crate::{err, CGlobal, Guard, Locked, EBUSY};
@@ -137,6 +137,46 @@ fn return_handler() -> u64 {
     bindings::return_to_handler as *const () as u64
 }
 
+/// The registered graph ops ([`LIVE`]), or `None` when there is none or
+/// graph tracing was stopped for good.
+#[inline(always)]
+fn live_ops() -> Option<u16> {
+    let live = LIVE.load(Ordering::Acquire);
+    (live != 0 && !DEAD.load(Ordering::Relaxed)).then_some(live)
+}
+
+/// `t`'s shadow stack and its top, when it has one and the top is in
+/// range.
+///
+/// # Safety
+///
+/// `t` is a live task.
+#[inline(always)]
+unsafe fn stack_of(t: Task) -> Option<(Stack, usize)> {
+    // SAFETY: per the function's contract. Acquire: the fields set before
+    // the stack was published.
+    let (p, top) = unsafe {
+        (
+            field::stack(t).load(Ordering::Acquire),
+            field::top(t).load(Ordering::Relaxed),
+        )
+    };
+    let top = usize::try_from(top).ok()?;
+    (!p.is_null() && top <= STACK_LIMIT).then_some((Stack(p), top))
+}
+
+/// Asks graph ops `g` whether it wants this call.
+///
+/// # Safety
+///
+/// `g` is a registered graph ops (it stays valid until its unregistering
+/// has waited for the entries in flight, which run with preemption off).
+#[inline(always)]
+unsafe fn wants(g: *mut Gops, trace: &mut bindings::ftrace_graph_ent) -> bool {
+    // SAFETY: per the function's contract.
+    unsafe { matches!((*g).entryfunc, Some(f) if f(trace, g) != 0) }
+}
+
 // --- entry and return (hot path) ---------------------------------------
 
 /// Pushes a frame for a call of `func` that returns to `ret` from slot
@@ -147,6 +187,7 @@ fn return_handler() -> u64 {
 /// `t` is the current task; preemption is off.
 #[inline(always)]
 unsafe fn push(t: Task, ret: u64, func: u64, retp: u64) -> Option<(Stack, usize)> {
+    // Not `stack_of()`: the room check below also bounds the top.
     // SAFETY: per the function's contract.
     let (stack, top) = unsafe { (field::stack(t), field::top(t)) };
     // Acquire: the fields set before the stack was published.
@@ -154,8 +195,7 @@ unsafe fn push(t: Task, ret: u64, func: u64, retp: u64) -> Option<(Stack, usize)
     if p.is_null() {
         return None;
     }
-    let start = top.load(Ordering::Relaxed);
-    let Ok(start) = usize::try_from(start) else {
+    let Ok(start) = usize::try_from(top.load(Ordering::Relaxed)) else {
         return None;
     };
     if start >= STACK_LIMIT - FRAME_WORDS - 1 {
@@ -194,10 +234,9 @@ unsafe fn push(t: Task, ret: u64, func: u64, retp: u64) -> Option<(Stack, usize)
 /// is its return address slot.
 #[no_mangle]
 pub unsafe extern "C" fn rftrace_graph_entry(func: c_ulong, parent: *mut c_ulong) {
-    let live = LIVE.load(Ordering::Acquire);
-    if live == 0 || DEAD.load(Ordering::Relaxed) {
+    let Some(live) = live_ops() else {
         return;
-    }
+    };
     let t = current();
     // SAFETY: `t` is the current task.
     if unsafe { field::pause(t) }.load(Ordering::Relaxed) != 0 {
@@ -228,10 +267,9 @@ pub unsafe extern "C" fn function_graph_enter(
     _frame_pointer: c_ulong,
     retp: *mut c_ulong,
 ) -> c_int {
-    let live = LIVE.load(Ordering::Acquire);
-    if live == 0 || DEAD.load(Ordering::Relaxed) {
+    let Some(live) = live_ops() else {
         return EBUSY;
-    }
+    };
     // SAFETY: per the function's contract.
     unsafe { enter(current(), live, ret, func, retp) }
 }
@@ -259,9 +297,8 @@ unsafe fn enter(t: Task, live: u16, ret: c_ulong, func: c_ulong, retp: *mut c_ul
         // One graph ops: the manager's filter is that ops' filter.
         let i = live.trailing_zeros() as usize & (OPS_SLOTS - 1);
         let g = ARRAY[i].load(Ordering::Acquire);
-        // SAFETY: a listed graph ops stays valid until its unregistering
-        // has waited for the entries in flight (preemption is off here).
-        if !g.is_null() && unsafe { matches!((*g).entryfunc, Some(f) if f(&mut trace, g) != 0) } {
+        // SAFETY: a listed graph ops (preemption is off here).
+        if !g.is_null() && unsafe { wants(g, &mut trace) } {
             bitmap = 1 << i;
         }
     } else {
@@ -277,7 +314,7 @@ unsafe fn enter(t: Task, live: u16, ret: c_ulong, func: c_ulong, retp: *mut c_ul
             // SAFETY: as above.
             let wanted = unsafe {
                 ops::ftrace_ops_test(ptr::addr_of_mut!((*g).ops), func, ptr::null_mut()) != 0
-                    && matches!((*g).entryfunc, Some(f) if f(&mut trace, g) != 0)
+                    && wants(g, &mut trace)
             };
             if wanted {
                 bitmap |= 1 << i;
@@ -321,16 +358,11 @@ fn bad_return(top: c_int) -> c_ulong {
 pub unsafe extern "C" fn ftrace_return_to_handler(fregs: *mut bindings::ftrace_regs) -> c_ulong {
     let t = current();
     // SAFETY: `t` is the current task.
-    let (stack, top_c, depth_c) = unsafe { (field::stack(t), field::top(t), field::depth(t)) };
-    let p = stack.load(Ordering::Relaxed);
-    let top = top_c.load(Ordering::Relaxed);
-    let s = Stack(p);
-    let start = match usize::try_from(top) {
-        Ok(top) if !p.is_null() && top <= STACK_LIMIT => frame_below(&s, top),
-        _ => None,
-    };
-    let Some(start) = start else {
-        return bad_return(top);
+    let (top_c, depth_c) = unsafe { (field::top(t), field::depth(t)) };
+    // SAFETY: as above.
+    let found = unsafe { stack_of(t) }.and_then(|(s, top)| Some((s, frame_below(&s, top)?)));
+    let Some((s, start)) = found else {
+        return bad_return(top_c.load(Ordering::Relaxed));
     };
     // The clock first: fewer values live across the call.
     let rettime = now();
@@ -379,17 +411,11 @@ unsafe extern "C" fn fgraph_pid_func(
     trace: *mut bindings::ftrace_graph_ent,
     gops: *mut Gops,
 ) -> c_int {
-    // SAFETY: called from the entry path with a live graph ops; the
-    // accessors are notrace.
+    // SAFETY: called from the entry path, preemption off, with a live
+    // graph ops whose `private` is null or its trace array.
     unsafe {
-        let tr = (*gops).ops.private;
-        if !tr.is_null() {
-            let pid = rftrace_tr_ignore_pid(tr);
-            if pid == crate::pid::PID_IGNORE
-                || (pid != crate::pid::PID_TRACE && pid != rftrace_current_pid())
-            {
-                return 0;
-            }
+        if !traces_current((*gops).ops.private) {
+            return 0;
         }
         match (*gops).saved_func {
             Some(f) => f(trace, gops),
@@ -399,20 +425,6 @@ unsafe extern "C" fn fgraph_pid_func(
 }
 
 // --- what callbacks and unwinders ask --------------------------------------
-
-/// The current task's stack and top, when it has a stack.
-fn current_stack() -> Option<(Stack, usize)> {
-    let t = current();
-    // SAFETY: `t` is the current task.
-    let (p, top) = unsafe {
-        (
-            field::stack(t).load(Ordering::Relaxed),
-            field::top(t).load(Ordering::Relaxed),
-        )
-    };
-    let top = usize::try_from(top).ok()?;
-    (!p.is_null() && top <= STACK_LIMIT).then_some((Stack(p), top))
-}
 
 /// Reserves `size_bytes` (up to 256) on the frame being entered for graph
 /// ops `idx`; only from that ops' entry callback. Null when it does not
@@ -425,7 +437,9 @@ pub extern "C" fn fgraph_reserve_data(idx: c_int, size_bytes: c_int) -> *mut c_v
     let Some(words) = sg::data_words_for(size) else {
         return ptr::null_mut();
     };
-    let Some((s, top)) = current_stack() else {
+    let t = current();
+    // SAFETY: the current task.
+    let Some((s, top)) = (unsafe { stack_of(t) }) else {
         return ptr::null_mut();
     };
     if idx >= OPS_SLOTS || top == 0 {
@@ -439,7 +453,7 @@ pub extern "C" fn fgraph_reserve_data(idx: c_int, size_bytes: c_int) -> *mut c_v
     s.set(new_top - 1, v);
     compiler_fence(Ordering::SeqCst);
     // SAFETY: the current task.
-    unsafe { field::top(current()) }.store(new_top as i32, Ordering::Relaxed);
+    unsafe { field::top(t) }.store(new_top as i32, Ordering::Relaxed);
     compiler_fence(Ordering::SeqCst);
     s.set(new_top - 1, v);
     s.0.wrapping_add(top).cast()
@@ -456,7 +470,8 @@ pub unsafe extern "C" fn fgraph_retrieve_data(idx: c_int, size_bytes: *mut c_int
     let Ok(idx) = usize::try_from(idx) else {
         return ptr::null_mut();
     };
-    let Some((s, top)) = current_stack() else {
+    // SAFETY: the current task.
+    let Some((s, top)) = (unsafe { stack_of(current()) }) else {
         return ptr::null_mut();
     };
     let Some((first, n)) = find_data(&s, top, idx) else {
@@ -504,21 +519,12 @@ pub unsafe extern "C" fn ftrace_graph_get_ret_stack(
     idx: c_int,
 ) -> *mut bindings::ftrace_ret_stack {
     // SAFETY: per the function's contract.
-    let (p, top) = unsafe {
-        (
-            field::stack(task).load(Ordering::Relaxed),
-            field::top(task).load(Ordering::Relaxed),
-        )
-    };
-    let Ok(top) = usize::try_from(top) else {
+    let Some((s, top)) = (unsafe { stack_of(task) }) else {
         return ptr::null_mut();
     };
-    if p.is_null() || top > STACK_LIMIT {
-        return ptr::null_mut();
-    }
     let depth = usize::try_from(idx).unwrap_or(0);
-    match nth_frame(&Stack(p), top, depth) {
-        Some(start) => p.wrapping_add(start).cast(),
+    match nth_frame(&s, top, depth) {
+        Some(start) => s.0.wrapping_add(start).cast(),
         None => ptr::null_mut(),
     }
 }
@@ -546,21 +552,13 @@ pub unsafe extern "C" fn ftrace_graph_ret_addr(
     // SAFETY: paired below.
     unsafe { bindings::ftrace_preempt_disable_notrace() };
     // SAFETY: per the function's contract.
-    let (p, top, from) = unsafe {
-        (
-            field::stack(task).load(Ordering::Acquire),
-            field::top(task).load(Ordering::Relaxed),
-            *idx,
-        )
-    };
+    let (stack, from) = unsafe { (stack_of(task), *idx) };
     let mut real = ret;
-    if let (false, Ok(top), Ok(from)) = (p.is_null(), usize::try_from(top), usize::try_from(from)) {
-        if top <= STACK_LIMIT {
-            if let Some((r, next)) = sg::find_ret_addr(&Stack(p), top, from, retp as u64, handler) {
-                // SAFETY: per the function's contract.
-                unsafe { *idx = next as c_int };
-                real = r as c_ulong;
-            }
+    if let (Some((s, top)), Ok(from)) = (stack, usize::try_from(from)) {
+        if let Some((r, next)) = sg::find_ret_addr(&s, top, from, retp as u64, handler) {
+            // SAFETY: per the function's contract.
+            unsafe { *idx = next as c_int };
+            real = r as c_ulong;
         }
     }
     // SAFETY: paired with the disable above.
@@ -616,14 +614,9 @@ unsafe extern "C" fn sched_switch_probe(
         if then == 0 {
             return;
         }
-        let p = field::stack(next).load(Ordering::Relaxed);
-        let Ok(mut end) = usize::try_from(field::top(next).load(Ordering::Relaxed)) else {
+        let Some((s, mut end)) = stack_of(next) else {
             return;
         };
-        if p.is_null() || end > STACK_LIMIT {
-            return;
-        }
-        let s = Stack(p);
         let delta = ts.wrapping_sub(then);
         while let Some(start) = frame_below(&s, end) {
             let c = start.wrapping_add(FRAME_CALLTIME);
@@ -777,13 +770,8 @@ fn online_cpus() -> impl Iterator<Item = c_int> {
 /// `ftrace_lock` is held; `ftrace_graph_active` is not 0.
 unsafe fn give_stacks() -> c_int {
     for cpu in online_cpus() {
-        // SAFETY: the idle task of an online CPU.
-        unsafe {
-            let idle = rftrace_idle_task(cpu);
-            if !idle.is_null() && field::stack(idle).load(Ordering::Relaxed).is_null() {
-                ftrace_graph_init_idle_task(idle, cpu);
-            }
-        }
+        // SAFETY: an online CPU.
+        unsafe { give_idle_stack(cpu) };
     }
     loop {
         let mut pool = Pool {
@@ -924,15 +912,24 @@ unsafe fn zero_task_vars(idx: usize) {
 ///
 /// Called by the CPU hotplug core for that CPU.
 unsafe extern "C" fn cpu_online(cpu: c_uint) -> c_int {
-    let cpu = cpu as c_int;
-    // SAFETY: the idle task of a CPU coming online.
+    // SAFETY: a CPU coming online.
+    unsafe { give_idle_stack(cpu as c_int) };
+    0
+}
+
+/// Gives the idle task of `cpu` a stack if it has none.
+///
+/// # Safety
+///
+/// `cpu` is online or coming online.
+unsafe fn give_idle_stack(cpu: c_int) {
+    // SAFETY: the idle task of such a CPU exists for good.
     unsafe {
         let idle = rftrace_idle_task(cpu);
         if !idle.is_null() && field::stack(idle).load(Ordering::Relaxed).is_null() {
             ftrace_graph_init_idle_task(idle, cpu);
         }
     }
-    0
 }
 
 fn sched_switch_tp() -> *mut bindings::tracepoint {
@@ -1132,9 +1129,7 @@ pub unsafe extern "C" fn fgraph_init_ops(dst: *mut Ops, src: *mut Ops) {
             ptr::addr_of_mut!((*dst).local_hash.regex_lock),
             c_str!("fgraph_regex_lock"),
         );
-        let l = ptr::addr_of_mut!((*dst).subop_list);
-        (*l).next = l;
-        (*l).prev = l;
+        ops::list_init(ptr::addr_of_mut!((*dst).subop_list));
         (*dst).flags |= bindings::FTRACE_OPS_FL_INITIALIZED as c_ulong;
         (*dst).private = (*src).private;
     }

@@ -15,8 +15,8 @@ use core::sync::atomic::{AtomicPtr, Ordering};
 use kernel::bindings;
 use kernel::ffi::{c_char, c_int, c_uint, c_ulong, c_void};
 
-pub(crate) const PID_IGNORE: c_int = -1;
-pub(crate) const PID_TRACE: c_int = -2;
+const PID_IGNORE: c_int = -1;
+const PID_TRACE: c_int = -2;
 const TRACE_PIDS: c_int = 1;
 const TRACE_NO_PIDS: c_int = 2;
 
@@ -24,13 +24,9 @@ const TRACE_NO_PIDS: c_int = 2;
 #[allow(improper_ctypes)]
 extern "C" {
     fn rftrace_tr_pid_slot(tr: *mut c_void, no: bool) -> *mut *mut c_void;
-    pub(crate) fn rftrace_tr_ignore_pid(tr: *mut c_void) -> c_int;
+    fn rftrace_tr_ignore_pid(tr: *mut c_void) -> c_int;
     fn rftrace_tr_set_ignore_pid(tr: *mut c_void, pid: c_int);
     fn rftrace_tr_reset_ignore_pid(tr: *mut c_void);
-    pub(crate) fn rftrace_current_pid() -> c_int;
-    // The Rust bindings' `task_struct` layout is not to be trusted for
-    // fields past the first few; the pid is read in C.
-    fn rftrace_task_pid(t: *mut bindings::task_struct) -> c_int;
     fn trace_ignore_this_task(
         pids: *mut c_void,
         no_pids: *mut c_void,
@@ -97,6 +93,34 @@ pub unsafe extern "C" fn ftrace_pids_enabled(ops: *mut Ops) -> bool {
     !p.is_null() || !n.is_null()
 }
 
+/// The pid of `t` (through the offset C gives: the Rust bindings'
+/// `task_struct` layout is not to be trusted for it).
+///
+/// # Safety
+///
+/// `t` is a live task.
+unsafe fn task_pid(t: *mut bindings::task_struct) -> c_int {
+    // SAFETY: per the function's contract.
+    unsafe { crate::task::pid(t) }.load(Ordering::Relaxed)
+}
+
+/// Whether trace array `tr` (null: none) traces the current task, as its
+/// `sched_switch` probe recorded for this CPU. Hot path.
+///
+/// # Safety
+///
+/// `tr` is null or a live trace array; preemption is off.
+#[inline(always)]
+pub(crate) unsafe fn traces_current(tr: *mut c_void) -> bool {
+    if tr.is_null() {
+        return true;
+    }
+    // SAFETY: per the function's contract; the accessor is notrace.
+    let pid = unsafe { rftrace_tr_ignore_pid(tr) };
+    // SAFETY: the current task.
+    pid != PID_IGNORE && (pid == PID_TRACE || pid == unsafe { task_pid(crate::task::current()) })
+}
+
 /// The callback of a pid-filtered ops: calls the real one only for the
 /// tasks the trace array traces. Hot path.
 ///
@@ -109,14 +133,10 @@ pub(crate) unsafe extern "C" fn ftrace_pid_func(
     op: *mut Ops,
     fregs: *mut bindings::ftrace_regs,
 ) {
-    // SAFETY: per the function's contract; the accessors are notrace.
+    // SAFETY: per the function's contract.
     unsafe {
-        let tr = (*op).private;
-        if !tr.is_null() {
-            let pid = rftrace_tr_ignore_pid(tr);
-            if pid == PID_IGNORE || (pid != PID_TRACE && pid != rftrace_current_pid()) {
-                return;
-            }
+        if !traces_current((*op).private) {
+            return;
         }
         if let Some(f) = (*op).saved_func {
             f(ip, parent_ip, op, fregs);
@@ -172,7 +192,7 @@ unsafe extern "C" fn sched_switch_probe(
         if trace_ignore_this_task(p, n, next) {
             rftrace_tr_set_ignore_pid(data, PID_IGNORE);
         } else {
-            rftrace_tr_set_ignore_pid(data, rftrace_task_pid(next));
+            rftrace_tr_set_ignore_pid(data, task_pid(next));
         }
     }
 }
@@ -448,11 +468,11 @@ unsafe extern "C" fn ignore_task_cpu(data: *mut c_void) {
     let (p, n) = lists(data);
     // SAFETY: runs on each CPU with the lists stable (`ftrace_lock`).
     unsafe {
-        let cur = bindings::get_current();
+        let cur = crate::task::current();
         if trace_ignore_this_task(p, n, cur) {
             rftrace_tr_set_ignore_pid(data, PID_IGNORE);
         } else {
-            rftrace_tr_set_ignore_pid(data, rftrace_task_pid(cur));
+            rftrace_tr_set_ignore_pid(data, task_pid(cur));
         }
     }
 }

@@ -9,7 +9,9 @@
 //! index into it. Records are only added, until the next enable resets
 //! them.
 
+use crate::fgraph::{ftrace_graph_get_ret_stack, register_ftrace_graph, unregister_ftrace_graph};
 use crate::logic::profile;
+use crate::task::current;
 use crate::{CGlobal, Guard, EBUSY};
 use core::cell::UnsafeCell;
 use core::ptr;
@@ -103,11 +105,7 @@ extern "C" {
     fn rftrace_irq_save() -> c_ulong;
     fn rftrace_irq_restore(flags: c_ulong);
     fn rftrace_cpu() -> c_int;
-    fn rftrace_current() -> *mut bindings::task_struct;
-    fn rftrace_current_has_ret_stack() -> bool;
     fn register_stat_tracer(trace: *mut TracerStat) -> c_int;
-    fn register_ftrace_graph(gops: *mut bindings::fgraph_ops) -> c_int;
-    fn unregister_ftrace_graph(gops: *mut bindings::fgraph_ops);
     static tracing_thresh: c_ulong;
 }
 
@@ -228,12 +226,13 @@ unsafe extern "C" fn graph_entry(
 ) -> c_int {
     // SAFETY: the graph core passes the entry record.
     hit(unsafe { (*trace).func } as u64);
-    // SAFETY: notrace helpers and the graph core's own accessor.
+    let t = current();
+    // SAFETY: the current task and the graph core's frames of it.
     unsafe {
-        if !rftrace_current_has_ret_stack() {
+        if crate::task::stack(t).load(Ordering::Relaxed).is_null() {
             return 0;
         }
-        let rs = bindings::ftrace_graph_get_ret_stack(rftrace_current(), 0);
+        let rs = ftrace_graph_get_ret_stack(t, 0);
         if !rs.is_null() {
             (*rs).subtime = 0;
         }
@@ -261,11 +260,11 @@ unsafe extern "C" fn graph_return(
             if !GRAPH_TIME.load(Ordering::Relaxed) {
                 // SAFETY: the graph core's frames of the current task.
                 unsafe {
-                    let parent = bindings::ftrace_graph_get_ret_stack(rftrace_current(), 1);
+                    let parent = ftrace_graph_get_ret_stack(current(), 1);
                     if !parent.is_null() {
                         (*parent).subtime = (*parent).subtime.wrapping_add(time);
                     }
-                    let me = bindings::ftrace_graph_get_ret_stack(rftrace_current(), 0);
+                    let me = ftrace_graph_get_ret_stack(current(), 0);
                     time = if !me.is_null() && (*me).subtime < time {
                         time - (*me).subtime
                     } else {

@@ -62,6 +62,9 @@ accessor!(
 accessor!(
     /// `trace_recursion`: the recursion guard's bits.
     recursion, TRACE_RECURSION, AtomicU64);
+accessor!(
+    /// `pid`: set when the task is made.
+    pid, PID, AtomicI32);
 
 /// The current task.
 #[inline(always)]

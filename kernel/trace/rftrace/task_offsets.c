@@ -18,5 +18,6 @@ int main(void)
 	OFFSET(FTRACE_TIMESTAMP, task_struct, ftrace_timestamp);
 	OFFSET(TRACING_GRAPH_PAUSE, task_struct, tracing_graph_pause);
 	OFFSET(TRACE_RECURSION, task_struct, trace_recursion);
+	OFFSET(PID, task_struct, pid);
 	return 0;
 }
