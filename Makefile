@@ -10,7 +10,8 @@
 #   make mcount-compare (call sites of the two cores' builds)
 
 CORE ?= rust
-export CORE SCRIPT EXTRA TIMEOUT ACCEL VERBOSE
+CONF ?= tiny
+export CORE CONF SCRIPT EXTRA TIMEOUT ACCEL VERBOSE
 
 H := scripts/harness
 ST := tools/testing/selftests/rftrace
@@ -61,10 +62,10 @@ endef
 # warning.
 define guest-tests
 	$(list-ftracetest)
-	@rc=0; MODE=test SUITES="$(2)" TIMEOUT=$(3) LOG=$(BUILD)/log/$(1)-$(CORE).log \
+	@rc=0; MODE=test SUITES="$(2)" TIMEOUT=$(3) LOG=$(BUILD)/log/$(1)-$(CORE)-$(CONF).log \
 		FTRACETEST_LIST=$(ftlist) $(H)/run-qemu.sh || rc=$$?; \
-	$(report) test $(BUILD)/log/$(1)-$(CORE).log \
-		--console $(BUILD)/log/$(1)-$(CORE).console.log --boot $(ST)/boot-selftests.txt \
+	$(report) test $(BUILD)/log/$(1)-$(CORE)-$(CONF).log \
+		--console $(BUILD)/log/$(1)-$(CORE)-$(CONF).console.log --boot $(ST)/boot-selftests.txt \
 		--known $(ST)/known-failures.txt --ftracetest-list $(ftlist) $(4) && [ $$rc -eq 0 ]
 endef
 

@@ -6,6 +6,8 @@ set -euo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
 build=${BUILD:-$top/build}
 reps=${BENCH_REPS:-5}
+# The benchmark runs on the lab kernel: tinyconfig + ftrace-test.config.
+export CONF=tiny
 mkdir -p "$build/bench"
 args=()
 for core in c rust; do

@@ -1,18 +1,20 @@
 #!/usr/bin/env bash
 # Configure (tinyconfig + the project's fragments) and build bzImage and
-# modules for one core in build/out-$CORE; install the modules into
-# build/out-$CORE/modroot for the initramfs.
+# modules for one core and configuration in build/out-$CORE-$CONF; install the modules into
+# its modroot/ for the initramfs.
 set -euo pipefail
 . "$(dirname "$0")/env.sh"
 
-frags=("$src/kernel/configs/ftrace-test.config" "$src/kernel/configs/ftrace-core-$CORE.config")
+frags=("$src/kernel/configs/ftrace-test.config")
+[ "$CONF" = production ] && frags+=("$src/kernel/configs/ftrace-production.config")
+frags+=("$src/kernel/configs/ftrace-core-$CORE.config")
 for f in "${frags[@]}"; do
 	[ -f "$f" ] || { echo "build-kernel: CORE=$CORE: no ${f#$src/} (this core is not built yet)" >&2; exit 3; }
 done
 mkdir -p "$out"
 stamp=$(cat "${frags[@]}" | sha256sum | cut -d' ' -f1)
 if [ ! -f "$out/.config" ] || [ "$(cat "$out/.fragments.sha" 2>/dev/null)" != "$stamp" ]; then
-	echo "  CONFIG  CORE=$CORE: tinyconfig + ${frags[*]##*/}"
+	echo "  CONFIG  CORE=$CORE CONF=$CONF: tinyconfig + ${frags[*]##*/}"
 	kmake tinyconfig >/dev/null
 	(cd "$src" && ARCH=x86_64 scripts/kconfig/merge_config.sh -m -O "$out" "$out/.config" "${frags[@]}" >/dev/null)
 	kmake olddefconfig >/dev/null
@@ -47,7 +49,7 @@ grep -q '^CONFIG_FTRACE_CORE_RUST_GENERIC=y' "$out/.config" &&
 for o in "${stale[@]}"; do
 	rm -f "$out/$o" "$out/$(dirname "$o")/.$(basename "$o").cmd"
 done
-echo "  KERNEL  CORE=$CORE (build/out-$CORE, -j$jobs)"
+echo "  KERNEL  CORE=$CORE CONF=$CONF (${out#$top/}, -j$jobs)"
 kmake -j"$jobs" bzImage modules
 # Install the modules when one changed since the last install.
 stamp_file=$out/modroot/.stamp

@@ -7,7 +7,15 @@ case "$CORE" in
 c | rust) ;;
 *) echo "CORE must be c or rust, not '$CORE'" >&2; exit 2 ;;
 esac
-out=$build/out-$CORE
+# The configuration: tiny (tinyconfig + ftrace-test.config, the lab
+# kernel of the icount benchmark) or production (ftrace-production.config
+# over it: Debian's tracer-related options and the debug set).
+CONF=${CONF:-tiny}
+case "$CONF" in
+tiny | production) ;;
+*) echo "CONF must be tiny or production, not '$CONF'" >&2; exit 2 ;;
+esac
+out=$build/out-$CORE-$CONF
 jobs=${JOBS:-$(($(nproc) + 1))}
 
 # The kernel's Rust toolchain: Debian's rustc-web and rust-web-src, and

@@ -9,7 +9,7 @@
 # summary line and fails on any other difference.
 set -euo pipefail
 . "$(dirname "$0")/env.sh"
-a=$build/out-c/vmlinux b=$build/out-rust/vmlinux
+a=$build/out-c-$CONF/vmlinux b=$build/out-rust-$CONF/vmlinux
 for v in "$a" "$b"; do
 	[ -f "$v" ] || { echo "SKIP  mcount-compare: $v not built (build both cores)"; exit 0; }
 done
@@ -46,7 +46,7 @@ nb=$(sites "$b" "$tmp/rust")
 while read -r o; do
 	objdump -h "$o" | grep -q ' __mcount_loc ' || continue
 	nm --defined-only "$o" | awk '$2 ~ /^[tTwW]$/ { print $3 }' >> "$tmp/skipped"
-done < <(find "$build/out-c" -name ftrace.o)
+done < <(find "$build/out-c-$CONF" -name ftrace.o)
 sort -u -o "$tmp/skipped" "$tmp/skipped"
 comm -23 "$tmp/c.all" "$tmp/skipped" > "$tmp/c"
 skipped=$(($(wc -l < "$tmp/c.all") - $(wc -l < "$tmp/c")))
