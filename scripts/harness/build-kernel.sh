@@ -18,7 +18,8 @@ if [ ! -f "$out/.config" ] || [ "$(cat "$out/.fragments.sha" 2>/dev/null)" != "$
 	kmake tinyconfig >/dev/null
 	(cd "$src" && ARCH=x86_64 scripts/kconfig/merge_config.sh -m -O "$out" "$out/.config" "${frags[@]}" >/dev/null)
 	kmake olddefconfig >/dev/null
-	# Every line of the fragments must have survived Kconfig.
+	# Every option of the fragments (the last fragment setting it wins)
+	# must have survived Kconfig.
 	bad=0
 	while IFS= read -r line; do
 		case "$line" in
@@ -27,7 +28,8 @@ if [ ! -f "$out/.config" ] || [ "$(cat "$out/.fragments.sha" 2>/dev/null)" != "$
 		CONFIG_*=*) grep -qx "$line" "$out/.config" ||
 			{ echo "build-kernel: $line not honoured: $(grep "^${line%%=*}=" "$out/.config" || echo "${line%%=*} unset")" >&2; bad=1; } ;;
 		esac
-	done < <(cat "${frags[@]}")
+	done < <(cat "${frags[@]}" | grep '^CONFIG_' | awk -F= '{ last[$1] = $0; order[NR] = $1 }
+		END { for (i = 1; i <= NR; i++) if (order[i] in last) { print last[order[i]]; delete last[order[i]] } }')
 	if [ $bad -ne 0 ]; then
 		rm -f "$out/.fragments.sha"
 		exit 1

@@ -62,11 +62,21 @@ mkdir -p "$build/log"
 # The job's output (second serial port) and the kernel console (first).
 log=${LOG:-$build/log/$MODE-$CORE.log}
 console=${log%.log}.console.log
-append="console=ttyS0 panic=-1 ${KAPPEND:-}"
+append="console=ttyS0 panic=-1"
+# The production configuration boots on a Skylake-class CPU model (one
+# with the retbleed bug) with return-stack stuffing and retpolines, so
+# the return-thunk and call-depth paths run: the boot log says which
+# mitigations are on ("RETBleed: Mitigation: Stuffing").
+if [ "$CONF" = production ]; then
+	CPU=${CPU:-Skylake-Client-v1}
+	append+=" retbleed=stuff spectre_v2=retpoline,generic"
+fi
+append+=" ${KAPPEND:-}"
 qemu=(qemu-system-x86_64 -m "$MEM" -smp "$SMP" -no-reboot -nographic
 	-kernel "$kimage" -initrd "$initrd" -append "$append")
 case "$ACCEL" in
-tcg) qemu+=(-accel tcg,thread=single) ;; # MTTCG oopses on cross-vCPU code patching
+tcg) qemu+=(-accel tcg,thread=single) # MTTCG oopses on cross-vCPU code patching
+	[ -n "${CPU:-}" ] && qemu+=(-cpu "$CPU") ;;
 kvm) qemu+=(-accel kvm -cpu host) ;;
 *) echo "run-qemu: ACCEL must be tcg or kvm" >&2; exit 2 ;;
 esac

@@ -33,6 +33,7 @@ struct task_struct *rftrace_idle_task(int cpu);
 void rftrace_for_each_thread(bool (*fn)(struct task_struct *t, void *arg), void *arg);
 void rftrace_kill_graph(void);
 int rftrace_next_online_cpu(int prev);
+void rftrace_assert_held(struct mutex *m);
 
 EXPORT_SYMBOL_GPL(register_ftrace_function);
 EXPORT_SYMBOL_GPL(unregister_ftrace_function);
@@ -44,6 +45,12 @@ EXPORT_SYMBOL_GPL(ftrace_set_global_filter);
 EXPORT_SYMBOL_GPL(ftrace_set_global_notrace);
 EXPORT_SYMBOL_GPL(ftrace_free_filter);
 EXPORT_SYMBOL_GPL(ftrace_ops_set_global_filter);
+#ifdef CONFIG_DYNAMIC_FTRACE_WITH_DIRECT_CALLS
+EXPORT_SYMBOL_GPL(register_ftrace_direct);
+EXPORT_SYMBOL_GPL(unregister_ftrace_direct);
+EXPORT_SYMBOL_GPL(modify_ftrace_direct);
+EXPORT_SYMBOL_GPL(modify_ftrace_direct_nolock);
+#endif
 
 struct ftrace_ops *rftrace_tr_ops(struct trace_array *tr)
 {
@@ -154,3 +161,9 @@ out:
 	rcu_read_unlock();
 }
 #endif
+
+/* lockdep_assert_held() for the Rust side: the macro reaches the lock's dep_map. */
+void rftrace_assert_held(struct mutex *m)
+{
+	lockdep_assert_held(m);
+}

@@ -1125,9 +1125,9 @@ pub unsafe extern "C" fn fgraph_init_ops(dst: *mut Ops, src: *mut Ops) {
             return;
         }
         (*dst).func_hash = ptr::addr_of_mut!((*src).local_hash);
-        crate::mutex_init(
+        crate::mutex_init!(
             ptr::addr_of_mut!((*dst).local_hash.regex_lock),
-            c_str!("fgraph_regex_lock"),
+            "fgraph_regex_lock"
         );
         ops::list_init(ptr::addr_of_mut!((*dst).subop_list));
         (*dst).flags |= bindings::FTRACE_OPS_FL_INITIALIZED as c_ulong;

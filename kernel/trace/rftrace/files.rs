@@ -61,7 +61,7 @@ impl Out {
     pub(crate) fn rec(&mut self, ip: u64) -> bool {
         let mut b = [0u8; bindings::KSYM_NAME_LEN as usize];
         match lookup(ip, &mut b) {
-            Some(s) if s.offset == 0 => {
+            Some(s) if s.is_entry() => {
                 self.bytes(s.name);
                 if let Some(m) = s.module {
                     self.bytes(b" [");
@@ -99,6 +99,18 @@ pub(crate) struct Sym<'a> {
     pub(crate) name: &'a [u8],
     pub(crate) offset: u64,
     pub(crate) module: Option<&'a [u8]>,
+}
+
+/// How far into its function a call site may be: after the `endbr64`
+/// (4 bytes) with IBT, else at the entry (`FTRACE_MCOUNT_MAX_OFFSET`).
+/// A site further in belongs to no function (a weak function's leftover).
+const MCOUNT_MAX_OFFSET: u64 = if cfg!(CONFIG_X86_KERNEL_IBT) { 4 } else { 0 };
+
+impl Sym<'_> {
+    /// Whether the site looked up is its function's call site.
+    pub(crate) fn is_entry(&self) -> bool {
+        self.offset <= MCOUNT_MAX_OFFSET
+    }
 }
 
 fn cstr<'a>(p: *const c_char) -> &'a [u8] {

@@ -38,8 +38,8 @@ static GRAPH_LOCK: CGlobal<bindings::mutex> = CGlobal::new(
 pub(crate) unsafe fn init_locks() {
     // SAFETY: per the function's contract.
     unsafe {
-        crate::mutex_init(PARSER_LOCK.get(), c_str!("ftrace_parser_lock"));
-        crate::mutex_init(GRAPH_LOCK.get(), c_str!("ftrace_graph_lock"));
+        crate::mutex_init!(PARSER_LOCK.get(), "ftrace_parser_lock");
+        crate::mutex_init!(GRAPH_LOCK.get(), "ftrace_graph_lock");
     }
 }
 
@@ -118,7 +118,7 @@ pub(crate) unsafe fn match_records_locked(
         let Some(sym) = files::lookup(s.ip, &mut buf) else {
             continue;
         };
-        if sym.offset > 0 {
+        if !sym.is_entry() {
             continue;
         }
         let hit = match modpat {
@@ -1045,7 +1045,7 @@ unsafe fn graph_token(h: *mut FtraceHash, tok: &[u8]) -> c_int {
             continue;
         }
         match files::lookup(s.ip, &mut buf) {
-            Some(sym) if sym.offset == 0 && pat.matches(sym.name) => {}
+            Some(sym) if sym.is_entry() && pat.matches(sym.name) => {}
             _ => continue,
         }
         // SAFETY: per the function's contract.

@@ -22,7 +22,6 @@ use crate::{EBUSY, EINVAL, ENODEV, ENOMEM};
 use core::ptr;
 use core::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
 use kernel::bindings;
-use kernel::c_str;
 use kernel::ffi::{c_int, c_ulong, c_void};
 use kernel::prelude::*;
 
@@ -132,9 +131,9 @@ pub(crate) unsafe fn ops_init(ops: *mut Ops) {
         if (*ops).flags & F_INITIALIZED != 0 {
             return;
         }
-        crate::mutex_init(
+        crate::mutex_init!(
             ptr::addr_of_mut!((*ops).local_hash.regex_lock),
-            c_str!("ftrace_ops regex_lock"),
+            "ftrace_ops regex_lock"
         );
         list_init(ptr::addr_of_mut!((*ops).subop_list));
         (*ops).func_hash = ptr::addr_of_mut!((*ops).local_hash);
@@ -348,17 +347,39 @@ pub unsafe extern "C" fn ftrace_ops_test(ops: *mut Ops, ip: c_ulong, regs: *mut 
     }
 }
 
+/// The registered ops whose own trampoline holds `a`, or null. Any
+/// context; the ops stays valid only while the caller keeps preemption
+/// off (as for `ftrace_ops_trampoline()` in C).
+pub(crate) fn trampoline_ops(a: u64) -> *mut Ops {
+    list()
+        .find(|&op| {
+            // SAFETY: listed ops are valid while preemption is off (see
+            // `list`), which the caller keeps.
+            let o = unsafe { &*op };
+            o.trampoline != 0
+                && a >= o.trampoline as u64
+                && a < (o.trampoline + o.trampoline_size) as u64
+        })
+        .unwrap_or(ptr::null_mut())
+}
+
+/// The `n`th (from 0) registered ops with a trampoline of its own, for
+/// kallsyms; the same condition as [`trampoline_ops`] on the caller.
+pub(crate) fn nth_trampoline(n: usize) -> Option<(u64, u64)> {
+    list()
+        .filter_map(|op| {
+            // SAFETY: as in `trampoline_ops`.
+            let o = unsafe { &*op };
+            (o.trampoline != 0).then_some((o.trampoline as u64, o.trampoline_size as u64))
+        })
+        .nth(n)
+}
+
 /// Whether `a` is inside the trampoline of a registered ops. Any context.
 pub(crate) fn is_trampoline(a: u64) -> bool {
     // SAFETY: preemption off keeps listed ops alive (see `list`).
     unsafe { bindings::ftrace_preempt_disable_notrace() };
-    let r = list().any(|op| {
-        // SAFETY: as above.
-        let o = unsafe { &*op };
-        o.trampoline != 0
-            && a >= o.trampoline as u64
-            && a < (o.trampoline + o.trampoline_size) as u64
-    });
+    let r = !trampoline_ops(a).is_null();
     // SAFETY: paired with the disable above.
     unsafe { bindings::ftrace_preempt_enable_notrace() };
     r

@@ -488,7 +488,7 @@ static FOPS: CGlobal<bindings::file_operations> = CGlobal::new(bindings::file_op
 /// Boot: the per-CPU stat files and `function_profile_enabled`.
 pub(crate) fn init(d: *mut bindings::dentry) {
     // SAFETY: boot, once.
-    unsafe { crate::mutex_init(PROFILE_LOCK.get(), kernel::c_str!("ftrace_profile_lock")) };
+    unsafe { crate::mutex_init!(PROFILE_LOCK.get(), "ftrace_profile_lock") };
     // SAFETY: a kernel global, fixed after boot.
     let n = unsafe { bindings::nr_cpu_ids } as usize;
     let Ok(mut v) = KVVec::<CpuProfile>::with_capacity(n, GFP_KERNEL) else {

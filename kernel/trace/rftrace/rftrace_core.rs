@@ -46,6 +46,8 @@ mod logic {
     pub mod recursion;
     #[path = "sites.rs"]
     pub mod sites;
+    #[path = "symbols.rs"]
+    pub mod symbols;
 }
 
 #[cfg(CONFIG_FUNCTION_GRAPH_TRACER)]
@@ -53,6 +55,7 @@ mod fgraph;
 mod files;
 mod filter;
 pub mod hash;
+mod lookup;
 mod ops;
 /// The x86_64 per-CPU reads the hot path inlines (`current`, preempt count).
 #[path = "../../../arch/x86/kernel/rftrace/percpu.rs"]
@@ -108,9 +111,22 @@ impl<T> Locked<T> {
     /// other reference from `get` is alive.
     #[allow(clippy::mut_from_ref)]
     pub(crate) unsafe fn get(&self) -> &mut T {
+        // Lockdep checks the contract where it runs (a warning if not).
+        assert_held(ftrace_lock.get());
         // SAFETY: per the function's contract.
         unsafe { &mut *self.0.get() }
     }
+}
+
+/// `lockdep_assert_held(m)`: warns when lockdep runs and `m` is not held
+/// by this task (nothing without lockdep).
+pub(crate) fn assert_held(m: *mut bindings::mutex) {
+    extern "C" {
+        fn rftrace_assert_held(m: *mut bindings::mutex);
+    }
+    // SAFETY: the C helper only reads the lock's lockdep map; `m` is one
+    // of our static mutexes.
+    unsafe { rftrace_assert_held(m) };
 }
 
 pub(crate) const fn zeroed_ops() -> bindings::ftrace_ops {
@@ -204,19 +220,38 @@ pub(crate) fn enabled() -> bool {
     unsafe { ptr::read_volatile(ftrace_enabled.get()) != 0 }
 }
 
-static LOCK_KEY: CGlobal<bindings::lock_class_key> = CGlobal::new(
-    // SAFETY: an all-zero key is what a static C key is.
-    unsafe { core::mem::zeroed() },
-);
+/// Initialises a mutex of ours in a lockdep class of its own, keyed by a
+/// static key of the call site: what `DEFINE_MUTEX()` and `mutex_init()`
+/// give C (every ops' `regex_lock` shares the class of the one place that
+/// initialises them, as in C).
+///
+/// # Safety
+///
+/// `$m` is valid and not in use.
+macro_rules! mutex_init {
+    ($m:expr, $name:literal) => {{
+        let key: &'static kernel::sync::LockClassKey = kernel::static_lock_class!();
+        $crate::mutex_init_keyed($m, kernel::c_str!($name), key)
+    }};
+}
+pub(crate) use mutex_init;
 
-/// Initialises a mutex of ours.
+/// The body of [`mutex_init!`].
 ///
 /// # Safety
 ///
 /// `m` is valid and not in use.
-pub(crate) unsafe fn mutex_init(m: *mut bindings::mutex, name: &'static CStr) {
-    // SAFETY: per the function's contract; the key is static.
-    unsafe { bindings::__mutex_init(m, name.as_char_ptr(), LOCK_KEY.get()) };
+pub(crate) unsafe fn mutex_init_keyed(
+    m: *mut bindings::mutex,
+    name: &'static CStr,
+    key: &'static kernel::sync::LockClassKey,
+) {
+    // `LockClassKey` is a transparent wrapper of an `Opaque` key, itself
+    // transparent: the cast gives the C key.
+    let key = ptr::from_ref(key).cast_mut().cast::<bindings::lock_class_key>();
+    // SAFETY: `m` is valid and unused (the contract); the key is static,
+    // as lockdep requires of a class key, and names this call site only.
+    unsafe { bindings::__mutex_init(m, name.as_char_ptr(), key) };
 }
 
 /// `ftrace_lock`, held for the life of the guard.
@@ -255,13 +290,26 @@ extern "C" {
     fn sched_clock() -> u64;
 }
 
+/// Whether `ip` is in the kernel's text or init text (C's
+/// `is_kernel_text() || is_kernel_inittext()`).
+fn is_kernel_text(ip: u64) -> bool {
+    // Linker symbols: only their addresses are taken.
+    let (st, et, si, ei) = (
+        ptr::addr_of!(bindings::_stext) as u64,
+        ptr::addr_of!(bindings::_etext) as u64,
+        ptr::addr_of!(bindings::_sinittext) as u64,
+        ptr::addr_of!(bindings::_einittext) as u64,
+    );
+    (st..et).contains(&ip) || (si..ei).contains(&ip)
+}
+
 /// Boot: take the call sites of `__mcount_loc`, make them NOPs, start the
 /// table.
 #[no_mangle]
 pub extern "C" fn ftrace_init() {
     // SAFETY: single-threaded early boot; our mutexes are not in use yet.
     unsafe {
-        mutex_init(ftrace_lock.get(), c_str!("ftrace_lock"));
+        mutex_init!(ftrace_lock.get(), "ftrace_lock");
         filter::init_locks();
         ops::ops_init(global_ops.get());
         (*global_ops.get()).flags |= bindings::FTRACE_OPS_FL_PID as c_ulong;
@@ -274,6 +322,11 @@ pub extern "C" fn ftrace_init() {
         let n = (stop as usize - start as usize) / 8;
         core::slice::from_raw_parts_mut(start, n)
     };
+    // Only entries in the kernel's text (or init text) are sites; what
+    // else the table holds (zeros of replaced weak functions, moved by
+    // KASLR) is skipped, as in C.
+    let n = logic::sites::retain(locs, is_kernel_text);
+    let locs = &mut locs[..n];
     let n = if logic::sites::is_sorted_unique(locs) {
         locs.len()
     } else {
@@ -539,17 +592,76 @@ pub extern "C" fn ftrace_mod_address_lookup(
     0
 }
 
-/// The names of our trampolines for /proc/kallsyms: none.
+/// The ops whose own trampoline holds `addr`, or null: the ORC unwinder
+/// finds the unwind data of the code the trampoline was copied from
+/// through it. Callers keep preemption off while they use the ops.
 #[no_mangle]
-pub extern "C" fn ftrace_mod_get_kallsym(
-    _symnum: u32,
-    _value: *mut c_ulong,
-    _type: *mut c_char,
-    _name: *mut c_char,
-    _module_name: *mut c_char,
-    _exported: *mut c_int,
+pub extern "C" fn ftrace_ops_trampoline(addr: c_ulong) -> *mut bindings::ftrace_ops {
+    // SAFETY: preemption off keeps the listed ops alive while we look.
+    unsafe { bindings::ftrace_preempt_disable_notrace() };
+    let op = ops::trampoline_ops(addr as u64);
+    // SAFETY: paired with the disable above.
+    unsafe { bindings::ftrace_preempt_enable_notrace() };
+    op
+}
+
+/// The symbol `symnum` (from 0) of the core's trampolines for kallsyms:
+/// each ops' own trampoline is `ftrace_trampoline` of the pseudo-module
+/// `__builtin__ftrace`, a local text symbol, as the C core names them.
+///
+/// # Safety
+///
+/// The pointers are valid for writes: `name` of `KSYM_NAME_LEN` bytes,
+/// `module_name` of `MODULE_NAME_LEN` (kallsyms' buffers).
+#[no_mangle]
+pub unsafe extern "C" fn ftrace_mod_get_kallsym(
+    symnum: u32,
+    value: *mut c_ulong,
+    ty: *mut c_char,
+    name: *mut c_char,
+    module_name: *mut c_char,
+    exported: *mut c_int,
 ) -> c_int {
-    err(bindings::ERANGE)
+    // SAFETY: preemption off keeps the listed ops alive while we look.
+    unsafe { bindings::ftrace_preempt_disable_notrace() };
+    let found = ops::nth_trampoline(symnum as usize);
+    // SAFETY: paired with the disable above.
+    unsafe { bindings::ftrace_preempt_enable_notrace() };
+    let Some((start, _)) = found else {
+        return err(bindings::ERANGE);
+    };
+    // SAFETY: writable buffers of kallsyms' sizes (the contract); the
+    // names are shorter than either and NUL-terminated.
+    unsafe {
+        *value = start as c_ulong;
+        *ty = b't' as c_char;
+        *exported = 0;
+        copy_cstr(name, TRAMPOLINE_SYM, bindings::KSYM_NAME_LEN as usize);
+        copy_cstr(module_name, TRAMPOLINE_MOD, MODULE_NAME_LEN);
+    }
+    0
+}
+
+/// kallsyms' name of an ops trampoline and of its pseudo-module.
+pub(crate) const TRAMPOLINE_SYM: &CStr = c_str!("ftrace_trampoline");
+const TRAMPOLINE_MOD: &CStr = c_str!("__builtin__ftrace");
+/// `MODULE_NAME_LEN` of include/linux/module.h (a macro bindgen skips).
+const MODULE_NAME_LEN: usize = 64 - core::mem::size_of::<c_ulong>();
+
+/// Copies `s` with its NUL into `dst`, at most `cap` bytes (truncated,
+/// still terminated).
+///
+/// # Safety
+///
+/// `dst` is valid for `cap` (> 0) bytes of writes.
+unsafe fn copy_cstr(dst: *mut c_char, s: &CStr, cap: usize) {
+    let b = s.as_bytes();
+    let n = b.len().min(cap - 1);
+    // SAFETY: `n + 1 <= cap` bytes of `dst` (the contract).
+    unsafe {
+        ptr::copy_nonoverlapping(b.as_ptr().cast::<c_char>(), dst, n);
+        *dst.add(n) = 0;
+    }
 }
 
 /// Changing a direct trampoline in place is not provided.

@@ -50,9 +50,12 @@ pub(crate) fn preempt_count() -> u32 {
     pc & !bindings::PREEMPT_NEED_RESCHED
 }
 
-/// `preempt_disable_notrace()`.
+/// `preempt_disable_notrace()`: one level more in this CPU's preempt
+/// count where the kernel counts (CONFIG_PREEMPT_COUNT), else only a
+/// compiler barrier, as in C.
 #[inline(always)]
 pub(crate) fn preempt_disable() {
+    #[cfg(CONFIG_PREEMPT_COUNT)]
     // SAFETY: one increment of this CPU's preempt count, undone by
     // `preempt_enable()`.
     unsafe {
@@ -66,24 +69,54 @@ pub(crate) fn preempt_disable() {
     compiler_fence(Ordering::SeqCst);
 }
 
-/// `preempt_enable_notrace()`: reschedules if that was the last level and
-/// a reschedule is pending (the count word reads 0 then), through the
-/// thunk that keeps every register, as C's `__preempt_schedule_notrace()`.
+/// The call of `preempt_enable()`'s reschedule: the static call's
+/// trampoline with PREEMPT_DYNAMIC, else the thunk.
+#[cfg(CONFIG_PREEMPT_DYNAMIC)]
+macro_rules! PREEMPT_CALL {
+    () => {
+        "call __SCT__preempt_schedule_notrace"
+    };
+}
+#[cfg(not(CONFIG_PREEMPT_DYNAMIC))]
+macro_rules! PREEMPT_CALL {
+    () => {
+        "call preempt_schedule_notrace_thunk"
+    };
+}
+
+/// `preempt_enable_notrace()`. With CONFIG_PREEMPTION it reschedules if
+/// that was the last level and a reschedule is pending (the count word
+/// reads 0 then), through what C's `__preempt_schedule_notrace()` calls:
+/// the static call of the preemption model chosen at boot
+/// (CONFIG_PREEMPT_DYNAMIC: none or voluntary make it a plain return),
+/// else the thunk that keeps every register. Without CONFIG_PREEMPTION
+/// it only drops the level; without CONFIG_PREEMPT_COUNT there is none.
 #[inline(always)]
 pub(crate) fn preempt_enable() {
     compiler_fence(Ordering::SeqCst);
-    // SAFETY: undoes one `preempt_disable()`; the thunk saves and restores
-    // all registers, so only the flags change; it may schedule, which the
-    // compiler sees as a call that reads and writes memory.
+    #[cfg(all(CONFIG_PREEMPT_COUNT, not(CONFIG_PREEMPTION)))]
+    // SAFETY: undoes one `preempt_disable()`.
+    unsafe {
+        core::arch::asm!(
+            "sub dword ptr gs:[rip + {hot} + {off}], 1",
+            hot = sym bindings::pcpu_hot,
+            off = const PREEMPT_COUNT,
+            options(nostack),
+        )
+    };
+    #[cfg(CONFIG_PREEMPTION)]
+    // SAFETY: undoes one `preempt_disable()`; the callee (thunk or static
+    // call trampoline to it) saves and restores all registers, so only
+    // the flags change; it may schedule, which the compiler sees as a call
+    // that reads and writes memory.
     unsafe {
         core::arch::asm!(
             "sub dword ptr gs:[rip + {hot} + {off}], 1",
             "jnz 2f",
-            "call {thunk}",
+            PREEMPT_CALL!(),
             "2:",
             hot = sym bindings::pcpu_hot,
             off = const PREEMPT_COUNT,
-            thunk = sym bindings::preempt_schedule_notrace_thunk,
         )
     };
 }

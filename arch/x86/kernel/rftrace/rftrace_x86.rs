@@ -26,7 +26,7 @@ use kernel::prelude::*;
 #[path = "../../../../kernel/trace/rftrace/logic/insn.rs"]
 mod insn;
 
-use insn::{Decoded, NOP5, SITE_SIZE};
+use insn::{Decoded, INT3, NOP5, SITE_SIZE};
 
 const __LOG_PREFIX: &[u8] = b"ftrace\0";
 
@@ -743,21 +743,54 @@ fn ops_flag(ops: &bindings::ftrace_ops, flag: u32) -> bool {
     ops.flags & flag as c_ulong != 0
 }
 
-/// Builds the code of a per-ops trampoline in `buf` (at address `at`):
-/// a copy of the template that loads `ops` from the slot after its `ret`
-/// and calls `func`. Returns `None` when the template is not as expected.
-fn build_trampoline(buf: &mut [u8], at: u64, t: &Template, ops: u64, func: u64) -> Option<()> {
-    let slot = (t.len + RET_INT3.len()).next_multiple_of(8);
-    buf.get_mut(t.len..t.len + RET_INT3.len())?
-        .copy_from_slice(&RET_INT3);
-    buf.get_mut(slot..slot + 8)?
-        .copy_from_slice(&ops.to_le_bytes());
+/// Room for the return of a per-ops trampoline: a `jmp` to the return
+/// thunk, or `ret; int3` (the int3 stops straight-line speculation).
+const RET_ROOM: usize = SITE_SIZE;
+
+/// The return of a per-ops trampoline whose return is at `ip`: through
+/// the return thunk where the CPU wants one there (return thunks, ITS),
+/// else `ret; int3` (C's create_trampoline makes the same choice).
+fn trampoline_return(ip: u64) -> Option<[u8; RET_ROOM]> {
+    #[cfg(CONFIG_MITIGATION_RETHUNK)]
+    {
+        // SAFETY: a query of the CPU's mitigation state about an address.
+        if unsafe { bindings::cpu_wants_rethunk_at(ip as *mut c_void) } {
+            // SAFETY: a function pointer the mitigation code sets at boot.
+            let thunk = unsafe { bindings::x86_return_thunk }?;
+            return insn::jmp(ip, thunk as *const () as u64);
+        }
+    }
+    let mut b = [INT3; RET_ROOM];
+    b[..RET_INT3.len()].copy_from_slice(&RET_INT3);
+    let _ = ip;
+    Some(b)
+}
+
+/// The first step on a fresh copy of template `t` in `buf`: a per-ops
+/// trampoline never continues into a direct trampoline, so the `jnz` to
+/// that path (past the copied code) becomes a NOP. Before the copy's
+/// rip-relative operands are moved: that jump could not reach its target
+/// from the copy. `None` when the `jnz` is not where it should be.
+fn drop_direct_jump(buf: &mut [u8], t: &Template) -> Option<()> {
     if let Some(j) = t.jnz {
         if *buf.get(j)? != JNZ8 {
             return None;
         }
         buf.get_mut(j..j + 2)?.copy_from_slice(&NOP2);
     }
+    Some(())
+}
+
+/// Builds the code of a per-ops trampoline in `buf` (at address `at`):
+/// a copy of the template (its rip-relative operands already moved) that
+/// loads `ops` from the slot after its return and calls `func`. Returns
+/// `None` when the template is not as expected.
+fn build_trampoline(buf: &mut [u8], at: u64, t: &Template, ops: u64, func: u64) -> Option<()> {
+    let slot = (t.len + RET_ROOM).next_multiple_of(8);
+    let ret = trampoline_return(at + t.len as u64)?;
+    buf.get_mut(t.len..t.len + RET_ROOM)?.copy_from_slice(&ret);
+    buf.get_mut(slot..slot + 8)?
+        .copy_from_slice(&ops.to_le_bytes());
     let load = buf.get_mut(t.op_load..t.op_load + 7)?;
     if load[..3] != OP_LOAD {
         return None;
@@ -765,6 +798,8 @@ fn build_trampoline(buf: &mut [u8], at: u64, t: &Template, ops: u64, func: u64) 
     let next = at + (t.op_load + 7) as u64;
     let disp = i32::try_from((at + slot as u64) as i64 - next as i64).ok()?;
     load[3..].copy_from_slice(&disp.to_le_bytes());
+    // The trampoline counts the call depth itself before this call, so it
+    // calls the function, not its call-depth thunk.
     let call = insn::call(at + t.call as u64, func)?;
     buf.get_mut(t.call..t.call + SITE_SIZE)?
         .copy_from_slice(&call);
@@ -773,7 +808,7 @@ fn build_trampoline(buf: &mut [u8], at: u64, t: &Template, ops: u64, func: u64) 
 
 /// Size of a per-ops trampoline for template `t`.
 fn trampoline_size(t: &Template) -> usize {
-    (t.len + RET_INT3.len()).next_multiple_of(8) + 8
+    (t.len + RET_ROOM).next_multiple_of(8) + 8
 }
 
 /// Creates the trampoline of `ops`. Returns its address, or 0.
@@ -797,6 +832,23 @@ unsafe fn create_trampoline(ops: &mut bindings::ftrace_ops) -> u64 {
     // faulting.
     let copied =
         unsafe { bindings::copy_from_kernel_nofault(mem, t.start as *const c_void, t.len) } == 0;
+    let copied = copied && drop_direct_jump(buf, &t).is_some();
+    if copied {
+        // The copy runs elsewhere: its rip-relative operands (the per-CPU
+        // call-depth count, the ops load, the callback call) are moved to
+        // reach what they reached from the template.
+        // SAFETY: `buf` holds the `t.len` bytes just copied from the
+        // template at `t.start`, and `at` is where they will run.
+        unsafe {
+            bindings::text_poke_apply_relocation(
+                buf.as_mut_ptr(),
+                at as *const u8,
+                t.len,
+                t.start as *mut u8,
+                t.len,
+            )
+        };
+    }
     // SAFETY: `ops` is live.
     let func = unsafe { bindings::ftrace_ops_get_func(ops) }.map_or(0, |f| f as *const () as u64);
     let ops_addr = ptr::from_mut(ops) as u64;

@@ -25,6 +25,17 @@ pub fn call(ip: u64, target: u64) -> Option<[u8; SITE_SIZE]> {
     Some([CALL, r[0], r[1], r[2], r[3]])
 }
 
+/// `jmp target` (5-byte `jmp rel32`) placed at `ip`, or `None` when
+/// `target` is out of reach: the return of a trampoline that goes through
+/// the return thunk.
+pub fn jmp(ip: u64, target: u64) -> Option<[u8; SITE_SIZE]> {
+    let mut b = call(ip, target)?;
+    b[0] = JMP;
+    Some(b)
+}
+
+const JMP: u8 = 0xe9;
+
 /// What a site's bytes are.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Decoded {
@@ -112,6 +123,13 @@ pub fn emulate(ip: u64, new: &[u8; SITE_SIZE]) -> Option<Emulate> {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn encodes_jumps() {
+        assert_eq!(jmp(0x1000, 0x1005), Some([0xe9, 0, 0, 0, 0]));
+        assert_eq!(jmp(0x1000, 0x0ff0), Some([0xe9, 0xeb, 0xff, 0xff, 0xff]));
+        assert_eq!(jmp(0x1000, 0x1005 + 0x8000_0000), None);
+    }
 
     #[test]
     fn encodes_calls() {

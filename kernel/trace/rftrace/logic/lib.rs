@@ -17,3 +17,4 @@ pub mod plan;
 pub mod profile;
 pub mod recursion;
 pub mod sites;
+pub mod symbols;

@@ -87,6 +87,23 @@ pub fn sort_unique(ips: &mut [u64]) -> usize {
     n
 }
 
+/// Keeps, in order, the entries of `ips` for which `keep` holds, moved to
+/// the front; returns how many. The kernel's `__mcount_loc` holds entries
+/// that are no call site: zeros (padding, and weak functions the link
+/// replaced), which a relocatable kernel then moves by its KASLR offset;
+/// only entries in kernel text are sites.
+pub fn retain(ips: &mut [u64], keep: impl Fn(u64) -> bool) -> usize {
+    let mut n = 0;
+    for i in 0..ips.len() {
+        let ip = ips[i];
+        if keep(ip) {
+            ips[n] = ip;
+            n += 1;
+        }
+    }
+    n
+}
+
 /// Whether `ips` is sorted strictly ascending (what a build-time sort
 /// gives), so boot can skip sorting.
 pub fn is_sorted_unique(ips: &[u64]) -> bool {
@@ -148,6 +165,16 @@ pub fn range<S: SiteIp>(sites: &[S], start: u64, end: u64) -> core::ops::Range<u
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn retain_drops_entries_outside_text_in_order() {
+        let text = 0xffff_ffff_8100_0000u64..0xffff_ffff_8200_0000;
+        let kaslr_zero = 0x2180_0000;
+        let mut ips = [kaslr_zero, 0xffff_ffff_8100_0010, 0, 0xffff_ffff_8100_0020, kaslr_zero];
+        let n = retain(&mut ips, |ip| text.contains(&ip));
+        assert_eq!(&ips[..n], &[0xffff_ffff_8100_0010, 0xffff_ffff_8100_0020]);
+        assert!(is_sorted_unique(&ips[..n]));
+    }
     use proptest::prelude::*;
     use std::vec::Vec;
 

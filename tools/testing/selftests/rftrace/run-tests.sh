@@ -20,6 +20,9 @@ indent() { tail -n 40 | cut -c1-300 | sed 's/^/    | /'; }
 echo "=== harness: dmesg begin ==="
 dmesg
 echo "=== harness: dmesg end ==="
+# The CPU mitigations in force (the production configuration boots with
+# return-stack stuffing and retpolines).
+grep -H . /sys/devices/system/cpu/vulnerabilities/* 2> /dev/null | sed 's|^/sys/devices/system/cpu/vulnerabilities/|mitigation: |'
 
 # The project's own tests: exit 0 passes, 4 is "unsupported", else fails.
 case " $SUITES " in *" own "*) own="$here"/tests/*.sh ;; *) own= ;; esac

@@ -1,0 +1,81 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! `ftrace_lookup_symbols()`: function names to the addresses fprobe and
+//! BPF's kprobe_multi attach to, over kallsyms and then the modules'
+//! symbols (the matching itself is `logic::symbols`, host-tested).
+
+use crate::logic::symbols::Lookup;
+use kernel::bindings;
+use kernel::ffi::{c_char, c_int, c_ulong, c_void};
+use kernel::str::CStr;
+
+/// One lookup in progress, passed through kallsyms' `void *`.
+struct Walk<'a> {
+    lookup: Lookup<'a, *const c_char>,
+}
+
+/// The bytes of one of the caller's names.
+fn name_bytes(p: &*const c_char) -> &[u8] {
+    // SAFETY: the caller of `ftrace_lookup_symbols` gives NUL-terminated
+    // names that outlive the lookup.
+    unsafe { CStr::from_char_ptr(*p) }.as_bytes()
+}
+
+/// The kallsyms callback: offers one symbol; non-zero stops the walk.
+///
+/// # Safety
+///
+/// `data` is the `Walk` of the running lookup; `name` a NUL-terminated
+/// symbol name.
+unsafe extern "C" fn offer(data: *mut c_void, name: *const c_char, addr: c_ulong) -> c_int {
+    // SAFETY: `data` is the `Walk` that `ftrace_lookup_symbols` passes and
+    // no one else uses during the walk.
+    let w = unsafe { &mut *data.cast::<Walk<'_>>() };
+    // SAFETY: kallsyms passes a NUL-terminated name.
+    let name = unsafe { CStr::from_char_ptr(name) }.as_bytes();
+    let traceable = |a: u64| crate::ftrace_location(a as c_ulong) != 0;
+    c_int::from(w.lookup.offer(name, addr as u64, name_bytes, traceable))
+}
+
+/// Fills `addrs[i]` with the address of the traceable function named
+/// `sorted_syms[i]`, looking at the kernel's symbols, then the modules'.
+/// Returns 0 when every name was found, -ESRCH otherwise (the found ones
+/// are filled in, the others 0).
+///
+/// # Safety
+///
+/// `sorted_syms` holds `cnt` NUL-terminated names sorted by `strcmp`, and
+/// `addrs` room for `cnt` addresses; both live through the call. Sleeps.
+#[no_mangle]
+pub unsafe extern "C" fn ftrace_lookup_symbols(
+    sorted_syms: *mut *const c_char,
+    cnt: usize,
+    addrs: *mut c_ulong,
+) -> c_int {
+    if cnt == 0 {
+        return 0;
+    }
+    // SAFETY: `cnt` names and `cnt` address slots (the contract); an
+    // unsigned long is a u64 on x86_64.
+    let (names, out) = unsafe {
+        (
+            core::slice::from_raw_parts(sorted_syms.cast_const(), cnt),
+            core::slice::from_raw_parts_mut(addrs.cast::<u64>(), cnt),
+        )
+    };
+    let mut w = Walk {
+        lookup: Lookup::new(names, out),
+    };
+    let data = core::ptr::from_mut(&mut w).cast::<c_void>();
+    // SAFETY: `offer` matches the callback type and reads `data` as the
+    // `Walk` it is, which outlives both walks.
+    unsafe {
+        if bindings::kallsyms_on_each_symbol(Some(offer), data) != 0 {
+            return 0;
+        }
+        if bindings::module_kallsyms_on_each_symbol(core::ptr::null(), Some(offer), data) != 0 {
+            return 0;
+        }
+    }
+    -(bindings::ESRCH as c_int)
+}
