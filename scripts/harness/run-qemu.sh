@@ -39,6 +39,7 @@ done
 {
 	echo "MODE=$([ "$MODE" = cmd ] && echo script || echo "$MODE")"
 	echo "CORE=$CORE"
+	echo "CONF=$CONF"
 	echo "BENCH_REPS=${BENCH_REPS:-5}"
 	echo "SUITES='${SUITES:-own ftracetest}'"
 } > "$rootfs/harness/job"

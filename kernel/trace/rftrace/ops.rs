@@ -392,6 +392,9 @@ pub(crate) fn is_trampoline(a: u64) -> bool {
 struct Slot {
     ops: *mut Ops,
     tramp: u64,
+    /// While a direct ops changes trampoline: the one its sites still
+    /// call, until the update that moves them (0 otherwise).
+    was: u64,
 }
 
 static SLOTS: Locked<KVec<Slot>> = Locked::new(KVec::new());
@@ -432,11 +435,11 @@ unsafe fn slot_alloc(ops: *mut Ops, tramp: u64) -> u32 {
         return i as u32 + 1;
     }
     if let Some(i) = s.iter().position(|x| x.ops.is_null()) {
-        s[i] = Slot { ops, tramp };
+        s[i] = Slot { ops, tramp, was: 0 };
         return i as u32 + 1;
     }
     if s.len() + 1 >= crate::logic::sites::MAX_SLOTS as usize
-        || s.push(Slot { ops, tramp }, GFP_KERNEL).is_err()
+        || s.push(Slot { ops, tramp, was: 0 }, GFP_KERNEL).is_err()
     {
         // The ops then goes through the list trampoline.
         return 0;
@@ -536,7 +539,10 @@ unsafe fn current_target(s: &Site, list: u64, regs: u64) -> Option<u64> {
         // SAFETY: per the function's contract.
         let slots = unsafe { SLOTS.get() };
         let i = (s.slot() as usize).checked_sub(1)?;
-        return slots.get(i).map(|x| x.tramp).filter(|&t| t != 0);
+        return slots
+            .get(i)
+            .map(|x| if x.was != 0 { x.was } else { x.tramp })
+            .filter(|&t| t != 0);
     }
     Some(if s.has(sf::REGS) { regs } else { list })
 }
@@ -1432,6 +1438,78 @@ pub unsafe extern "C" fn unregister_ftrace_direct(
 }
 
 // --- /proc/sys/kernel/ftrace_enabled -------------------------------------
+
+/// Points the direct ops `ops` at the direct trampoline `target`: its
+/// sites alone call `target` from the next batch on (each site changes
+/// with int3 from one call to the other, so a CPU runs either); sites it
+/// shares go through the full-regs trampoline, which reads the ops'
+/// `direct_call` at every call. The old trampoline must stay until this
+/// returns (the caller frees it after).
+///
+/// # Safety
+///
+/// `ops` is valid; `ftrace_lock` is held.
+unsafe fn modify_direct(ops: *mut Ops, target: c_ulong) -> c_int {
+    // SAFETY: per the function's contract.
+    let o = unsafe { &mut *ops };
+    if o.flags & F_ENABLED == 0 || o.flags & F_DIRECT == 0 || target == 0 {
+        return EINVAL;
+    }
+    let old = o.direct_call;
+    // Read locklessly by `call_direct_funcs`.
+    // SAFETY: a valid field of a live ops.
+    unsafe { ptr::write_volatile(ptr::addr_of_mut!(o.direct_call), target) };
+    // SAFETY: `ftrace_lock` is held (the contract).
+    let slot = unsafe { slot_of(ops) } as usize;
+    let retarget = |tramp: u64, was: u64| {
+        if let Some(i) = slot.checked_sub(1) {
+            // SAFETY: `ftrace_lock` is held; no other reference to the
+            // slots lives here.
+            let x = &mut unsafe { SLOTS.get() }[i];
+            x.tramp = tramp;
+            x.was = was;
+        }
+    };
+    // The plan sees the sites call `old` and moves them to `target`.
+    retarget(target as u64, old as u64);
+    // SAFETY: as above.
+    let r = unsafe { update_scope(&own_sites(ops)) };
+    if let Err(e) = r {
+        // Nothing was written (planning failed): back to the old target.
+        // SAFETY: a valid field of a live ops.
+        unsafe { ptr::write_volatile(ptr::addr_of_mut!(o.direct_call), old) };
+        retarget(old as u64, 0);
+        return e;
+    }
+    retarget(target as u64, 0);
+    0
+}
+
+/// Changes the direct trampoline of a registered direct ops.
+///
+/// # Safety
+///
+/// `ops` is a valid ops.
+#[no_mangle]
+pub unsafe extern "C" fn modify_ftrace_direct(ops: *mut Ops, addr: c_ulong) -> c_int {
+    let _g = Guard::lock();
+    // SAFETY: per the function's contract; `ftrace_lock` held.
+    unsafe { modify_direct(ops, addr) }
+}
+
+/// [`modify_ftrace_direct`] for callers that hold the direct-call lock
+/// (the C core's `direct_mutex`; this core serialises direct changes
+/// with `ftrace_lock`, which it takes here).
+///
+/// # Safety
+///
+/// `ops` is a valid ops.
+#[no_mangle]
+pub unsafe extern "C" fn modify_ftrace_direct_nolock(ops: *mut Ops, addr: c_ulong) -> c_int {
+    let _g = Guard::lock();
+    // SAFETY: per the function's contract; `ftrace_lock` held.
+    unsafe { modify_direct(ops, addr) }
+}
 
 const F_PERMANENT: c_ulong = fl(bindings::FTRACE_OPS_FL_PERMANENT);
 

@@ -664,17 +664,3 @@ unsafe fn copy_cstr(dst: *mut c_char, s: &CStr, cap: usize) {
     }
 }
 
-/// Changing a direct trampoline in place is not provided.
-#[no_mangle]
-pub extern "C" fn modify_ftrace_direct(_ops: *mut bindings::ftrace_ops, _addr: c_ulong) -> c_int {
-    ENODEV
-}
-
-/// Changing a direct trampoline in place is not provided.
-#[no_mangle]
-pub extern "C" fn modify_ftrace_direct_nolock(
-    _ops: *mut bindings::ftrace_ops,
-    _addr: c_ulong,
-) -> c_int {
-    ENODEV
-}

@@ -46,6 +46,36 @@
 	.section .text, "ax"
 
 /*
+ * With frame pointers the trampolines first build two frames, as C's
+ * do: one for the traced function's caller (its return address) and one
+ * for the traced function (the site's return address), so a frame-pointer
+ * unwinder walks from a callback through the trampoline into both. Five
+ * words: the original rbp, then each frame's return address and link.
+ */
+#ifdef CONFIG_FRAME_POINTER
+# define FP_FRAMES	(8 + 16 * 2)
+#else
+# define FP_FRAMES	0
+#endif
+/* From the stack pointer under the pt_regs frame to the words above it. */
+#define REGS_TOP	(FRAME_SIZE + FP_FRAMES)
+
+/* @pushed: bytes pushed by the trampoline before this (the saved flags). */
+.macro rft_fp_frames pushed
+#ifdef CONFIG_FRAME_POINTER
+	pushq	%rbp
+	/* The caller's frame: the traced function's return address. */
+	pushq	\pushed+8*2(%rsp)
+	pushq	%rbp
+	movq	%rsp, %rbp
+	/* The traced function's frame: the site's return address. */
+	pushq	\pushed+8*3(%rsp)
+	pushq	%rbp
+	movq	%rsp, %rbp
+#endif
+.endm
+
+/*
  * Reserve the pt_regs frame and fill in what every callback may use: the
  * argument registers, rax and rbp, orig_ax = 0, ip = the return address
  * of the site's call (site + 5) and sp = the stack pointer the traced
@@ -55,6 +85,7 @@
  * @pushed: bytes pushed by the trampoline before this (the saved flags).
  */
 .macro rft_save_frame pushed
+	rft_fp_frames \pushed
 	subq	$FRAME_SIZE, %rsp
 	movq	%rdi, RDI(%rsp)
 	movq	%rsi, RSI(%rsp)
@@ -63,15 +94,21 @@
 	movq	%r8, R8(%rsp)
 	movq	%r9, R9(%rsp)
 	movq	%rax, RAX(%rsp)
+#ifdef CONFIG_FRAME_POINTER
+	/* rbp is the trampoline's frame now; the traced function's is below it. */
+	movq	REGS_TOP-8(%rsp), %rax
+	movq	%rax, RBP(%rsp)
+#else
 	movq	%rbp, RBP(%rsp)
+#endif
 	movq	$0, ORIG_RAX(%rsp)
 
 	/* Above the frame: [pushed bytes], site + 5, the traced function's return address. */
-	movq	FRAME_SIZE+\pushed(%rsp), %rdi
+	movq	REGS_TOP+\pushed(%rsp), %rdi
 	movq	%rdi, RIP(%rsp)
 	subq	$MCOUNT_INSN_SIZE, %rdi
-	movq	FRAME_SIZE+\pushed+8(%rsp), %rsi
-	leaq	FRAME_SIZE+\pushed+8(%rsp), %rdx
+	movq	REGS_TOP+\pushed+8(%rsp), %rsi
+	leaq	REGS_TOP+\pushed+8(%rsp), %rdx
 	movq	%rdx, RSP(%rsp)
 .endm
 
@@ -121,9 +158,9 @@ SYM_INNER_LABEL(ftrace_call, SYM_L_GLOBAL)
 
 	/* Return to regs->ip. */
 	movq	RIP(%rsp), %rax
-	movq	%rax, FRAME_SIZE(%rsp)
+	movq	%rax, REGS_TOP(%rsp)
 	rft_load_frame
-	addq	$FRAME_SIZE, %rsp
+	addq	$REGS_TOP, %rsp
 SYM_INNER_LABEL(ftrace_caller_end, SYM_L_GLOBAL)
 	ANNOTATE_NOENDBR
 	RET
@@ -146,7 +183,7 @@ SYM_INNER_LABEL(ftrace_regs_caller_op_ptr, SYM_L_GLOBAL)
 	movq	%r13, R13(%rsp)
 	movq	%r14, R14(%rsp)
 	movq	%r15, R15(%rsp)
-	movq	FRAME_SIZE(%rsp), %rcx
+	movq	REGS_TOP(%rsp), %rcx
 	movq	%rcx, EFLAGS(%rsp)
 	movq	$__KERNEL_CS, CS(%rsp)
 	movq	$__KERNEL_DS, SS(%rsp)
@@ -160,9 +197,9 @@ SYM_INNER_LABEL(ftrace_regs_call, SYM_L_GLOBAL)
 
 	/* Flags and ip as the callback left them. */
 	movq	EFLAGS(%rsp), %rax
-	movq	%rax, FRAME_SIZE(%rsp)
+	movq	%rax, REGS_TOP(%rsp)
 	movq	RIP(%rsp), %rax
-	movq	%rax, FRAME_SIZE+8(%rsp)
+	movq	%rax, REGS_TOP+8(%rsp)
 	movq	RBX(%rsp), %rbx
 	movq	R10(%rsp), %r10
 	movq	R12(%rsp), %r12
@@ -178,7 +215,7 @@ SYM_INNER_LABEL(ftrace_regs_caller_jmp, SYM_L_GLOBAL)
 	jnz	.Lrft_direct
 
 	rft_load_frame
-	addq	$FRAME_SIZE, %rsp
+	addq	$REGS_TOP, %rsp
 	popfq
 SYM_INNER_LABEL(ftrace_regs_caller_end, SYM_L_GLOBAL)
 	ANNOTATE_NOENDBR
@@ -191,11 +228,11 @@ SYM_INNER_LABEL(ftrace_regs_caller_end, SYM_L_GLOBAL)
 	 * return into the direct trampoline, which then runs as if the site
 	 * had called it.
 	 */
-	movq	FRAME_SIZE(%rsp), %rcx
-	movq	%rcx, FRAME_SIZE-8(%rsp)
-	movq	%rax, FRAME_SIZE(%rsp)
+	movq	REGS_TOP(%rsp), %rcx
+	movq	%rcx, REGS_TOP-8(%rsp)
+	movq	%rax, REGS_TOP(%rsp)
 	rft_load_frame
-	addq	$FRAME_SIZE-8, %rsp
+	addq	$REGS_TOP-8, %rsp
 	popfq
 	UNWIND_HINT_FUNC
 

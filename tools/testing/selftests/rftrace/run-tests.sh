@@ -6,7 +6,7 @@
 # the console log.
 here=/opt/rftrace
 . /harness/job
-export CORE
+export CORE CONF
 
 result() { # status name [detail]
 	echo "RESULT $1 $2${3:+ ($3)}"
