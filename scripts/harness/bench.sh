@@ -33,6 +33,8 @@ for core in c rust; do
 	args+=(--"$core" "$log")
 done
 echo
+echo "Configuration: tiny (tinyconfig + kernel/configs/ftrace-test.config and the"
+echo "core's fragment; build/out-<core>-tiny)."
 echo "QEMU TCG (thread=single), 2 vCPUs, 1 GiB, -icount shift=0: guest time is"
 echo "instruction count (1 insn = 1 ns), so runs repeat. Median of $reps runs each."
 "$top/target/release/harness-report" bench "${args[@]}" --tsv "$build/bench/results.tsv"

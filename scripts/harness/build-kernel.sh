@@ -6,7 +6,10 @@ set -euo pipefail
 . "$(dirname "$0")/env.sh"
 
 frags=("$src/kernel/configs/ftrace-test.config")
-[ "$CONF" = production ] && frags+=("$src/kernel/configs/ftrace-production.config")
+case "$CONF" in
+production) frags+=("$src/kernel/configs/ftrace-production.config") ;;
+fp) frags+=("$src/kernel/configs/ftrace-frame-pointer.config") ;;
+esac
 frags+=("$src/kernel/configs/ftrace-core-$CORE.config")
 for f in "${frags[@]}"; do
 	[ -f "$f" ] || { echo "build-kernel: CORE=$CORE: no ${f#$src/} (this core is not built yet)" >&2; exit 3; }

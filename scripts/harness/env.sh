@@ -8,12 +8,13 @@ c | rust) ;;
 *) echo "CORE must be c or rust, not '$CORE'" >&2; exit 2 ;;
 esac
 # The configuration: tiny (tinyconfig + ftrace-test.config, the lab
-# kernel of the icount benchmark) or production (ftrace-production.config
-# over it: Debian's tracer-related options and the debug set).
+# kernel of the icount benchmark), production (ftrace-production.config
+# over it: Debian's tracer-related options and the debug set) or fp (tiny
+# with the frame-pointer unwinder, ftrace-frame-pointer.config).
 CONF=${CONF:-tiny}
 case "$CONF" in
-tiny | production) ;;
-*) echo "CONF must be tiny or production, not '$CONF'" >&2; exit 2 ;;
+tiny | production | fp) ;;
+*) echo "CONF must be tiny, production or fp, not '$CONF'" >&2; exit 2 ;;
 esac
 out=$build/out-$CORE-$CONF
 jobs=${JOBS:-$(($(nproc) + 1))}

@@ -108,6 +108,8 @@ const MCOUNT_MAX_OFFSET: u64 = if cfg!(CONFIG_X86_KERNEL_IBT) { 4 } else { 0 };
 
 impl Sym<'_> {
     /// Whether the site looked up is its function's call site.
+    // Without IBT the bound is 0 and the comparison an equality.
+    #[allow(clippy::absurd_extreme_comparisons)]
     pub(crate) fn is_entry(&self) -> bool {
         self.offset <= MCOUNT_MAX_OFFSET
     }

@@ -375,16 +375,6 @@ pub(crate) fn nth_trampoline(n: usize) -> Option<(u64, u64)> {
         .nth(n)
 }
 
-/// Whether `a` is inside the trampoline of a registered ops. Any context.
-pub(crate) fn is_trampoline(a: u64) -> bool {
-    // SAFETY: preemption off keeps listed ops alive (see `list`).
-    unsafe { bindings::ftrace_preempt_disable_notrace() };
-    let r = !trampoline_ops(a).is_null();
-    // SAFETY: paired with the disable above.
-    unsafe { bindings::ftrace_preempt_enable_notrace() };
-    r
-}
-
 // --- trampoline slots ----------------------------------------------------
 
 /// The ops a site may call directly, by slot number - 1 (the number is
@@ -814,6 +804,11 @@ pub(crate) unsafe fn startup(ops: *mut Ops) -> c_int {
     if o.flags & F_IPMODIFY != 0 {
         // SAFETY: `ftrace_lock` is held.
         let (f, _) = unsafe { sets(ops) };
+        // Changing the ip of every function is refused, as in C.
+        // SAFETY: a set of a live ops, under `ftrace_lock`.
+        if unsafe { hash::is_empty(f) } {
+            return EINVAL;
+        }
         // SAFETY: as above.
         if unsafe { ipmodify_conflict(ops, f) } {
             return EBUSY;

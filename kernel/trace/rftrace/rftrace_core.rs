@@ -248,7 +248,9 @@ pub(crate) unsafe fn mutex_init_keyed(
 ) {
     // `LockClassKey` is a transparent wrapper of an `Opaque` key, itself
     // transparent: the cast gives the C key.
-    let key = ptr::from_ref(key).cast_mut().cast::<bindings::lock_class_key>();
+    let key = ptr::from_ref(key)
+        .cast_mut()
+        .cast::<bindings::lock_class_key>();
     // SAFETY: `m` is valid and unused (the contract); the key is static,
     // as lockdep requires of a class key, and names this call site only.
     unsafe { bindings::__mutex_init(m, name.as_char_ptr(), key) };
@@ -576,7 +578,7 @@ pub unsafe extern "C" fn ftrace_lookup_ip(
 /// Whether `addr` is in a trampoline the core made.
 #[no_mangle]
 pub extern "C" fn is_ftrace_trampoline(addr: c_ulong) -> bool {
-    ops::is_trampoline(addr as u64)
+    !ftrace_ops_trampoline(addr).is_null()
 }
 
 /// Names for addresses in our trampolines: none are exported to kallsyms.
@@ -663,4 +665,3 @@ unsafe fn copy_cstr(dst: *mut c_char, s: &CStr, cap: usize) {
         *dst.add(n) = 0;
     }
 }
-

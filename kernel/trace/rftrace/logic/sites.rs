@@ -170,7 +170,13 @@ mod tests {
     fn retain_drops_entries_outside_text_in_order() {
         let text = 0xffff_ffff_8100_0000u64..0xffff_ffff_8200_0000;
         let kaslr_zero = 0x2180_0000;
-        let mut ips = [kaslr_zero, 0xffff_ffff_8100_0010, 0, 0xffff_ffff_8100_0020, kaslr_zero];
+        let mut ips = [
+            kaslr_zero,
+            0xffff_ffff_8100_0010,
+            0,
+            0xffff_ffff_8100_0020,
+            kaslr_zero,
+        ];
         let n = retain(&mut ips, |ip| text.contains(&ip));
         assert_eq!(&ips[..n], &[0xffff_ffff_8100_0010, 0xffff_ffff_8100_0020]);
         assert!(is_sorted_unique(&ips[..n]));

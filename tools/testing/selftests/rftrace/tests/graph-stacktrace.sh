@@ -1,6 +1,6 @@
 #!/bin/sh
-# A stack trace taken while function_graph hooks every return names the
-# real callers: at vfs_read's entry the return address of ksys_read (and
+# A stack trace taken while function_graph hooks the returns of a system
+# call's functions names the real callers: at vfs_read's entry the return address of ksys_read (and
 # of the functions above it) is return_to_handler on the stack, and the
 # unwinder gets the real ones from the shadow stack
 # (ftrace_graph_ret_addr()). The frame of vfs_read itself, whose return
@@ -13,10 +13,17 @@ fail() {
 	cat /tmp/gst.frames 2> /dev/null
 	echo '!vfs_read:stacktrace:1' >> $T/set_ftrace_filter 2> /dev/null
 	echo nop > $T/current_tracer
+	echo > $T/set_graph_function
 	exit 1
 }
 echo 0 > $T/tracing_on
 echo > $T/trace
+# Only the system call's functions are graphed (x64_sys_call where it is
+# traceable, ksys_read): the callers below vfs_read are hooked all the
+# same, and the ring buffer keeps the stack trace (with every function
+# graphed, the production kernel overwrites it before the read ends).
+echo ksys_read > $T/set_graph_function || fail "cannot set set_graph_function"
+echo x64_sys_call >> $T/set_graph_function 2> /dev/null
 echo function_graph > $T/current_tracer || fail "cannot select function_graph"
 echo 'vfs_read:stacktrace:1' > $T/set_ftrace_filter || fail "cannot set the stacktrace probe"
 echo 1 > $T/tracing_on
@@ -26,6 +33,7 @@ awk '/<stack trace>/ { s = 1; next } s && /^ => / { print $2; next } s { exit }'
 echo '!vfs_read:stacktrace:1' >> $T/set_ftrace_filter || fail "cannot remove the probe"
 echo nop > $T/current_tracer
 echo > $T/set_ftrace_filter
+echo > $T/set_graph_function
 [ -s /tmp/gst.frames ] || fail "no stack trace in the trace"
 sed -n '/^vfs_read/,$p' /tmp/gst.frames | grep -q '^return_to_handler' &&
 	fail "return_to_handler below vfs_read in the stack trace"
