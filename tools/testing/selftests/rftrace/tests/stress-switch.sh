@@ -1,7 +1,9 @@
 #!/bin/sh
 # With both CPUs busy running traced code, switch current_tracer between
-# nop and function and rewrite set_ftrace_filter 200 times. Every switch
-# patches call sites live while they run. At the end nothing may be left
+# nop and function and rewrite set_ftrace_filter up to 200 times. Every
+# switch patches call sites live while they run. A round of the C core under
+# TCG can take seconds on a slow host, so the rounds stop after MAX_SECONDS;
+# fewer than MIN_ROUNDS is a failure. At the end nothing may be left
 # patched, and the tracer must still trace exactly what it is told to.
 T=/sys/kernel/tracing
 fail() { echo "$*"; kill $busy 2>/dev/null; exit 1; }
@@ -14,8 +16,12 @@ for cpu in 0 1; do
 done
 
 filters='ksys_read *lock* vfs_* schedule* !*lock* __x64_sys_*'
+MAX_SECONDS=${MAX_SECONDS:-300}
+MIN_ROUNDS=${MIN_ROUNDS:-20}
+start=$(cut -d. -f1 /proc/uptime)
+elapsed() { echo $(($(cut -d. -f1 /proc/uptime) - start)); }
 i=0
-while [ $i -lt 200 ]; do
+while [ $i -lt 200 ] && [ "$(elapsed)" -lt $MAX_SECONDS ]; do
 	set -- $filters
 	shift $((i % 6))
 	f=$1
@@ -28,6 +34,8 @@ while [ $i -lt 200 ]; do
 	echo nop > $T/current_tracer || fail "cannot select nop (round $i)"
 	i=$((i + 1))
 done
+[ $i -ge $MIN_ROUNDS ] || fail "only $i rounds in $(elapsed) s"
+echo "stress-switch: $i rounds in $(elapsed) s"
 
 echo > $T/set_ftrace_filter
 n=$(wc -l < $T/enabled_functions)
