@@ -44,6 +44,7 @@ pub(crate) const F_IPMODIFY: c_ulong = fl(bindings::FTRACE_OPS_FL_IPMODIFY);
 const F_RCU: c_ulong = fl(bindings::FTRACE_OPS_FL_RCU);
 const F_SUBOP: c_ulong = fl(bindings::FTRACE_OPS_FL_SUBOP);
 pub(crate) const F_DIRECT: c_ulong = fl(bindings::FTRACE_OPS_FL_DIRECT);
+const F_ALLOC_TRAMP: c_ulong = fl(bindings::FTRACE_OPS_FL_ALLOC_TRAMP);
 
 // --- intrusive list_head helpers (the C inlines) -------------------------
 
@@ -827,9 +828,13 @@ pub(crate) unsafe fn startup(ops: *mut Ops) -> c_int {
         // SAFETY: `ftrace_lock` is held.
         unsafe { slot_alloc(ops, o.direct_call as u64) };
     } else {
+        let before = o.trampoline;
         // SAFETY: a registered ops; the arch layer creates or updates its
         // trampoline (calling `ftrace_ops_get_func()`).
         unsafe { bindings::arch_ftrace_update_trampoline(ops) };
+        if o.trampoline != before {
+            perf_trampoline(o, false);
+        }
         if o.trampoline != 0 {
             // SAFETY: `ftrace_lock` is held.
             unsafe { slot_alloc(ops, o.trampoline as u64) };
@@ -910,11 +915,48 @@ pub(crate) unsafe fn shutdown(ops: *mut Ops) -> c_int {
         unsafe {
             bindings::synchronize_rcu_tasks_rude();
             bindings::synchronize_rcu_tasks();
-            bindings::arch_ftrace_trampoline_free(ops);
         }
+        perf_trampoline(o, true);
+        // SAFETY: no task runs the trampoline any more (waited above).
+        unsafe { bindings::arch_ftrace_trampoline_free(ops) };
     }
     0
 }
+
+/// Tells perf about the trampoline an ops allocated for itself, as the C
+/// core does: when it appears, a KSYMBOL record (`ftrace_trampoline`,
+/// out-of-line code, listed in kallsyms by then) and a TEXT_POKE record of
+/// its whole body, so that a decoder of an instruction trace knows the
+/// bytes; when it goes, the KSYMBOL unregister record, before it is freed.
+#[cfg(CONFIG_PERF_EVENTS)]
+fn perf_trampoline(o: &Ops, gone: bool) {
+    if o.trampoline == 0 || o.flags & F_ALLOC_TRAMP == 0 {
+        return;
+    }
+    let (at, len) = (o.trampoline, o.trampoline_size);
+    let Ok(len32) = u32::try_from(len) else {
+        return;
+    };
+    // SAFETY: `at..at + len` is the ops' trampoline, allocated and written
+    // by the arch layer and not freed before the unregister record; perf
+    // copies the bytes and the name (a static string) into its records.
+    unsafe {
+        bindings::perf_event_ksymbol(
+            bindings::perf_record_ksymbol_type_PERF_RECORD_KSYMBOL_TYPE_OOL as u16,
+            at as u64,
+            len32,
+            gone,
+            crate::TRAMPOLINE_SYM.as_char_ptr(),
+        );
+        if !gone {
+            let body = at as *const c_void;
+            bindings::perf_event_text_poke(body, ptr::null(), 0, body, len as usize);
+        }
+    }
+}
+
+#[cfg(not(CONFIG_PERF_EVENTS))]
+fn perf_trampoline(_o: &Ops, _gone: bool) {}
 
 /// Registers an ops with the core.
 ///
@@ -1501,9 +1543,8 @@ pub unsafe extern "C" fn modify_ftrace_direct(ops: *mut Ops, addr: c_ulong) -> c
 /// `ops` is a valid ops.
 #[no_mangle]
 pub unsafe extern "C" fn modify_ftrace_direct_nolock(ops: *mut Ops, addr: c_ulong) -> c_int {
-    let _g = Guard::lock();
-    // SAFETY: per the function's contract; `ftrace_lock` held.
-    unsafe { modify_direct(ops, addr) }
+    // SAFETY: the same contract.
+    unsafe { modify_ftrace_direct(ops, addr) }
 }
 
 const F_PERMANENT: c_ulong = fl(bindings::FTRACE_OPS_FL_PERMANENT);

@@ -288,6 +288,12 @@ unsafe fn write_batch(pokes: &mut [Poke]) -> core::result::Result<(), usize> {
         }
         sync_cores();
     }
+    // Every changed site now runs through its int3: from this record's
+    // time stamp on, a decoder of an instruction trace may take the new
+    // bytes (as the text_poke_bp() batches of the C core record it).
+    for p in pokes.iter() {
+        perf_text_poke(p);
+    }
     for p in pokes.iter() {
         if let [_, _, Some(w)] = insn::phases(&p.old, &p.new) {
             // SAFETY: as above.
@@ -300,6 +306,29 @@ unsafe fn write_batch(pokes: &mut [Poke]) -> core::result::Result<(), usize> {
     drop(writer);
     Ok(())
 }
+
+/// A TEXT_POKE record for perf: site `p` goes from its old to its new
+/// bytes.
+#[cfg(CONFIG_PERF_EVENTS)]
+fn perf_text_poke(p: &Poke) {
+    if p.old == p.new {
+        return;
+    }
+    // SAFETY: both buffers live in `p` for the call; perf copies them and
+    // only records the address.
+    unsafe {
+        bindings::perf_event_text_poke(
+            p.ip as *const c_void,
+            p.old.as_ptr().cast(),
+            SITE_SIZE,
+            p.new.as_ptr().cast(),
+            SITE_SIZE,
+        )
+    };
+}
+
+#[cfg(not(CONFIG_PERF_EVENTS))]
+fn perf_text_poke(_p: &Poke) {}
 
 /// Data only touched with `text_mutex` held.
 struct TextLocked<T>(UnsafeCell<T>);
