@@ -29,7 +29,7 @@ st=$src/tools/testing/selftests
 cp -a "$st/rftrace/." "$rootfs/opt/rftrace/"
 cp -a "$st/ftrace" "$rootfs/opt/ftracetest"
 # Static helper programs for the guest.
-for tool in timed_write syscall_loop perf_records; do
+for tool in timed_write syscall_loop perf_records bpf_tramp perf_fn; do
 	bin=$build/$tool
 	if [ ! -x "$bin" ] || [ "$st/rftrace/$tool.c" -nt "$bin" ]; then
 		gcc -static -O2 -Wall -o "$bin" "$st/rftrace/$tool.c"

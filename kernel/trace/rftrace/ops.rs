@@ -17,7 +17,7 @@ use crate::logic::recursion;
 use crate::logic::sites::{flags as sf, Site};
 use crate::table::{self, Cell, Group};
 use crate::task::guarded as recursion_guarded;
-use crate::{addr, dead, enabled, err, ftrace_list_end, ftrace_ops_list, Guard, Locked};
+use crate::{addr, assert_held, dead, enabled, err, ftrace_list_end, ftrace_ops_list, Guard, Locked};
 use crate::{EBUSY, EINVAL, ENODEV, ENOMEM};
 use core::ptr;
 use core::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
@@ -950,7 +950,7 @@ fn perf_trampoline(o: &Ops, gone: bool) {
         );
         if !gone {
             let body = at as *const c_void;
-            bindings::perf_event_text_poke(body, ptr::null(), 0, body, len as usize);
+            bindings::perf_event_text_poke(body, ptr::null(), 0, body, len);
         }
     }
 }
@@ -965,6 +965,12 @@ fn perf_trampoline(_o: &Ops, _gone: bool) {}
 /// `ops` is valid until unregistered.
 #[no_mangle]
 pub unsafe extern "C" fn register_ftrace_function(ops: *mut Ops) -> c_int {
+    let _d = Guard::of(DIRECT_LOCK.get());
+    // SAFETY: per the function's contract; the direct lock is held.
+    let r = unsafe { share_with_direct(ops, Share::Enable) };
+    if r != 0 {
+        return r;
+    }
     let _g = Guard::lock();
     // SAFETY: per the function's contract, `ftrace_lock` held.
     unsafe { startup(ops) }
@@ -977,9 +983,99 @@ pub unsafe extern "C" fn register_ftrace_function(ops: *mut Ops) -> c_int {
 /// `ops` is valid.
 #[no_mangle]
 pub unsafe extern "C" fn unregister_ftrace_function(ops: *mut Ops) -> c_int {
-    let _g = Guard::lock();
-    // SAFETY: per the function's contract, `ftrace_lock` held.
-    unsafe { shutdown(ops) }
+    let _d = Guard::of(DIRECT_LOCK.get());
+    let r = {
+        let _g = Guard::lock();
+        // SAFETY: per the function's contract, `ftrace_lock` held.
+        unsafe { shutdown(ops) }
+    };
+    // SAFETY: per the function's contract; the direct lock is held.
+    unsafe { share_with_direct(ops, Share::Disable) };
+    r
+}
+
+/// Serialises the direct-call API and the sharing of functions between
+/// direct and IPMODIFY ops (C's `direct_mutex`): taken before
+/// `ftrace_lock`, and held while an ops' owner is asked to share, so that
+/// no direct ops comes or goes meanwhile.
+pub(crate) static DIRECT_LOCK: crate::CGlobal<bindings::mutex> = crate::CGlobal::new(
+    // SAFETY: all-zero, then initialised by `init_locks()` before use.
+    unsafe { core::mem::zeroed() },
+);
+
+/// Initialises the locks of this module (boot, before any use).
+///
+/// # Safety
+///
+/// Called once, before anything takes them.
+pub(crate) unsafe fn init_locks() {
+    // SAFETY: per the function's contract.
+    unsafe { crate::mutex_init!(DIRECT_LOCK.get(), "direct_mutex") };
+}
+
+/// What an IPMODIFY ops coming or going asks of the direct ops on its
+/// functions.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Share {
+    Enable,
+    Disable,
+}
+
+/// Before an IPMODIFY ops registers, every direct ops on one of its
+/// functions is asked to share it (`ops_func(ENABLE_SHARE_IPMODIFY_PEER)`:
+/// BPF rebuilds its trampoline to call the function through the address
+/// the IPMODIFY ops sets, changing it with `modify_ftrace_direct_nolock()`);
+/// a direct ops that cannot be asked refuses (`EBUSY`), and so does one
+/// whose owner says no. After it unregistered, they are told
+/// (`DISABLE_SHARE_IPMODIFY_PEER`, answers ignored). As in C, one call per
+/// function of the IPMODIFY ops' filter that a direct ops traces.
+///
+/// # Safety
+///
+/// `ops` is valid; the direct lock is held and `ftrace_lock` is not (the
+/// owners' answers change direct ops).
+unsafe fn share_with_direct(ops: *mut Ops, what: Share) -> c_int {
+    assert_held(DIRECT_LOCK.get());
+    // SAFETY: per the function's contract.
+    if unsafe { (*ops).flags } & F_IPMODIFY == 0 {
+        return 0;
+    }
+    let cmd = match what {
+        Share::Enable => bindings::ftrace_ops_cmd_FTRACE_OPS_CMD_ENABLE_SHARE_IPMODIFY_PEER,
+        Share::Disable => bindings::ftrace_ops_cmd_FTRACE_OPS_CMD_DISABLE_SHARE_IPMODIFY_PEER,
+    };
+    let mut r = 0;
+    // SAFETY: the ops' own filter, which its owner does not change while
+    // registering it.
+    let (filter, _) = unsafe { sets(ops) };
+    // SAFETY: as above.
+    unsafe {
+        hash::for_each(filter, |e| {
+            if r != 0 {
+                return;
+            }
+            let ip = (*e).ip as u64;
+            let peer = {
+                let _g = Guard::lock();
+                // SAFETY: listed ops are valid under `ftrace_lock`.
+                list().find(|&x| (*x).flags & F_DIRECT != 0 && ops_wants(x, ip))
+            };
+            // A direct ops found stays registered: the direct lock keeps
+            // the direct API out until this returns.
+            let Some(peer) = peer else {
+                return;
+            };
+            match ((*peer).ops_func, what) {
+                (None, Share::Enable) => r = EBUSY,
+                (None, Share::Disable) => {}
+                (Some(ask), Share::Enable) => r = ask(peer, cmd),
+                (Some(ask), Share::Disable) => {
+                    let _ = ask(peer, cmd);
+                }
+            }
+        });
+    }
+    r
 }
 
 // --- sub-ops (fgraph.c's manager ops) ----------------------------------
@@ -1407,6 +1503,7 @@ unsafe extern "C" fn call_direct_funcs(
 /// `ops` is valid until unregistered; `addr` is a direct trampoline.
 #[no_mangle]
 pub unsafe extern "C" fn register_ftrace_direct(ops: *mut Ops, target: c_ulong) -> c_int {
+    let _d = Guard::of(DIRECT_LOCK.get());
     let _g = Guard::lock();
     // SAFETY: per the function's contract; `ftrace_lock` held.
     unsafe {
@@ -1427,6 +1524,25 @@ pub unsafe extern "C" fn register_ftrace_direct(ops: *mut Ops, target: c_ulong) 
         });
         if busy {
             return EBUSY;
+        }
+        // A function an IPMODIFY ops redirects is shared only if the
+        // direct ops' owner agrees (`ENABLE_SHARE_IPMODIFY_SELF`; BPF
+        // answers EAGAIN, rebuilds its trampoline to call the redirected
+        // function and registers again), else refused, as in C. One call
+        // does for all such functions: the answer is about the ops.
+        let mut shared = false;
+        hash::for_each(f, |e| {
+            let ip = (*e).ip as u64;
+            shared |= list().any(|x| (*x).flags & F_IPMODIFY != 0 && ops_wants(x, ip));
+        });
+        if shared {
+            let Some(ask) = o.ops_func else {
+                return EBUSY;
+            };
+            let r = ask(ops, bindings::ftrace_ops_cmd_FTRACE_OPS_CMD_ENABLE_SHARE_IPMODIFY_SELF);
+            if r != 0 {
+                return r;
+            }
         }
         o.func = Some(call_direct_funcs);
         o.trampoline = addr(bindings::ftrace_regs_caller) as c_ulong;
@@ -1454,6 +1570,7 @@ pub unsafe extern "C" fn unregister_ftrace_direct(
     free_filters: bool,
 ) -> c_int {
     let r = {
+        let _d = Guard::of(DIRECT_LOCK.get());
         let _g = Guard::lock();
         // SAFETY: per the function's contract; `ftrace_lock` held.
         unsafe {
@@ -1529,22 +1646,24 @@ unsafe fn modify_direct(ops: *mut Ops, target: c_ulong) -> c_int {
 /// `ops` is a valid ops.
 #[no_mangle]
 pub unsafe extern "C" fn modify_ftrace_direct(ops: *mut Ops, addr: c_ulong) -> c_int {
-    let _g = Guard::lock();
-    // SAFETY: per the function's contract; `ftrace_lock` held.
-    unsafe { modify_direct(ops, addr) }
+    let _d = Guard::of(DIRECT_LOCK.get());
+    // SAFETY: the same contract; the direct lock is held.
+    unsafe { modify_ftrace_direct_nolock(ops, addr) }
 }
 
-/// [`modify_ftrace_direct`] for callers that hold the direct-call lock
-/// (the C core's `direct_mutex`; this core serialises direct changes
-/// with `ftrace_lock`, which it takes here).
+/// [`modify_ftrace_direct`] for callers that hold the direct lock: an
+/// ops' owner answering [`share_with_direct`] (BPF's trampoline update
+/// inside `register_ftrace_function()`).
 ///
 /// # Safety
 ///
-/// `ops` is a valid ops.
+/// `ops` is a valid ops; the direct lock is held.
 #[no_mangle]
 pub unsafe extern "C" fn modify_ftrace_direct_nolock(ops: *mut Ops, addr: c_ulong) -> c_int {
-    // SAFETY: the same contract.
-    unsafe { modify_ftrace_direct(ops, addr) }
+    assert_held(DIRECT_LOCK.get());
+    let _g = Guard::lock();
+    // SAFETY: per the function's contract; `ftrace_lock` held.
+    unsafe { modify_direct(ops, addr) }
 }
 
 const F_PERMANENT: c_ulong = fl(bindings::FTRACE_OPS_FL_PERMANENT);

@@ -313,6 +313,7 @@ pub extern "C" fn ftrace_init() {
     unsafe {
         mutex_init!(ftrace_lock.get(), "ftrace_lock");
         filter::init_locks();
+        ops::init_locks();
         ops::ops_init(global_ops.get());
         (*global_ops.get()).flags |= bindings::FTRACE_OPS_FL_PID as c_ulong;
     }

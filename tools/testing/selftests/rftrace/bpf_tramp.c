@@ -1,0 +1,247 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * bpf_tramp FUNC N KINDS CMD: attach N BPF tracing programs to the kernel
+ * function FUNC (found by name in /sys/kernel/btf/vmlinux), run "sh -c CMD"
+ * once, check that every program ran (run_cnt of BPF_ENABLE_STATS), then
+ * detach them one by one, running CMD after each detach and checking that
+ * the detached program no longer runs and the others still do.
+ *
+ * KINDS is "fentry", "fexit" or "mixed" (alternating). The programs are two
+ * raw instructions (r0 = 0; exit), so no compiler is needed. Every attach
+ * and detach rebuilds the function's BPF trampoline, which the tracer core
+ * sees as register_ftrace_direct(), modify_ftrace_direct() and
+ * unregister_ftrace_direct(). Prints the time all attaches and all detaches
+ * took, in microseconds of CLOCK_MONOTONIC.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/bpf.h>
+#include <linux/btf.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MAX_PROGS 64
+
+static int bpf(int cmd, union bpf_attr *attr)
+{
+	return syscall(SYS_bpf, cmd, attr, sizeof(*attr));
+}
+
+/* The size of the data that follows a BTF type of this kind and vlen. */
+static long btf_extra(unsigned int kind, unsigned int vlen)
+{
+	switch (kind) {
+	case BTF_KIND_INT:
+	case BTF_KIND_VAR:
+	case BTF_KIND_DECL_TAG:
+		return 4;
+	case BTF_KIND_ARRAY:
+		return sizeof(struct btf_array);
+	case BTF_KIND_STRUCT:
+	case BTF_KIND_UNION:
+		return vlen * sizeof(struct btf_member);
+	case BTF_KIND_ENUM:
+		return vlen * sizeof(struct btf_enum);
+	case BTF_KIND_FUNC_PROTO:
+		return vlen * sizeof(struct btf_param);
+	case BTF_KIND_DATASEC:
+		return vlen * sizeof(struct btf_var_secinfo);
+	case BTF_KIND_ENUM64:
+		return vlen * 12;
+	case BTF_KIND_PTR:
+	case BTF_KIND_FWD:
+	case BTF_KIND_TYPEDEF:
+	case BTF_KIND_VOLATILE:
+	case BTF_KIND_CONST:
+	case BTF_KIND_RESTRICT:
+	case BTF_KIND_FUNC:
+	case BTF_KIND_FLOAT:
+	case BTF_KIND_TYPE_TAG:
+		return 0;
+	}
+	return -1;
+}
+
+/* The BTF id of the function `name` in vmlinux's BTF, or -1. */
+static int btf_func_id(const char *name)
+{
+	static char buf[64 << 20];
+	const struct btf_header *h = (const void *)buf;
+	const char *types, *strs;
+	long n = 0, r, off;
+	int fd, id = 1;
+
+	fd = open("/sys/kernel/btf/vmlinux", O_RDONLY);
+	if (fd < 0) {
+		perror("/sys/kernel/btf/vmlinux");
+		return -1;
+	}
+	while ((r = read(fd, buf + n, sizeof(buf) - n)) > 0)
+		n += r;
+	close(fd);
+	if (n < (long)sizeof(*h) || h->magic != BTF_MAGIC) {
+		fprintf(stderr, "bpf_tramp: no BTF in /sys/kernel/btf/vmlinux\n");
+		return -1;
+	}
+	types = buf + h->hdr_len + h->type_off;
+	strs = buf + h->hdr_len + h->str_off;
+	for (off = 0; off < h->type_len; id++) {
+		const struct btf_type *t = (const void *)(types + off);
+		unsigned int kind = BTF_INFO_KIND(t->info);
+		long extra = btf_extra(kind, BTF_INFO_VLEN(t->info));
+
+		if (extra < 0) {
+			fprintf(stderr, "bpf_tramp: unknown BTF kind %u\n", kind);
+			return -1;
+		}
+		if (kind == BTF_KIND_FUNC && !strcmp(strs + t->name_off, name))
+			return id;
+		off += sizeof(*t) + extra;
+	}
+	return -1;
+}
+
+static int load(int btf_id, int exit_kind)
+{
+	struct bpf_insn insns[] = {
+		{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = 0, .imm = 0 },
+		{ .code = BPF_JMP | BPF_EXIT },
+	};
+	static char log[4096];
+	union bpf_attr a;
+	int fd;
+
+	memset(&a, 0, sizeof(a));
+	a.prog_type = BPF_PROG_TYPE_TRACING;
+	a.expected_attach_type = exit_kind ? BPF_TRACE_FEXIT : BPF_TRACE_FENTRY;
+	a.insns = (uintptr_t)insns;
+	a.insn_cnt = 2;
+	a.license = (uintptr_t)"GPL";
+	a.attach_btf_id = btf_id;
+	a.log_buf = (uintptr_t)log;
+	a.log_size = sizeof(log);
+	a.log_level = 1;
+	fd = bpf(BPF_PROG_LOAD, &a);
+	if (fd < 0)
+		fprintf(stderr, "bpf_tramp: BPF_PROG_LOAD: %s\n%s\n", strerror(errno), log);
+	return fd;
+}
+
+static int attach(int prog, int exit_kind)
+{
+	union bpf_attr a;
+
+	memset(&a, 0, sizeof(a));
+	a.link_create.prog_fd = prog;
+	a.link_create.attach_type = exit_kind ? BPF_TRACE_FEXIT : BPF_TRACE_FENTRY;
+	return bpf(BPF_LINK_CREATE, &a);
+}
+
+static long long run_cnt(int prog)
+{
+	struct bpf_prog_info info;
+	union bpf_attr a;
+
+	memset(&info, 0, sizeof(info));
+	memset(&a, 0, sizeof(a));
+	a.info.bpf_fd = prog;
+	a.info.info_len = sizeof(info);
+	a.info.info = (uintptr_t)&info;
+	if (bpf(BPF_OBJ_GET_INFO_BY_FD, &a) < 0)
+		return -1;
+	return info.run_cnt;
+}
+
+static long long now_us(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return t.tv_sec * 1000000LL + t.tv_nsec / 1000;
+}
+
+int main(int argc, char **argv)
+{
+	int prog[MAX_PROGS], link[MAX_PROGS], exit_kind[MAX_PROGS];
+	long long cnt[MAX_PROGS], t0, t_attach, t_detach = 0;
+	union bpf_attr a;
+	int n, i, j, id, stats;
+
+	if (argc != 5 || atoi(argv[2]) < 1 || atoi(argv[2]) > MAX_PROGS) {
+		fprintf(stderr, "usage: bpf_tramp FUNC N fentry|fexit|mixed CMD\n");
+		return 2;
+	}
+	n = atoi(argv[2]);
+	id = btf_func_id(argv[1]);
+	if (id < 0) {
+		fprintf(stderr, "bpf_tramp: %s not in vmlinux's BTF\n", argv[1]);
+		return 1;
+	}
+	memset(&a, 0, sizeof(a));
+	a.enable_stats.type = BPF_STATS_RUN_TIME;
+	stats = bpf(BPF_ENABLE_STATS, &a);
+	if (stats < 0) {
+		perror("BPF_ENABLE_STATS");
+		return 1;
+	}
+	for (i = 0; i < n; i++) {
+		exit_kind[i] = !strcmp(argv[3], "fexit") || (!strcmp(argv[3], "mixed") && i % 2);
+		prog[i] = load(id, exit_kind[i]);
+		if (prog[i] < 0)
+			return 1;
+	}
+	t0 = now_us();
+	for (i = 0; i < n; i++) {
+		link[i] = attach(prog[i], exit_kind[i]);
+		if (link[i] < 0) {
+			printf("bpf_tramp: attach %d of %d (%s): %s\n", i + 1, n,
+			       exit_kind[i] ? "fexit" : "fentry", strerror(errno));
+			return 1;
+		}
+	}
+	t_attach = now_us() - t0;
+	if (system(argv[4]) != 0) {
+		printf("bpf_tramp: '%s' failed\n", argv[4]);
+		return 1;
+	}
+	for (i = 0; i < n; i++) {
+		cnt[i] = run_cnt(prog[i]);
+		if (cnt[i] < 1) {
+			printf("bpf_tramp: program %d of %d (%s) did not run\n", i + 1, n,
+			       exit_kind[i] ? "fexit" : "fentry");
+			return 1;
+		}
+	}
+	for (i = 0; i < n; i++) {
+		t0 = now_us();
+		close(link[i]);
+		t_detach += now_us() - t0;
+		if (system(argv[4]) != 0) {
+			printf("bpf_tramp: '%s' failed after detach %d\n", argv[4], i + 1);
+			return 1;
+		}
+		for (j = 0; j < n; j++) {
+			long long c = run_cnt(prog[j]);
+
+			if (j <= i && c != cnt[j]) {
+				printf("bpf_tramp: program %d ran after its detach\n", j + 1);
+				return 1;
+			}
+			if (j > i && c <= cnt[j]) {
+				printf("bpf_tramp: program %d stopped running after detach %d\n",
+				       j + 1, i + 1);
+				return 1;
+			}
+			cnt[j] = c;
+		}
+	}
+	printf("bpf_tramp: %d %s programs on %s: attach %lld us, detach %lld us\n", n, argv[3],
+	       argv[1], t_attach, t_detach);
+	return 0;
+}
