@@ -17,7 +17,9 @@ use crate::logic::recursion;
 use crate::logic::sites::{flags as sf, Site};
 use crate::table::{self, Cell, Group};
 use crate::task::guarded as recursion_guarded;
-use crate::{addr, assert_held, dead, enabled, err, ftrace_list_end, ftrace_ops_list, Guard, Locked};
+use crate::{
+    addr, assert_held, dead, enabled, err, ftrace_list_end, ftrace_ops_list, Guard, Locked,
+};
 use crate::{EBUSY, EINVAL, ENODEV, ENOMEM};
 use core::ptr;
 use core::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
@@ -1539,7 +1541,10 @@ pub unsafe extern "C" fn register_ftrace_direct(ops: *mut Ops, target: c_ulong) 
             let Some(ask) = o.ops_func else {
                 return EBUSY;
             };
-            let r = ask(ops, bindings::ftrace_ops_cmd_FTRACE_OPS_CMD_ENABLE_SHARE_IPMODIFY_SELF);
+            let r = ask(
+                ops,
+                bindings::ftrace_ops_cmd_FTRACE_OPS_CMD_ENABLE_SHARE_IPMODIFY_SELF,
+            );
             if r != 0 {
                 return r;
             }
