@@ -8,9 +8,10 @@
 # takes). Then the same while the function tracer traces every function
 # (the site shared by the direct ops and the tracer's, through the
 # full-regs trampoline), with an instance tracing cmdline_proc_show alone
-# to show that the tracer still sees it. Then an fexit program on
-# cmdline_proc_show while samples/livepatch patches it: the patched body
-# runs and so does the program.
+# to show that the tracer still sees it. Then an fexit program and
+# samples/livepatch on cmdline_proc_show, in both orders: the patched body
+# runs and so does the program (the ops_func negotiation between the
+# direct and the IPMODIFY ops).
 T=/sys/kernel/tracing
 I=$T/instances/bpftramp
 F=cmdline_proc_show
@@ -29,11 +30,11 @@ L=/sys/kernel/livepatch/livepatch_sample
 lp=$(find /lib/modules -name livepatch-sample.ko | head -1)
 settle() {
 	n=0
-	while [ -d $L ] && [ "$(cat $L/transition)" = 1 ] && [ $n -lt 120 ]; do
+	while [ -d $L ] && [ "$(cat $L/transition 2> /dev/null)" = 1 ] && [ $n -lt 120 ]; do
 		sleep 0.5
 		n=$((n + 1))
 	done
-	[ ! -d $L ] || [ "$(cat $L/transition)" = 0 ]
+	[ ! -d $L ] || [ "$(cat $L/transition 2> /dev/null)" != 1 ]
 }
 lp_off() {
 	[ -d $L ] || return 0
@@ -59,8 +60,8 @@ echo 0 > $I/tracing_on
 seen=$(grep -c " $F <-" $I/trace)
 echo nop > $I/current_tracer
 rmdir $I
-# 3 reads for each of the 3 rounds + one for each detach.
-[ "$seen" -ge 50 ] || fail "the instance's tracer saw $F $seen times, not 50"
+# A read before the first detach and one after each: 2 + 3 + 39.
+[ "$seen" -ge 44 ] || fail "the instance's tracer saw $F $seen times, not 44"
 
 [ -n "$lp" ] || { echo "bpf-trampoline: no livepatch sample, the livepatch case is not run"; exit 4; }
 insmod "$lp" || fail "cannot load livepatch-sample.ko"
@@ -70,4 +71,17 @@ bpf_tramp $F 1 fexit 'cat /proc/cmdline >> /tmp/bt.cmd' || fail "fexit on the pa
 [ "$(sort -u /tmp/bt.cmd)" = "this has been live patched" ] ||
 	fail "the patched body did not run under the fexit program: $(sort -u /tmp/bt.cmd)"
 lp_off
-echo "bpf-trampoline: 1, 2 and 38 programs, alone and under the function tracer ($seen calls traced); fexit on a live-patched function"
+# The other order: the fexit program first, then the livepatch (which asks
+# the BPF trampoline to share the function, and it rebuilds itself).
+cat > /tmp/bt-lp.sh << END
+n=0
+[ -d $L ] || insmod $lp || exit 1
+while [ "\$(cat $L/transition 2> /dev/null)" = 1 ] && [ \$n -lt 120 ]; do sleep 0.5; n=\$((n + 1)); done
+cat /proc/cmdline >> /tmp/bt.cmd
+END
+rm -f /tmp/bt.cmd
+bpf_tramp $F 1 fexit 'sh /tmp/bt-lp.sh' || fail "fexit on a function then live-patched"
+[ "$(sort -u /tmp/bt.cmd)" = "this has been live patched" ] ||
+	fail "the patched body did not run under the fexit program attached first: $(sort -u /tmp/bt.cmd)"
+lp_off
+echo "bpf-trampoline: 1, 2 and 38 programs, alone and under the function tracer ($seen calls traced); fexit and livepatch on one function in both orders"

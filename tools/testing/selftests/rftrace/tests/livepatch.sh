@@ -30,7 +30,7 @@ settle() {
 		sleep 0.5
 		n=$((n + 1))
 	done
-	[ ! -d $L ] || [ "$(cat $L/transition)" = 0 ]
+	[ ! -d $L ] || [ "$(cat $L/transition 2> /dev/null)" != 1 ]
 }
 orig=$(cat /proc/cmdline)
 
