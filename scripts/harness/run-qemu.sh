@@ -23,6 +23,10 @@ kimage=$out/arch/x86/boot/bzImage
 rootfs=$build/initramfs-$CORE
 rm -rf "$rootfs" && mkdir -p "$rootfs"/{bin,harness,opt/rftrace,lib/modules}
 cp /bin/busybox "$rootfs/bin/busybox"
+# Users and groups besides root, for ftracetest's tracefs ownership cases.
+mkdir -p "$rootfs/etc"
+printf 'root:x:0:0:root:/:/bin/sh\ndaemon:x:1:1:daemon:/:/bin/false\ntracer:x:1000:1000:tracer:/:/bin/false\n' > "$rootfs/etc/passwd"
+printf 'root:x:0:\ndaemon:x:1:\ntracer:x:1000:\n' > "$rootfs/etc/group"
 install -m 755 "$top/scripts/harness/guest/init" "$rootfs/init"
 cp -a "$out/modroot/lib/modules/." "$rootfs/lib/modules/" 2>/dev/null || true
 st=$src/tools/testing/selftests

@@ -273,6 +273,7 @@ pub unsafe extern "C" fn function_graph_enter(
     // SAFETY: per the function's contract.
     unsafe { enter(current(), live, ret, func, retp) }
 }
+crate::nokprobe::nokprobe!(function_graph_enter);
 
 /// The entry: pushes the frame, asks the graph ops.
 ///
@@ -399,6 +400,7 @@ pub unsafe extern "C" fn ftrace_return_to_handler(fregs: *mut bindings::ftrace_r
     depth_c.store(depth.wrapping_sub(1), Ordering::Relaxed);
     ret
 }
+crate::nokprobe::nokprobe!(ftrace_return_to_handler);
 
 /// The entry callback of a pid-filtered graph ops: calls the real one
 /// only for the tasks its trace array traces.

@@ -289,6 +289,7 @@ pub unsafe extern "C" fn arch_ftrace_ops_list_func(
         }
     });
 }
+crate::nokprobe::nokprobe!(arch_ftrace_ops_list_func);
 
 /// Wraps an ops' callback that asks for recursion protection or needs
 /// RCU watching.
@@ -316,6 +317,7 @@ unsafe extern "C" fn ftrace_ops_assist_func(
         }
     });
 }
+crate::nokprobe::nokprobe!(ftrace_ops_assist_func);
 
 /// What a trampoline dedicated to `ops` calls.
 ///
@@ -1496,6 +1498,7 @@ unsafe extern "C" fn call_direct_funcs(
         }
     }
 }
+crate::nokprobe::nokprobe!(call_direct_funcs);
 
 /// Attaches the direct trampoline `target` to the functions of the filter
 /// of `ops`.

@@ -143,6 +143,7 @@ pub(crate) unsafe extern "C" fn ftrace_pid_func(
         }
     }
 }
+crate::nokprobe::nokprobe!(ftrace_pid_func);
 
 /// Points every pid-aware ops at the pid filter or back at its own
 /// callback, as the pid lists say.

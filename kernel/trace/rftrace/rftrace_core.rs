@@ -56,6 +56,7 @@ mod files;
 mod filter;
 pub mod hash;
 mod lookup;
+mod nokprobe;
 mod ops;
 /// The x86_64 per-CPU reads the hot path inlines (`current`, preempt count).
 #[path = "../../../arch/x86/kernel/rftrace/percpu.rs"]

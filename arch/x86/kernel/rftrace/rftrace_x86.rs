@@ -25,6 +25,8 @@ use kernel::prelude::*;
 #[allow(dead_code, unreachable_pub, missing_docs)]
 #[path = "../../../../kernel/trace/rftrace/logic/insn.rs"]
 mod insn;
+#[path = "../../../../kernel/trace/rftrace/nokprobe.rs"]
+mod nokprobe;
 
 use insn::{Decoded, INT3, NOP5, SITE_SIZE};
 
@@ -127,6 +129,7 @@ pub unsafe extern "C" fn rftrace_int3_handler(regs: *mut bindings::pt_regs) -> c
     }
     0
 }
+crate::nokprobe::nokprobe!(rftrace_int3_handler);
 
 /// Reads the 5 bytes at `ip`.
 fn read_site(ip: u64) -> Option<[u8; SITE_SIZE]> {
@@ -1042,6 +1045,7 @@ pub unsafe extern "C" fn prepare_ftrace_return(
         prepare_return_c(ip, parent, frame_pointer)
     };
 }
+crate::nokprobe::nokprobe!(prepare_ftrace_return);
 
 /// [`prepare_ftrace_return`] for C's graph core (kernel/trace/fgraph.c).
 ///
@@ -1096,6 +1100,7 @@ pub unsafe extern "C" fn ftrace_graph_func(
     // SAFETY: see above.
     unsafe { prepare_ftrace_return(ip, sp as *mut c_ulong, 0) };
 }
+crate::nokprobe::nokprobe!(ftrace_graph_func);
 
 /// One call-site change planned by the generic Rust core: the call target
 /// the site has now and the one it gets, 0 meaning the NOP.

@@ -184,7 +184,7 @@ const KERNEL_TROUBLE: &[&str] = &[
 pub fn kernel_trouble(log: &str) -> Vec<String> {
     let mut seen: Vec<String> = Vec::new();
     for l in log.lines() {
-        if l.starts_with("    | ") || l.starts_with("RESULT ") {
+        if l.starts_with("    | ") || l.starts_with("RESULT ") || l.starts_with("TIME ") {
             continue;
         }
         let s = strip_timestamp(l).trim();

@@ -10,7 +10,10 @@ export CORE CONF
 
 result() { # status name [detail]
 	echo "RESULT $1 $2${3:+ ($3)}"
+	# How long the test took (guest seconds), for balancing and budgets.
+	echo "TIME $2 $(($(cut -d. -f1 /proc/uptime) - t0))"
 }
+t0=$(cut -d. -f1 /proc/uptime)
 
 # Quote a failing test's output: its last lines, each cut short.
 indent() { tail -n 40 | cut -c1-300 | sed 's/^/    | /'; }
@@ -29,6 +32,7 @@ case " $SUITES " in *" own "*) own="$here"/tests/*.sh ;; *) own= ;; esac
 for t in $own; do
 	name=rftrace/$(basename "$t")
 	echo "--- $name"
+	t0=$(cut -d. -f1 /proc/uptime)
 	timeout 600 sh "$t" > /tmp/out 2>&1
 	rc=$?
 	case $rc in
@@ -49,6 +53,7 @@ grep -v '^[[:space:]]*#' /harness/ftracetest.list | while read -r case rest; do
 	[ -n "$case" ] || continue
 	name=ftracetest/$case
 	echo "--- $name"
+	t0=$(cut -d. -f1 /proc/uptime)
 	if [ ! -f "test.d/$case" ]; then
 		result FAIL "$name" "no such case"
 		continue

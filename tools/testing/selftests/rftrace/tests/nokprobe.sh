@@ -1,0 +1,28 @@
+#!/bin/sh
+# The hot path is off limits to kprobes (NOKPROBE_SYMBOL): it runs before
+# its recursion guard, and a kprobe there would re-enter. The list
+# dispatcher and the assist function on both cores; on the Rust core also
+# the pid filter, the direct-call dispatcher, the graph entry and return
+# and the arch layer's graph hooks and int3 handler. Each is listed in
+# kprobes' blacklist, and a kprobe event on it is refused.
+T=/sys/kernel/tracing
+B=/sys/kernel/debug/kprobes/blacklist
+fail() { echo "nokprobe: $*"; echo > $T/kprobe_events 2> /dev/null; exit 1; }
+[ -f $B ] || mount -t debugfs nodev /sys/kernel/debug 2> /dev/null
+[ -f $B ] || { echo "nokprobe: no kprobes blacklist (KPROBES, DEBUG_FS)"; exit 4; }
+funcs='arch_ftrace_ops_list_func ftrace_ops_assist_func'
+[ "$CORE" = rust ] && funcs="$funcs ftrace_pid_func call_direct_funcs function_graph_enter
+	ftrace_return_to_handler prepare_ftrace_return ftrace_graph_func rftrace_int3_handler"
+n=0
+for f in $funcs; do
+	# Rust's private functions carry a mangled name ending in the Rust one.
+	sym=$(awk -v f="$f" '$3 == f || $3 ~ ("[0-9]" f "$") { print $3; exit }' /proc/kallsyms)
+	[ -n "$sym" ] || fail "$f not in /proc/kallsyms"
+	grep -q "[[:space:]]$sym\$" $B || fail "$f ($sym) not in the kprobes blacklist"
+	if echo "p:nokprobe_test $sym" > $T/kprobe_events 2> /dev/null; then
+		fail "a kprobe on $f ($sym) accepted"
+	fi
+	n=$((n + 1))
+done
+echo > $T/kprobe_events
+echo "nokprobe: $n hot-path functions blacklisted and refused to kprobes"
