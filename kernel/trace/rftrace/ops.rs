@@ -827,16 +827,16 @@ pub(crate) unsafe fn startup(ops: *mut Ops) -> c_int {
     o.next = ftrace_ops_list.load(Ordering::Acquire);
     ftrace_ops_list.store(ops, Ordering::Release);
     o.flags |= F_ENABLED | F_ADDING;
+    let before_tramp = o.trampoline;
     if o.flags & F_DIRECT != 0 {
         // Alone on a site, a direct ops' site calls its direct trampoline.
         // SAFETY: `ftrace_lock` is held.
         unsafe { slot_alloc(ops, o.direct_call as u64) };
     } else {
-        let before = o.trampoline;
         // SAFETY: a registered ops; the arch layer creates or updates its
         // trampoline (calling `ftrace_ops_get_func()`).
         unsafe { bindings::arch_ftrace_update_trampoline(ops) };
-        if o.trampoline != before {
+        if o.trampoline != before_tramp {
             perf_trampoline(o, false);
         }
         if o.trampoline != 0 {
@@ -854,6 +854,14 @@ pub(crate) unsafe fn startup(ops: *mut Ops) -> c_int {
         o.func = o.saved_func;
         // SAFETY: as above.
         unsafe { slot_free(ops) };
+        // The update failed before writing a site (or tracing is dead):
+        // no site calls the trampoline made above. A dynamic ops' goes
+        // now, as in C; its owner may free the ops on this error.
+        if o.flags & F_DYNAMIC != 0 && o.trampoline != before_tramp {
+            perf_trampoline(o, true);
+            // SAFETY: no site calls it, no CPU runs it.
+            unsafe { bindings::arch_ftrace_trampoline_free(ops) };
+        }
         return e;
     }
     0
