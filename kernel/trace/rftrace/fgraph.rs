@@ -556,11 +556,11 @@ pub unsafe extern "C" fn ftrace_graph_ret_addr(
     // SAFETY: per the function's contract.
     let (stack, from) = unsafe { (stack_of(task), *idx) };
     let mut real = ret;
-    if let (Some((s, top)), Ok(from)) = (stack, usize::try_from(from)) {
-        if let Some((r, next)) = sg::find_ret_addr(&s, top, from, retp as u64, handler) {
+    if let (Some((s, top)), Ok(mut at)) = (stack, usize::try_from(from)) {
+        real = sg::ret_addr(&s, top, &mut at, ret as u64, retp as u64, handler) as c_ulong;
+        if let Ok(at) = c_int::try_from(at) {
             // SAFETY: per the function's contract.
-            unsafe { *idx = next as c_int };
-            real = r as c_ulong;
+            unsafe { *idx = at };
         }
     }
     // SAFETY: paired with the disable above.

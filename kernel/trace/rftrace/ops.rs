@@ -1620,15 +1620,19 @@ pub unsafe extern "C" fn unregister_ftrace_direct(
 ///
 /// `ops` is valid; `ftrace_lock` is held.
 unsafe fn modify_direct(ops: *mut Ops, target: c_ulong) -> c_int {
+    // No reference to the ops is held across the update: the plan reads
+    // every registered ops, this one included. Its fields are read and
+    // written through the pointer.
     // SAFETY: per the function's contract.
-    let o = unsafe { &mut *ops };
-    if o.flags & F_ENABLED == 0 || o.flags & F_DIRECT == 0 || target == 0 {
+    let (flags, old) = unsafe { ((*ops).flags, (*ops).direct_call) };
+    if flags & F_ENABLED == 0 || flags & F_DIRECT == 0 || target == 0 {
         return EINVAL;
     }
-    let old = o.direct_call;
     // Read locklessly by `call_direct_funcs`.
     // SAFETY: a valid field of a live ops.
-    unsafe { ptr::write_volatile(ptr::addr_of_mut!(o.direct_call), target) };
+    let set_call =
+        |to: c_ulong| unsafe { ptr::write_volatile(ptr::addr_of_mut!((*ops).direct_call), to) };
+    set_call(target);
     // SAFETY: `ftrace_lock` is held (the contract).
     let slot = unsafe { slot_of(ops) } as usize;
     let retarget = |tramp: u64, was: u64| {
@@ -1646,8 +1650,7 @@ unsafe fn modify_direct(ops: *mut Ops, target: c_ulong) -> c_int {
     let r = unsafe { update_scope(&own_sites(ops)) };
     if let Err(e) = r {
         // Nothing was written (planning failed): back to the old target.
-        // SAFETY: a valid field of a live ops.
-        unsafe { ptr::write_volatile(ptr::addr_of_mut!(o.direct_call), old) };
+        set_call(old);
         retarget(old as u64, 0);
         return e;
     }

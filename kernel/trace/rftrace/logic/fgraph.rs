@@ -464,6 +464,31 @@ pub fn find_ret_addr<W: Words + ?Sized>(
     None
 }
 
+/// C's `ftrace_graph_ret_addr()` over a shadow stack: `ret` unless it is
+/// `return_handler` and a frame saved the real address of slot `retp`,
+/// searching from `*idx` (0: the top), which is then advanced past that
+/// frame (a frame found at offset 0 sets it to 0, so the next search
+/// starts at the top again, as in C).
+pub fn ret_addr<W: Words + ?Sized>(
+    w: &W,
+    top: usize,
+    idx: &mut usize,
+    ret: u64,
+    retp: u64,
+    return_handler: u64,
+) -> u64 {
+    if ret != return_handler {
+        return ret;
+    }
+    match find_ret_addr(w, top, *idx, retp, return_handler) {
+        Some((real, next)) => {
+            *idx = next;
+            real
+        }
+        None => ret,
+    }
+}
+
 /// The data word of a reservation of `words` words by ops `idx` on top of
 /// a frame whose top word is `below` (C's `fgraph_reserve_data()`).
 pub const fn reserve_word(idx: usize, words: usize, below: u64) -> u64 {
@@ -933,17 +958,8 @@ impl RetStack {
         retp: u64,
         return_handler: u64,
     ) -> u64 {
-        if ret != return_handler {
-            return ret;
-        }
-        let Some(idx) = idx else {
-            return ret;
-        };
-        match self.find_ret_addr(*idx, retp, return_handler) {
-            Some((real, next)) => {
-                *idx = next;
-                real
-            }
+        match idx {
+            Some(idx) => ret_addr(&self.words[..], self.top, idx, ret, retp, return_handler),
             None => ret,
         }
     }
