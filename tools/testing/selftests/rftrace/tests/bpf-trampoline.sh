@@ -26,22 +26,7 @@ if [ ! -f /sys/kernel/btf/vmlinux ]; then
 	echo "bpf-trampoline: needs BPF_SYSCALL, BPF_JIT and DEBUG_INFO_BTF"
 	exit 4
 fi
-L=/sys/kernel/livepatch/livepatch_sample
-lp=$(find /lib/modules -name livepatch-sample.ko | head -1)
-settle() {
-	n=0
-	while [ -d $L ] && [ "$(cat $L/transition 2> /dev/null)" = 1 ] && [ $n -lt 120 ]; do
-		sleep 0.5
-		n=$((n + 1))
-	done
-	[ ! -d $L ] || [ "$(cat $L/transition 2> /dev/null)" != 1 ]
-}
-lp_off() {
-	[ -d $L ] || return 0
-	echo 0 > $L/enabled
-	settle
-	rmmod livepatch_sample
-}
+. /opt/rftrace/livepatch-lib.sh
 
 for n in 1 2 38; do
 	bpf_tramp $F $n mixed 'cat /proc/cmdline > /dev/null' || fail "$n programs"

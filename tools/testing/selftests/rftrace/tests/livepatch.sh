@@ -7,30 +7,17 @@
 # (samples/kprobes/kprobe_example.ko on the same function) needs IPMODIFY
 # too: whichever of the two comes second is refused with EBUSY, in both
 # orders, as on the C core.
-M=$(find /lib/modules -type d -name samples | head -1)
-lp=$M/livepatch/livepatch-sample.ko
-kp=$M/kprobes/kprobe_example.ko
-if [ ! -f "$lp" ] || [ ! -f "$kp" ]; then
+. /opt/rftrace/livepatch-lib.sh
+kp=$(find /lib/modules -name kprobe_example.ko | head -1)
+if [ -z "$lp" ] || [ -z "$kp" ]; then
 	echo "livepatch: the livepatch and kprobe samples are not built (CONFIG_LIVEPATCH, CONFIG_SAMPLE_LIVEPATCH, CONFIG_SAMPLE_KPROBES)"
 	exit 4
 fi
-L=/sys/kernel/livepatch/livepatch_sample
 fail() {
 	echo "livepatch: $*"
-	[ -d $L ] && echo 0 > $L/enabled 2> /dev/null
-	settle
-	rmmod livepatch_sample 2> /dev/null
+	lp_off
 	rmmod kprobe_example 2> /dev/null
 	exit 1
-}
-# Waits (at most 60 s) for the patch's transition to end.
-settle() {
-	n=0
-	while [ -d $L ] && [ "$(cat $L/transition 2> /dev/null)" = 1 ] && [ $n -lt 120 ]; do
-		sleep 0.5
-		n=$((n + 1))
-	done
-	[ ! -d $L ] || [ "$(cat $L/transition 2> /dev/null)" != 1 ]
 }
 orig=$(cat /proc/cmdline)
 
