@@ -179,6 +179,24 @@ const KERNEL_TROUBLE: &[&str] = &[
     "Unable to handle kernel",
 ];
 
+/// The guest time the tests took: the total of the `TIME <test> <s>`
+/// lines and the `most` slowest tests, slowest first.
+pub fn test_times(log: &str, most: usize) -> (u64, Vec<(String, u64)>) {
+    let mut all: Vec<(String, u64)> = log
+        .lines()
+        .filter_map(|l| {
+            let mut w = l.trim_end().strip_prefix("TIME ")?.split(' ');
+            let name = w.next()?.to_string();
+            let secs = w.next()?.parse().ok()?;
+            Some((name, secs))
+        })
+        .collect();
+    let total = all.iter().map(|(_, s)| s).sum();
+    all.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    all.truncate(most);
+    (total, all)
+}
+
 /// Distinct kernel-trouble lines of a log, time stamps stripped. Lines of
 /// test output the guest quoted ("    | ...") are not the kernel's.
 pub fn kernel_trouble(log: &str) -> Vec<String> {
@@ -493,6 +511,18 @@ mod tests {
 
     fn log_with(results: &str, dmesg: &str) -> String {
         format!("boot\n{results}\n{DMESG_BEGIN}\n{dmesg}\n{DMESG_END}\n=== harness: exit 0 ===\n")
+    }
+
+    #[test]
+    fn times_total_and_slowest() {
+        let log = "RESULT PASS rftrace/a.sh\nTIME rftrace/a.sh 3\nTIME ftracetest/x.tc 40\n\
+                   [ 2.0] TIME is not ours\nTIME ftracetest/y.tc 12\nTIME bad\n";
+        let (total, top) = test_times(log, 2);
+        assert_eq!(total, 55);
+        assert_eq!(
+            top,
+            vec![("ftracetest/x.tc".to_string(), 40), ("ftracetest/y.tc".to_string(), 12)]
+        );
     }
 
     #[test]

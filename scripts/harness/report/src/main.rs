@@ -55,6 +55,11 @@ fn test(args: &[String]) -> Result<bool, String> {
     for l in &s.lines {
         println!("{l}");
     }
+    let (total, slowest) = test_times(&log, 5);
+    if total > 0 {
+        let top: Vec<String> = slowest.iter().map(|(n, t)| format!("{n} {t} s")).collect();
+        println!("guest time of the tests: {total} s; slowest: {}", top.join(", "));
+    }
     println!("{}", s.closing_line());
     Ok(s.failed == 0)
 }
