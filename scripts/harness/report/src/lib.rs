@@ -521,7 +521,10 @@ mod tests {
         assert_eq!(total, 55);
         assert_eq!(
             top,
-            vec![("ftracetest/x.tc".to_string(), 40), ("ftracetest/y.tc".to_string(), 12)]
+            vec![
+                ("ftracetest/x.tc".to_string(), 40),
+                ("ftracetest/y.tc".to_string(), 12)
+            ]
         );
     }
 

@@ -58,7 +58,10 @@ fn test(args: &[String]) -> Result<bool, String> {
     let (total, slowest) = test_times(&log, 5);
     if total > 0 {
         let top: Vec<String> = slowest.iter().map(|(n, t)| format!("{n} {t} s")).collect();
-        println!("guest time of the tests: {total} s; slowest: {}", top.join(", "));
+        println!(
+            "guest time of the tests: {total} s; slowest: {}",
+            top.join(", ")
+        );
     }
     println!("{}", s.closing_line());
     Ok(s.failed == 0)
