@@ -23,6 +23,9 @@ kimage=$out/arch/x86/boot/bzImage
 rootfs=$build/initramfs-$CORE
 rm -rf "$rootfs" && mkdir -p "$rootfs"/{bin,harness,opt/rftrace,lib/modules}
 cp /bin/busybox "$rootfs/bin/busybox"
+# The shell a file of its own, so that a process's maps name a shell
+# binary (ftracetest's uprobe cases probe "/bin/...sh").
+cp /bin/busybox "$rootfs/bin/sh"
 # Users and groups besides root, for ftracetest's tracefs ownership cases.
 mkdir -p "$rootfs/etc"
 printf 'root:x:0:0:root:/:/bin/sh\ndaemon:x:1:1:daemon:/:/bin/false\ntracer:x:1000:1000:tracer:/:/bin/false\n' > "$rootfs/etc/passwd"
