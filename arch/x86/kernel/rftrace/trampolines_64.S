@@ -278,17 +278,27 @@ SYM_CODE_START(return_to_handler)
 
 	call	ftrace_return_to_handler
 
-	movq	%rax, %rdi
 	movq	RDX(%rsp), %rdx
+	/*
+	 * The real return address into the slot the ret consumed, before the
+	 * frame goes: from here on, at every instruction, the unwinder finds
+	 * a return address where the unwind data says (C's sequence leaves
+	 * the address of its int3 there for two instructions, and a stack
+	 * trace taken there loops: "stack going in the wrong direction").
+	 */
+	movq	%rax, FRAME_SIZE(%rsp)
 	movq	RAX(%rsp), %rax
-	addq	$FRAME_SIZE+8, %rsp
+	addq	$FRAME_SIZE, %rsp
 
-	/* Return to it without an indirect jump, RSB balanced. */
+	/*
+	 * Return to it without an indirect jump, RSB balanced: the call's
+	 * return address is dropped, the ret goes to the one below.
+	 */
 	ANNOTATE_INTRA_FUNCTION_CALL
 	call	.Lrft_return
 	int3
 .Lrft_return:
-	movq	%rdi, (%rsp)
+	addq	$8, %rsp
 	ALTERNATIVE __stringify(RET), \
 		    __stringify(ANNOTATE_UNRET_SAFE; ret; int3), \
 		    X86_FEATURE_CALL_DEPTH
