@@ -7,11 +7,12 @@ case "$CORE" in
 c | rust) ;;
 *) echo "CORE must be c or rust, not '$CORE'" >&2; exit 2 ;;
 esac
-# The configuration: tiny (tinyconfig + ftrace-test.config, the lab
-# kernel of the icount benchmark), production (ftrace-production.config
-# over it: Debian's tracer-related options and the debug set) or fp (tiny
+# The configuration: production (the default: ftrace-production.config
+# over the tiny one, Debian's tracer-related options and the debug set),
+# tiny (tinyconfig + ftrace-test.config, the lab kernel of the icount
+# benchmark) or fp (tiny
 # with the frame-pointer unwinder, ftrace-frame-pointer.config).
-CONF=${CONF:-tiny}
+CONF=${CONF:-production}
 case "$CONF" in
 tiny | production | fp) ;;
 *) echo "CONF must be tiny, production or fp, not '$CONF'" >&2; exit 2 ;;

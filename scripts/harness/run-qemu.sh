@@ -20,7 +20,8 @@ kimage=$out/arch/x86/boot/bzImage
 [ -f "$kimage" ] || { echo "run-qemu: no kernel at ${kimage#$top/}; build it first" >&2; exit 2; }
 
 # --- initramfs -------------------------------------------------------------
-rootfs=$build/initramfs-$CORE
+# GUEST names one of several guests booted at once (guest-tests.sh).
+rootfs=$build/initramfs-$CORE${GUEST:+-$GUEST}
 rm -rf "$rootfs" && mkdir -p "$rootfs"/{bin,harness,opt/rftrace,lib/modules}
 cp /bin/busybox "$rootfs/bin/busybox"
 # The shell a file of its own, so that a process's maps name a shell
@@ -51,6 +52,7 @@ done
 	echo "SUITES='${SUITES:-own ftracetest}'"
 } > "$rootfs/harness/job"
 if [ -n "${FTRACETEST_LIST:-}" ]; then cp "$FTRACETEST_LIST" "$rootfs/harness/ftracetest.list"; else : > "$rootfs/harness/ftracetest.list"; fi
+if [ -n "${OWN_LIST:-}" ]; then cp "$OWN_LIST" "$rootfs/harness/own.list"; fi
 case "$MODE" in
 cmd) if [ -n "${CMD_FILE:-}" ]; then cp "$CMD_FILE" "$rootfs/harness/script"
 	elif [ -n "${CMD:-}" ]; then printf '%s\n' "$CMD" > "$rootfs/harness/script"
@@ -62,7 +64,7 @@ if [ -n "${EXTRA:-}" ]; then
 	[ -d "$EXTRA" ] || { echo "run-qemu: EXTRA '$EXTRA' is not a directory" >&2; exit 2; }
 	mkdir -p "$rootfs/extra" && cp -a "$EXTRA/." "$rootfs/extra/"
 fi
-initrd=$build/initramfs-$CORE.cpio.gz
+initrd=$rootfs.cpio.gz
 (cd "$rootfs" && find . | LC_ALL=C sort | cpio -o -H newc --quiet -R 0:0 | gzip -1 > "$initrd")
 
 # --- QEMU --------------------------------------------------------------------
@@ -96,9 +98,12 @@ if [ "$MODE" = shell ]; then
 fi
 qemu+=(-monitor none -chardev "file,id=con,path=$console" -serial chardev:con
 	-chardev stdio,id=job,signal=off -serial chardev:job)
+# OUT_PREFIX marks each shown line with the guest it came from.
+prefix=${OUT_PREFIX:-}
+prefix=${prefix//[\/&]/}
 timeout -k 10 "$TIMEOUT" "${qemu[@]}" < /dev/null 2>&1 | stdbuf -oL tr -d '\r' | tee "$log" |
-	if [ "${VERBOSE:-0}" = 1 ]; then cat; else
-		sed -u '/^=== harness: dmesg begin ===/,/^=== harness: dmesg end ===/d'; fi
+	if [ "${VERBOSE:-0}" = 1 ]; then sed -u "s/^/$prefix/"; else
+		sed -u -e '/^=== harness: dmesg begin ===/,/^=== harness: dmesg end ===/d' -e "s/^/$prefix/"; fi
 qrc=${PIPESTATUS[0]}
 if [ "${VERBOSE:-0}" = 1 ]; then
 	echo "--- kernel console (${console#$top/}) ---"

@@ -1529,11 +1529,16 @@ pub unsafe extern "C" fn register_ftrace_direct(ops: *mut Ops, target: c_ulong) 
         if hash::is_empty(f) {
             return EINVAL;
         }
-        // One direct trampoline per function.
-        let mut busy = false;
+        // One pass over the functions: one direct trampoline per function
+        // (`busy`), and whether an IPMODIFY ops redirects any of them
+        // (`shared`).
+        let (mut busy, mut shared) = (false, false);
         hash::for_each(f, |e| {
             let ip = (*e).ip as u64;
-            busy |= list().any(|x| x != ops && (*x).flags & F_DIRECT != 0 && ops_wants(x, ip));
+            for x in list().filter(|&x| x != ops && ops_wants(x, ip)) {
+                busy |= (*x).flags & F_DIRECT != 0;
+                shared |= (*x).flags & F_IPMODIFY != 0;
+            }
         });
         if busy {
             return EBUSY;
@@ -1543,11 +1548,6 @@ pub unsafe extern "C" fn register_ftrace_direct(ops: *mut Ops, target: c_ulong) 
         // answers EAGAIN, rebuilds its trampoline to call the redirected
         // function and registers again), else refused, as in C. One call
         // does for all such functions: the answer is about the ops.
-        let mut shared = false;
-        hash::for_each(f, |e| {
-            let ip = (*e).ip as u64;
-            shared |= list().any(|x| (*x).flags & F_IPMODIFY != 0 && ops_wants(x, ip));
-        });
         if shared {
             let Some(ask) = o.ops_func else {
                 return EBUSY;

@@ -10,6 +10,8 @@
 extern crate std;
 
 pub mod fgraph;
+#[cfg(test)]
+mod fuzz;
 pub mod glob;
 pub mod insn;
 pub mod parser;

@@ -238,6 +238,45 @@ pub fn parse_name_list(text: &str) -> BTreeMap<String, String> {
     m
 }
 
+/// Seconds per test from a "<name>\t<seconds>" list (see parse_name_list).
+pub fn parse_times(text: &str) -> BTreeMap<String, u64> {
+    parse_name_list(text)
+        .into_iter()
+        .filter_map(|(n, s)| Some((n, s.parse().ok()?)))
+        .collect()
+}
+
+/// Shares a run's tests out between `guests` guests booted at once, so
+/// that each takes about as long: longest first, each test goes to the
+/// guest with the least work so far. Tests are named as the guest reports
+/// them ("rftrace/x.sh", "ftracetest/dir/x.tc"); `times` holds their guest
+/// seconds from an earlier run, and a test it lacks counts `unknown`
+/// seconds. Returns each guest's tests in name order.
+pub fn share_out(
+    tests: &[String],
+    times: &BTreeMap<String, u64>,
+    guests: usize,
+    unknown: u64,
+) -> Vec<Vec<String>> {
+    let guests = guests.max(1);
+    let mut order: Vec<(u64, &String)> = tests
+        .iter()
+        .map(|t| (times.get(t).copied().unwrap_or(unknown), t))
+        .collect();
+    order.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(b.1)));
+    let mut load = vec![0u64; guests];
+    let mut out = vec![Vec::new(); guests];
+    for (secs, test) in order {
+        let g = (0..guests).min_by_key(|&g| (load[g], g)).unwrap_or(0);
+        load[g] += secs;
+        out[g].push(test.clone());
+    }
+    for list in &mut out {
+        list.sort();
+    }
+    out
+}
+
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct Summary {
     pub lines: Vec<String>,
@@ -256,31 +295,58 @@ impl Summary {
     }
 }
 
-/// Inputs of one test run's verdict.
+/// Inputs of one test run's verdict. A run is one guest or several that
+/// shared the tests out between them (`make test` on the production
+/// configuration boots two at once); every guest must finish its job.
 pub struct TestRun<'a> {
-    /// What the guest's job printed.
-    pub log: &'a str,
-    /// The kernel console, when it went to its own log.
-    pub console: &'a str,
+    /// What each guest's job printed.
+    pub logs: &'a [&'a str],
+    /// The kernel consoles, when they went to logs of their own.
+    pub consoles: &'a [&'a str],
     /// Boot selftests that must report (name without the "boot: " prefix).
     pub expected_boot: &'a BTreeMap<String, String>,
-    /// Tests the guest runner must report a RESULT for.
+    /// Tests the guest runners together must report a RESULT for.
     pub expected_results: &'a [String],
     /// Tests that do not pass on the C core in this configuration, with why.
     pub known: &'a BTreeMap<String, String>,
 }
 
+/// The boot selftests of every guest, one verdict per test: a test that
+/// did not pass in any guest does not pass.
+fn boot_results(logs: &[&str]) -> Vec<TestResult> {
+    let mut results: Vec<TestResult> = Vec::new();
+    for (i, log) in logs.iter().enumerate() {
+        let Some(d) = dmesg_block(log) else {
+            results.push(TestResult {
+                name: guest_name("harness: dmesg dump", i, logs.len()),
+                outcome: Outcome::NotPass("missing: the guest did not finish its job".into()),
+            });
+            continue;
+        };
+        for r in boot_selftests(&d) {
+            match results.iter_mut().find(|x| x.name == r.name) {
+                Some(x) if x.outcome == Outcome::Pass => x.outcome = r.outcome,
+                Some(_) => {}
+                None => results.push(r),
+            }
+        }
+    }
+    results
+}
+
+/// A harness check's name, with the guest's number when there are several.
+fn guest_name(what: &str, i: usize, guests: usize) -> String {
+    if guests > 1 {
+        format!("{what} (guest {i})")
+    } else {
+        what.to_string()
+    }
+}
+
 /// Everything a run reported, checked against what it had to report.
 pub fn summarize(run: &TestRun<'_>) -> Summary {
     let mut sum = Summary::default();
-    let mut results: Vec<TestResult> = Vec::new();
-    match dmesg_block(run.log) {
-        Some(d) => results.extend(boot_selftests(&d)),
-        None => results.push(TestResult {
-            name: "harness: dmesg dump".into(),
-            outcome: Outcome::NotPass("missing: the guest did not finish its job".into()),
-        }),
-    }
+    let mut results = boot_results(run.logs);
     for name in run.expected_boot.keys() {
         let full = format!("boot: {name}");
         if !results.iter().any(|r| r.name == full) {
@@ -290,7 +356,7 @@ pub fn summarize(run: &TestRun<'_>) -> Summary {
             });
         }
     }
-    let reported = result_lines(run.log);
+    let reported: Vec<TestResult> = run.logs.iter().flat_map(|l| result_lines(l)).collect();
     for name in run.expected_results {
         if !reported.iter().any(|r| &r.name == name) {
             results.push(TestResult {
@@ -300,14 +366,21 @@ pub fn summarize(run: &TestRun<'_>) -> Summary {
         }
     }
     results.extend(reported);
-    if exit_status(run.log).is_none() {
-        results.push(TestResult {
-            name: "harness: guest exit".into(),
-            outcome: Outcome::NotPass("the guest did not power off cleanly".into()),
-        });
+    for (i, log) in run.logs.iter().enumerate() {
+        if exit_status(log).is_none() {
+            results.push(TestResult {
+                name: guest_name("harness: guest exit", i, run.logs.len()),
+                outcome: Outcome::NotPass("the guest did not power off cleanly".into()),
+            });
+        }
     }
-    let mut trouble = kernel_trouble(run.console);
-    for t in kernel_trouble(run.log) {
+    let mut trouble: Vec<String> = Vec::new();
+    for t in run
+        .consoles
+        .iter()
+        .chain(run.logs)
+        .flat_map(|l| kernel_trouble(l))
+    {
         if !trouble.contains(&t) {
             trouble.push(t);
         }
@@ -539,8 +612,8 @@ mod tests {
         let boot = parse_name_list("tracer function\n");
         let expected = vec!["rftrace/a.sh".to_string(), "ftracetest/z.tc".to_string()];
         let s = summarize(&TestRun {
-            log: &log,
-            console: "",
+            logs: &[&log],
+            consoles: &[],
             expected_boot: &boot,
             expected_results: &expected,
             known: &known,
@@ -565,8 +638,8 @@ mod tests {
         );
         let boot = parse_name_list("tracer function\ntracer nop\n");
         let s = summarize(&TestRun {
-            log: &log,
-            console: "",
+            logs: &[&log],
+            consoles: &[],
             expected_boot: &boot,
             expected_results: &[],
             known: &BTreeMap::new(),
@@ -585,8 +658,8 @@ mod tests {
     #[test]
     fn unfinished_guest_fails() {
         let s = summarize(&TestRun {
-            log: "booting...\nRESULT PASS a\n",
-            console: "[ 1.0] Oops: 0000 [#1] PREEMPT SMP\n",
+            logs: &["booting...\nRESULT PASS a\n"],
+            consoles: &["[ 1.0] Oops: 0000 [#1] PREEMPT SMP\n"],
             expected_boot: &BTreeMap::new(),
             expected_results: &[],
             known: &BTreeMap::new(),
@@ -628,5 +701,40 @@ mod tests {
         assert!(tsv.contains("new-case\trust\t10\tus\n"));
         let (table, _) = bench_table(&c, None);
         assert!(table.contains("not built"));
+    }
+
+    #[test]
+    fn sharing_out_balances_and_keeps_every_test_once() {
+        let tests: Vec<String> = [
+            "rftrace/a.sh",
+            "rftrace/b.sh",
+            "ftracetest/d/x.tc",
+            "ftracetest/d/y.tc",
+            "ftracetest/e/w.tc",
+            "ftracetest/e/v.tc",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        let times = parse_times(
+            "rftrace/a.sh\t50\nrftrace/b.sh\t10\nftracetest/d/x.tc\t40\nftracetest/d/y.tc\t30\n# c\nftracetest/e/w.tc\tfast\n",
+        );
+        // w.tc's time does not parse and v.tc has none: 5 s each. a (50)
+        // to guest 0, x (40) to 1, y (30) to 1, b (10) to 0, v and w to 0.
+        let s = share_out(&tests, &times, 2, 5);
+        assert_eq!(s.len(), 2);
+        assert_eq!(
+            s[0],
+            [
+                "ftracetest/e/v.tc",
+                "ftracetest/e/w.tc",
+                "rftrace/a.sh",
+                "rftrace/b.sh"
+            ]
+        );
+        assert_eq!(s[1], ["ftracetest/d/x.tc", "ftracetest/d/y.tc"]);
+        let one = share_out(&tests, &times, 1, 5);
+        assert_eq!(one[0].len(), tests.len());
+        assert_eq!(share_out(&tests, &times, 0, 5).len(), 1);
     }
 }

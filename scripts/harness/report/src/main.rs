@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 //! harness-report: the host side of `make test` and `make bench`.
 //!
-//!   harness-report test LOG [--console LOG] --boot FILE --known FILE [--tests-dir DIR] --ftracetest-list FILE
+//!   harness-report test LOG... [--console LOG]... --boot FILE --known FILE [--tests-dir DIR] --ftracetest-list FILE
+//!   harness-report split --guests N --ftracetest-list FILE --times FILE [--tests-dir DIR] --out PREFIX
+//!     (writes PREFIX-<k>.own and PREFIX-<k>.list for each guest k)
 //!   harness-report bench --c LOG [--rust LOG] --tsv OUT
 
 use harness_report::*;
@@ -24,30 +26,55 @@ fn need<'a>(args: &'a [String], name: &str) -> Result<&'a str, String> {
     opt(args, name).ok_or_else(|| format!("missing {name}"))
 }
 
-fn test(args: &[String]) -> Result<bool, String> {
-    let log = read(args.first().ok_or("missing LOG")?)?;
-    let console = match opt(args, "--console") {
-        Some(p) => read(p)?,
-        None => String::new(),
+/// Every value of a repeatable option.
+fn all<'a>(args: &'a [String], name: &str) -> Vec<&'a str> {
+    args.windows(2)
+        .filter(|w| w[0] == name)
+        .map(|w| w[1].as_str())
+        .collect()
+}
+
+/// The own tests (file names) of --tests-dir, if given.
+fn own_tests(args: &[String]) -> Result<Vec<String>, String> {
+    let Some(dir) = opt(args, "--tests-dir") else {
+        return Ok(Vec::new());
     };
+    let mut own: Vec<String> = std::fs::read_dir(dir)
+        .map_err(|e| format!("{dir}: {e}"))?
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".sh"))
+        .collect();
+    own.sort();
+    Ok(own)
+}
+
+fn test(args: &[String]) -> Result<bool, String> {
+    let log_paths: Vec<&String> = args.iter().take_while(|a| !a.starts_with("--")).collect();
+    if log_paths.is_empty() {
+        return Err("missing LOG".into());
+    }
+    let logs = log_paths
+        .iter()
+        .map(|p| read(p))
+        .collect::<Result<Vec<_>, _>>()?;
+    let consoles = all(args, "--console")
+        .into_iter()
+        .map(read)
+        .collect::<Result<Vec<_>, _>>()?;
     let boot = parse_name_list(&read(need(args, "--boot")?)?);
     let known = parse_name_list(&read(need(args, "--known")?)?);
-    let mut expected = Vec::new();
-    if let Some(dir) = opt(args, "--tests-dir") {
-        let mut own: Vec<String> = std::fs::read_dir(dir)
-            .map_err(|e| format!("{dir}: {e}"))?
-            .filter_map(|e| e.ok())
-            .map(|e| e.file_name().to_string_lossy().into_owned())
-            .filter(|n| n.ends_with(".sh"))
-            .collect();
-        own.sort();
-        expected.extend(own.into_iter().map(|n| format!("rftrace/{n}")));
-    }
+    let mut expected: Vec<String> = own_tests(args)?
+        .into_iter()
+        .map(|n| format!("rftrace/{n}"))
+        .collect();
     let list = parse_name_list(&read(need(args, "--ftracetest-list")?)?);
     expected.extend(list.keys().map(|c| format!("ftracetest/{c}")));
+    let log_refs: Vec<&str> = logs.iter().map(String::as_str).collect();
+    let console_refs: Vec<&str> = consoles.iter().map(String::as_str).collect();
     let s = summarize(&TestRun {
-        log: &log,
-        console: &console,
+        logs: &log_refs,
+        consoles: &console_refs,
         expected_boot: &boot,
         expected_results: &expected,
         known: &known,
@@ -55,7 +82,7 @@ fn test(args: &[String]) -> Result<bool, String> {
     for l in &s.lines {
         println!("{l}");
     }
-    let (total, slowest) = test_times(&log, 5);
+    let (total, slowest) = test_times(&logs.join("\n"), 5);
     if total > 0 {
         let top: Vec<String> = slowest.iter().map(|(n, t)| format!("{n} {t} s")).collect();
         println!(
@@ -65,6 +92,37 @@ fn test(args: &[String]) -> Result<bool, String> {
     }
     println!("{}", s.closing_line());
     Ok(s.failed == 0)
+}
+
+/// Writes PREFIX-<k>.own and PREFIX-<k>.list: the own tests (file names)
+/// and the ftracetest cases of guest k.
+fn split(args: &[String]) -> Result<bool, String> {
+    let guests: usize = need(args, "--guests")?
+        .parse()
+        .map_err(|_| "--guests wants a number".to_string())?;
+    let mut tests: Vec<String> = own_tests(args)?
+        .into_iter()
+        .map(|n| format!("rftrace/{n}"))
+        .collect();
+    let list = parse_name_list(&read(need(args, "--ftracetest-list")?)?);
+    tests.extend(list.into_keys().map(|c| format!("ftracetest/{c}")));
+    let times = match std::fs::read(need(args, "--times")?) {
+        Ok(b) => parse_times(&String::from_utf8_lossy(&b)),
+        Err(_) => Default::default(),
+    };
+    let prefix = need(args, "--out")?;
+    for (k, share) in share_out(&tests, &times, guests, 15).iter().enumerate() {
+        for (ext, suite) in [("own", "rftrace/"), ("list", "ftracetest/")] {
+            let path = format!("{prefix}-{k}.{ext}");
+            let text: String = share
+                .iter()
+                .filter_map(|t| t.strip_prefix(suite))
+                .map(|t| format!("{t}\n"))
+                .collect();
+            std::fs::write(&path, text).map_err(|e| format!("{path}: {e}"))?;
+        }
+    }
+    Ok(true)
 }
 
 fn bench(args: &[String]) -> Result<bool, String> {
@@ -88,7 +146,8 @@ fn main() -> ExitCode {
     let r = match args.first().map(String::as_str) {
         Some("test") => test(&args[1..]),
         Some("bench") => bench(&args[1..]),
-        _ => Err("usage: harness-report test|bench ...".into()),
+        Some("split") => split(&args[1..]),
+        _ => Err("usage: harness-report test|split|bench ...".into()),
     };
     match r {
         Ok(true) => ExitCode::SUCCESS,

@@ -28,7 +28,17 @@ echo "=== harness: dmesg end ==="
 grep -H . /sys/devices/system/cpu/vulnerabilities/* 2> /dev/null | sed 's|^/sys/devices/system/cpu/vulnerabilities/|mitigation: |'
 
 # The project's own tests: exit 0 passes, 4 is "unsupported", else fails.
-case " $SUITES " in *" own "*) own="$here"/tests/*.sh ;; *) own= ;; esac
+# A guest that shares the run with others runs the own tests of its
+# /harness/own.list (scripts/harness/guest-tests.sh), else all of them.
+case " $SUITES " in
+*" own "*)
+	if [ -f /harness/own.list ]; then
+		own=$(sed "s|^|$here/tests/|" /harness/own.list)
+	else
+		own=$(ls "$here"/tests/*.sh)
+	fi ;;
+*) own= ;;
+esac
 for t in $own; do
 	name=rftrace/$(basename "$t")
 	echo "--- $name"

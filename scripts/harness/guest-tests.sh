@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# The guest side of `make test` and `make ftracetest`: boot GUESTS guests
+# of $CORE at once, each running its share of the tests (SUITES, the
+# ftracetest cases of FTRACETEST_LIST), then turn all their serial logs
+# into one summary. A TCG guest runs on one host thread, so two guests
+# use a two-core machine fully; harness-report split shares the tests
+# out by the guest times of an earlier run (test-times-$CONF.txt).
+#
+#   NAME=test SUITES='own ftracetest' TIMEOUT=s FTRACETEST_LIST=file \
+#   KNOWN=file GUESTS=n guest-tests.sh --tests-dir DIR
+#
+# Logs: build/log/$NAME-$CORE-$CONF[-k].log and .console.log (k, the
+# guest's number, when there are several). The exit status fails on any
+# failed or missing test, kernel trouble on a console, or a guest that
+# did not finish.
+set -uo pipefail
+. "$(dirname "$0")/env.sh"
+st=$top/tools/testing/selftests/rftrace
+report=$top/target/release/harness-report
+guests=${GUESTS:-1}
+base=$build/log/$NAME-$CORE-$CONF
+mkdir -p "$build/log"
+
+# The suites not asked for have no tests to run or to expect.
+own=()
+case " $SUITES " in *" own "*) own=("$@") ;; esac
+case " $SUITES " in *" ftracetest "*) ;; *)
+	FTRACETEST_LIST=$base.no-ftracetest.list
+	: > "$FTRACETEST_LIST" ;;
+esac
+
+# One guest runs the whole of SUITES; several share the tests out.
+lists=("$FTRACETEST_LIST") owns=("")
+if [ "$guests" -gt 1 ]; then
+	"$report" split --guests "$guests" --ftracetest-list "$FTRACETEST_LIST" \
+		--times "$st/test-times-$CONF.txt" "${own[@]}" --out "$base" || exit 2
+	lists=() owns=()
+	for k in $(seq 0 $((guests - 1))); do
+		lists+=("$base-$k.list") owns+=("$base-$k.own")
+	done
+fi
+
+logs=() consoles=() pids=()
+for k in "${!lists[@]}"; do
+	log=$base${lists[1]+-$k}.log
+	logs+=("$log") consoles+=(--console "${log%.log}.console.log")
+	MODE=test SUITES="$SUITES" LOG="$log" FTRACETEST_LIST="${lists[$k]}" OWN_LIST="${owns[$k]}" \
+		GUEST=${lists[1]+$k} OUT_PREFIX=${lists[1]+"[guest $k] "} \
+		"$top/scripts/harness/run-qemu.sh" &
+	pids+=($!)
+done
+rc=0
+for p in "${pids[@]}"; do
+	wait "$p" || rc=$?
+done
+[ "${#logs[@]}" -gt 1 ] && echo "--- ${#logs[@]} guests done; logs: ${logs[*]#$top/}"
+"$report" test "${logs[@]}" "${consoles[@]}" --boot "$st/boot-selftests.txt" \
+	--known "$KNOWN" --ftracetest-list "$FTRACETEST_LIST" "${own[@]}" || exit 1
+exit "$rc"
