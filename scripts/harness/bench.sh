@@ -18,7 +18,7 @@ for core in c rust; do
 	CORE=$core "$top/scripts/harness/build-kernel.sh"
 	log=$build/bench/$core.log
 	echo "  BENCH   CORE=$core"
-	CORE=$core MODE=bench ICOUNT=0 BENCH_REPS=$reps TIMEOUT=${TIMEOUT:-1800} LOG=$log \
+	CORE=$core MODE=bench ICOUNT=0,sleep=off BENCH_REPS=$reps TIMEOUT=${TIMEOUT:-1800} LOG=$log \
 		"$top/scripts/harness/run-qemu.sh" > "$build/bench/$core.out"
 	# Boot: from the end of mm_core_init() ("SLUB: ...") to the core's
 	# last line about its call sites (C: "ftrace: allocated ...", Rust: the
@@ -35,7 +35,7 @@ done
 echo
 echo "Configuration: tiny (tinyconfig + kernel/configs/ftrace-test.config and the"
 echo "core's fragment; build/out-<core>-tiny)."
-echo "QEMU TCG (thread=single), 2 vCPUs, 1 GiB, -icount shift=0: guest time is"
+echo "QEMU TCG (thread=single), 2 vCPUs, 1 GiB, -icount shift=0,sleep=off: guest time is"
 echo "instruction count (1 insn = 1 ns), so runs repeat. Median of $reps runs each."
 "$top/target/release/harness-report" bench "${args[@]}" --tsv "$build/bench/results.tsv"
 echo "rows written to build/bench/results.tsv"

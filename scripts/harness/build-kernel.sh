@@ -57,6 +57,18 @@ done
 echo "  KERNEL  CORE=$CORE CONF=$CONF (${out#$top/}, -j$jobs)"
 kmake -j"$jobs" bzImage modules
 # Install the modules when one changed since the last install.
+# The livepatch selftests' modules (tools/testing/selftests/livepatch/
+# test_modules), built against this kernel as an external module.
+if grep -q '^CONFIG_LIVEPATCH=y' "$out/.config"; then
+	klp=$out/klp-test-modules
+	mkdir -p "$klp"
+	cp -u "$src"/tools/testing/selftests/livepatch/test_modules/*.c \
+		"$src"/tools/testing/selftests/livepatch/test_modules/Makefile "$klp/"
+	# An external module's BTF is made against vmlinux, but Kbuild does
+	# not remake it when only vmlinux changed: remove the older ones.
+	find "$klp" -name '*.ko' ! -newer "$out/vmlinux" -delete
+	kmake -j"$jobs" M="$klp" modules
+fi
 stamp_file=$out/modroot/.stamp
 if [ ! -f "$stamp_file" ] || [ -n "$(find "$out" -name '*.ko' -newer "$stamp_file" -print -quit)" ]; then
 	rm -rf "$out/modroot"

@@ -44,6 +44,33 @@ for tool in timed_write syscall_loop perf_records bpf_tramp perf_fn; do
 	fi
 	cp "$bin" "$rootfs/bin/$tool"
 done
+# The livepatch selftests, where the kernel has livepatch: the scripts,
+# their modules built against this kernel, and the tools they need as the
+# distribution has them (bash, kmod's insmod/rmmod, procps' sysctl,
+# coreutils' date and stat, getconf: the scripts compare these tools' messages),
+# with their libraries, in /opt/gnu (tests/livepatch-selftests.sh).
+if ls "$out"/klp-test-modules/*.ko > /dev/null 2>&1; then
+	lp=$rootfs/opt/livepatch
+	mkdir -p "$lp/test_modules" "$rootfs/opt/gnu/bin"
+	cp "$st"/livepatch/*.sh "$lp/"
+	cp "$out"/klp-test-modules/*.ko "$lp/test_modules/"
+	getpid=$build/test_klp-call_getpid
+	if [ ! -x "$getpid" ] || [ "$st/livepatch/test_klp-call_getpid.c" -nt "$getpid" ]; then
+		gcc -static -O2 -o "$getpid" "$st/livepatch/test_klp-call_getpid.c"
+	fi
+	cp "$getpid" "$lp/"
+	for t in /bin/bash /usr/bin/kmod /usr/sbin/sysctl /usr/bin/date /usr/bin/getconf /usr/bin/stat; do
+		cp "$t" "$rootfs/opt/gnu/bin/"
+		ldd "$t" | grep -o '/[^ ]*' | while read -r lib; do
+			mkdir -p "$rootfs$(dirname "$lib")"
+			cp -L "$lib" "$rootfs$lib"
+		done
+	done
+	for m in insmod rmmod lsmod modprobe modinfo; do ln -sf kmod "$rootfs/opt/gnu/bin/$m"; done
+	# test-sysfs.sh runs /bin/stat --format (busybox's installs no link
+	# over an existing file).
+	ln -sf /opt/gnu/bin/stat "$rootfs/bin/stat"
+fi
 {
 	echo "MODE=$([ "$MODE" = cmd ] && echo script || echo "$MODE")"
 	echo "CORE=$CORE"
@@ -111,7 +138,7 @@ if [ "${VERBOSE:-0}" = 1 ]; then
 fi
 
 # Kernel trouble on the console is shown whatever the job said.
-trouble='WARNING:|BUG:|Oops|Kernel panic|general protection fault|circular locking|KASAN:|UBSAN:|stall|ftrace bug|ftrace failed|ftrace faulted'
+trouble='WARNING:|BUG:|Oops|Kernel panic|general protection fault|circular locking|KASAN:|UBSAN:|detected stall|ftrace bug|ftrace failed|ftrace faulted'
 if grep -Eq "$trouble" "$console"; then
 	echo "run-qemu: kernel trouble on the console (${console#$top/}):" >&2
 	grep -E -A12 "$trouble" "$console" | head -60 >&2

@@ -803,6 +803,11 @@ pub(crate) unsafe fn startup(ops: *mut Ops) -> c_int {
     if o.flags & F_SAVE_REGS_IF != 0 {
         o.flags |= F_SAVE_REGS;
     }
+    // An ops that must not be stopped (livepatch) cannot come while the
+    // sysctl keeps the tracer off: it would not run, as in C.
+    if o.flags & F_PERMANENT != 0 && !enabled() {
+        return EBUSY;
+    }
     if !is_core_data(ops as u64) {
         o.flags |= F_DYNAMIC;
     }
