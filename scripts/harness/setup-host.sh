@@ -6,7 +6,8 @@ set -euo pipefail
 PKGS=(linux-source-6.12 rustc-web rust-web-src rust-web-clippy rustfmt-web
       qemu-system-x86 busybox-static
       clang libclang-dev lld llvm flex bison bc libelf-dev libssl-dev cpio ccache
-      xz-utils make gcc python3 rsync kmod dwarves)
+      xz-utils make gcc python3 rsync kmod dwarves
+      procps coreutils bash libc-bin)  # the livepatch selftests' tools, copied into the guest
 BINDGEN_VERSION=0.73.1
 
 missing=()
