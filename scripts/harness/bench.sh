@@ -30,11 +30,22 @@ for core in c rust; do
 	if [ -n "$t0" ] && [ -n "$t1" ]; then
 		awk -v a="$t0" -v b="$t1" 'BEGIN { printf "SAMPLE boot-sites-to-nop %.0f us\n", (b - a) * 1000000 }' >> "$log"
 	fi
+	# The direct-call rows need BPF: the same core on the production
+	# configuration, its samples added to the core's log.
+	if [ "${BENCH_PRODUCTION:-1}" = 1 ]; then
+		CONF=production CORE=$core "$top/scripts/harness/build-kernel.sh"
+		plog=$build/bench/$core-production.log
+		echo "  BENCH   CORE=$core CONF=production (direct-call rows)"
+		CONF=production CORE=$core MODE=bench ICOUNT=0,sleep=off BENCH_REPS=$reps \
+			TIMEOUT=${TIMEOUT:-1800} LOG=$plog "$top/scripts/harness/run-qemu.sh" > "$build/bench/$core-production.out"
+		grep '^SAMPLE ' "$plog" >> "$log"
+	fi
 	args+=(--"$core" "$log")
 done
 echo
 echo "Configuration: tiny (tinyconfig + kernel/configs/ftrace-test.config and the"
-echo "core's fragment; build/out-<core>-tiny)."
+echo "core's fragment; build/out-<core>-tiny); direct-call and bpf-attach-38 on"
+echo "production (kernel/configs/ftrace-production.config: BPF; build/out-<core>-production)."
 echo "QEMU TCG (thread=single), 2 vCPUs, 1 GiB, -icount shift=0,sleep=off: guest time is"
 echo "instruction count (1 insn = 1 ns), so runs repeat. Median of $reps runs each."
 "$top/target/release/harness-report" bench "${args[@]}" --tsv "$build/bench/results.tsv"
