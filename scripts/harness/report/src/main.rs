@@ -49,6 +49,19 @@ fn own_tests(args: &[String]) -> Result<Vec<String>, String> {
     Ok(own)
 }
 
+/// The tests a run has, named as the guest reports them: the own tests
+/// of --tests-dir ("rftrace/x.sh"), then the cases of --ftracetest-list
+/// ("ftracetest/dir/x.tc").
+fn run_tests(args: &[String]) -> Result<Vec<String>, String> {
+    let mut tests: Vec<String> = own_tests(args)?
+        .into_iter()
+        .map(|n| format!("rftrace/{n}"))
+        .collect();
+    let list = parse_name_list(&read(need(args, "--ftracetest-list")?)?);
+    tests.extend(list.into_keys().map(|c| format!("ftracetest/{c}")));
+    Ok(tests)
+}
+
 fn test(args: &[String]) -> Result<bool, String> {
     let log_paths: Vec<&String> = args.iter().take_while(|a| !a.starts_with("--")).collect();
     if log_paths.is_empty() {
@@ -64,12 +77,7 @@ fn test(args: &[String]) -> Result<bool, String> {
         .collect::<Result<Vec<_>, _>>()?;
     let boot = parse_name_list(&read(need(args, "--boot")?)?);
     let known = parse_name_list(&read(need(args, "--known")?)?);
-    let mut expected: Vec<String> = own_tests(args)?
-        .into_iter()
-        .map(|n| format!("rftrace/{n}"))
-        .collect();
-    let list = parse_name_list(&read(need(args, "--ftracetest-list")?)?);
-    expected.extend(list.keys().map(|c| format!("ftracetest/{c}")));
+    let expected = run_tests(args)?;
     let log_refs: Vec<&str> = logs.iter().map(String::as_str).collect();
     let console_refs: Vec<&str> = consoles.iter().map(String::as_str).collect();
     let s = summarize(&TestRun {
@@ -100,12 +108,7 @@ fn split(args: &[String]) -> Result<bool, String> {
     let guests: usize = need(args, "--guests")?
         .parse()
         .map_err(|_| "--guests wants a number".to_string())?;
-    let mut tests: Vec<String> = own_tests(args)?
-        .into_iter()
-        .map(|n| format!("rftrace/{n}"))
-        .collect();
-    let list = parse_name_list(&read(need(args, "--ftracetest-list")?)?);
-    tests.extend(list.into_keys().map(|c| format!("ftracetest/{c}")));
+    let tests = run_tests(args)?;
     let times = match std::fs::read(need(args, "--times")?) {
         Ok(b) => parse_times(&String::from_utf8_lossy(&b)),
         Err(_) => Default::default(),
