@@ -36,13 +36,19 @@ cp -a "$out/modroot/lib/modules/." "$rootfs/lib/modules/" 2>/dev/null || true
 st=$src/tools/testing/selftests
 cp -a "$st/rftrace/." "$rootfs/opt/rftrace/"
 cp -a "$st/ftrace" "$rootfs/opt/ftracetest"
-# Static helper programs for the guest.
-for tool in timed_write syscall_loop perf_records bpf_tramp perf_fn; do
-	bin=$build/$tool
-	if [ ! -x "$bin" ] || [ "$st/rftrace/$tool.c" -nt "$bin" ]; then
-		gcc -static -O2 -Wall -o "$bin" "$st/rftrace/$tool.c"
+# Static helper programs for the guest, built when missing or older than
+# their source. Several guests boot at once (guest-tests.sh) and may build
+# the same program together: each links to a file of its own and renames
+# it into place, so that no guest copies another's half-written binary.
+static_tool() { # source binary
+	if [ ! -x "$2" ] || [ "$1" -nt "$2" ]; then
+		gcc -static -O2 -o "$2.$BASHPID" "$1" && mv -f "$2.$BASHPID" "$2" ||
+			{ echo "run-qemu: cannot build ${2##*/}" >&2; exit 2; }
 	fi
-	cp "$bin" "$rootfs/bin/$tool"
+}
+for tool in timed_write syscall_loop perf_records bpf_tramp perf_fn; do
+	static_tool "$st/rftrace/$tool.c" "$build/$tool"
+	cp "$build/$tool" "$rootfs/bin/$tool"
 done
 # The livepatch selftests, where the kernel has livepatch: the scripts,
 # their modules built against this kernel, and the tools they need as the
@@ -54,11 +60,8 @@ if ls "$out"/klp-test-modules/*.ko > /dev/null 2>&1; then
 	mkdir -p "$lp/test_modules" "$rootfs/opt/gnu/bin"
 	cp "$st"/livepatch/*.sh "$lp/"
 	cp "$out"/klp-test-modules/*.ko "$lp/test_modules/"
-	getpid=$build/test_klp-call_getpid
-	if [ ! -x "$getpid" ] || [ "$st/livepatch/test_klp-call_getpid.c" -nt "$getpid" ]; then
-		gcc -static -O2 -o "$getpid" "$st/livepatch/test_klp-call_getpid.c"
-	fi
-	cp "$getpid" "$lp/"
+	static_tool "$st/livepatch/test_klp-call_getpid.c" "$build/test_klp-call_getpid"
+	cp "$build/test_klp-call_getpid" "$lp/"
 	for t in /bin/bash /usr/bin/kmod /usr/sbin/sysctl /usr/bin/date /usr/bin/getconf /usr/bin/stat; do
 		cp "$t" "$rootfs/opt/gnu/bin/"
 		ldd "$t" | grep -o '/[^ ]*' | while read -r lib; do

@@ -151,6 +151,27 @@ pub fn result_lines(log: &str) -> Vec<TestResult> {
     out
 }
 
+/// The runner's quote of a failed test's output: the "    | " lines
+/// right before its non-PASS RESULT line, by test name.
+pub fn failure_output(log: &str) -> Vec<(String, Vec<String>)> {
+    let mut out = Vec::new();
+    let mut quoted: Vec<String> = Vec::new();
+    for l in log.lines() {
+        let l = l.trim_end();
+        if l.starts_with("    | ") {
+            quoted.push(l.to_string());
+            continue;
+        }
+        if let Some(r) = result_lines(l).into_iter().next() {
+            if r.outcome != Outcome::Pass && !quoted.is_empty() {
+                out.push((r.name, std::mem::take(&mut quoted)));
+            }
+        }
+        quoted.clear();
+    }
+    out
+}
+
 /// Signs of a kernel in trouble. Any of them fails a test run.
 const KERNEL_TROUBLE: &[&str] = &[
     "WARNING:",
@@ -280,6 +301,9 @@ pub fn share_out(
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct Summary {
     pub lines: Vec<String>,
+    /// The quoted output of each unexpected failure ("    | " lines the
+    /// runner prints before its RESULT), headed by the test's name.
+    pub details: Vec<String>,
     pub passed: usize,
     pub failed: usize,
     pub skipped: usize,
@@ -406,6 +430,12 @@ pub fn summarize(run: &TestRun<'_>) -> Summary {
                 None => {
                     sum.failed += 1;
                     sum.lines.push(format!("FAIL  {} [{why}]", r.name));
+                    for (name, quote) in run.logs.iter().flat_map(|l| failure_output(l)) {
+                        if name == r.name {
+                            sum.details.push(format!("--- {name}:"));
+                            sum.details.extend(quote);
+                        }
+                    }
                 }
             },
         }
@@ -628,6 +658,27 @@ mod tests {
             .iter()
             .any(|l| l.starts_with("FAIL  ftracetest/x.tc [FAIL: exit 1]")));
         assert_eq!(s.closing_line(), "2 passed, 2 failed, 1 skipped");
+    }
+
+    #[test]
+    fn unexpected_failures_quote_their_output() {
+        let log = log_with(
+            "    | old\nRESULT PASS rftrace/a.sh\n    | why b failed\n    | more\nRESULT FAIL rftrace/b.sh (exit 1)\n    | why c failed\nRESULT UNSUPPORTED ftracetest/c.tc",
+            "",
+        );
+        let mut known = BTreeMap::new();
+        known.insert("ftracetest/c.tc".to_string(), "needs x".to_string());
+        let s = summarize(&TestRun {
+            logs: &[&log],
+            consoles: &[],
+            expected_boot: &BTreeMap::new(),
+            expected_results: &[],
+            known: &known,
+        });
+        assert_eq!(
+            s.details,
+            ["--- rftrace/b.sh:", "    | why b failed", "    | more"]
+        );
     }
 
     #[test]

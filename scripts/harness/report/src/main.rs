@@ -90,6 +90,12 @@ fn test(args: &[String]) -> Result<bool, String> {
     for l in &s.lines {
         println!("{l}");
     }
+    if !s.details.is_empty() {
+        println!("what the failed tests printed (the end of it):");
+        for l in &s.details {
+            println!("{l}");
+        }
+    }
     let (total, slowest) = test_times(&logs.join("\n"), 5);
     if total > 0 {
         let top: Vec<String> = slowest.iter().map(|(n, t)| format!("{n} {t} s")).collect();
