@@ -7,7 +7,7 @@
 # out by the guest times of an earlier run (test-times-$CONF.txt).
 #
 #   NAME=test SUITES='own ftracetest' TIMEOUT=s FTRACETEST_LIST=file \
-#   KNOWN=file GUESTS=n guest-tests.sh --tests-dir DIR
+#   KNOWN='file...' GUESTS=n guest-tests.sh --tests-dir DIR
 #
 # Logs: build/log/$NAME-$CORE-$CONF[-k].log and .console.log (k, the
 # guest's number, when there are several). The exit status fails on any
@@ -54,6 +54,8 @@ for p in "${pids[@]}"; do
 	wait "$p" || rc=$?
 done
 [ "${#logs[@]}" -gt 1 ] && echo "--- ${#logs[@]} guests done; logs: ${logs[*]#$top/}"
+known=()
+for f in $KNOWN; do known+=(--known "$f"); done
 "$report" test "${logs[@]}" "${consoles[@]}" --boot "$st/boot-selftests.txt" \
-	--known "$KNOWN" --ftracetest-list "$FTRACETEST_LIST" "${own[@]}" || exit 1
+	"${known[@]}" --ftracetest-list "$FTRACETEST_LIST" "${own[@]}" || exit 1
 exit "$rc"

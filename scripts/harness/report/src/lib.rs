@@ -331,7 +331,8 @@ pub struct TestRun<'a> {
     pub expected_boot: &'a BTreeMap<String, String>,
     /// Tests the guest runners together must report a RESULT for.
     pub expected_results: &'a [String],
-    /// Tests that do not pass on the C core in this configuration, with why.
+    /// Tests that do not pass on the C core in this configuration, with why
+    /// ("kernel log: TEXT" for a console line containing TEXT).
     pub known: &'a BTreeMap<String, String>,
 }
 
@@ -365,6 +366,25 @@ fn guest_name(what: &str, i: usize, guests: usize) -> String {
     } else {
         what.to_string()
     }
+}
+
+/// Why a non-pass is known, if it is: a test by its name; a kernel log
+/// line by an entry "kernel log: TEXT" whose TEXT it contains.
+fn known_reason<'k>(
+    known: &'k BTreeMap<String, String>,
+    name: &str,
+    why: &str,
+) -> Option<&'k String> {
+    if let Some(reason) = known.get(name) {
+        return Some(reason);
+    }
+    if name != "kernel log" {
+        return None;
+    }
+    known.iter().find_map(|(k, reason)| {
+        let text = k.strip_prefix("kernel log: ")?;
+        (!text.is_empty() && why.contains(text)).then_some(reason)
+    })
 }
 
 /// Everything a run reported, checked against what it had to report.
@@ -421,7 +441,7 @@ pub fn summarize(run: &TestRun<'_>) -> Summary {
                 sum.passed += 1;
                 sum.lines.push(format!("PASS  {}", r.name));
             }
-            Outcome::NotPass(why) => match run.known.get(&r.name) {
+            Outcome::NotPass(why) => match known_reason(run.known, &r.name, &why) {
                 Some(reason) => {
                     sum.skipped += 1;
                     sum.lines
@@ -658,6 +678,38 @@ mod tests {
             .iter()
             .any(|l| l.starts_with("FAIL  ftracetest/x.tc [FAIL: exit 1]")));
         assert_eq!(s.closing_line(), "2 passed, 2 failed, 1 skipped");
+    }
+
+    #[test]
+    fn known_kernel_log_lines() {
+        let log = log_with(
+            "RESULT PASS rftrace/a.sh",
+            "[ 9.0] WARNING: stack going in the wrong direction? at return_to_handler+0x46/0x50\n\
+             [ 9.5] WARNING: CPU: 0 PID: 1 at kernel/trace/x.c:1 f+0x1/0x2",
+        );
+        let mut known = BTreeMap::new();
+        known.insert(
+            "kernel log: stack going in the wrong direction? at return_to_handler".to_string(),
+            "upstream bug".to_string(),
+        );
+        known.insert("kernel log: ".to_string(), "matches nothing".to_string());
+        let s = summarize(&TestRun {
+            logs: &[&log],
+            consoles: &[],
+            expected_boot: &BTreeMap::new(),
+            expected_results: &[],
+            known: &known,
+        });
+        assert_eq!((s.passed, s.failed, s.skipped), (1, 1, 1), "{:#?}", s.lines);
+        assert!(s
+            .lines
+            .iter()
+            .any(|l| l.starts_with("SKIP  kernel log [WARNING: stack")
+                && l.ends_with(": upstream bug")));
+        assert!(s
+            .lines
+            .iter()
+            .any(|l| l.starts_with("FAIL  kernel log [WARNING: CPU: 0")));
     }
 
     #[test]
