@@ -50,6 +50,19 @@ for tool in timed_write syscall_loop perf_records bpf_tramp perf_fn; do
 	static_tool "$st/rftrace/$tool.c" "$build/$tool"
 	cp "$build/$tool" "$rootfs/bin/$tool"
 done
+# A host program and the libraries it links, in /opt/gnu/bin.
+host_tool() {
+	mkdir -p "$rootfs/opt/gnu/bin"
+	cp "$1" "$rootfs/opt/gnu/bin/"
+	ldd "$1" | grep -o '/[^ ]*' | while read -r lib; do
+		mkdir -p "$rootfs$(dirname "$lib")"
+		cp -L "$lib" "$rootfs$lib"
+	done
+}
+# coreutils' nice, which Debian's busybox lacks (ftracetest's
+# trigger-onchange-action-hist.tc runs "nice -n 1 ping").
+host_tool /usr/bin/nice
+ln -sf /opt/gnu/bin/nice "$rootfs/bin/nice"
 # The livepatch selftests, where the kernel has livepatch: the scripts,
 # their modules built against this kernel, and the tools they need as the
 # distribution has them (bash, kmod's insmod/rmmod, procps' sysctl,
@@ -63,11 +76,7 @@ if ls "$out"/klp-test-modules/*.ko > /dev/null 2>&1; then
 	static_tool "$st/livepatch/test_klp-call_getpid.c" "$build/test_klp-call_getpid"
 	cp "$build/test_klp-call_getpid" "$lp/"
 	for t in /bin/bash /usr/bin/kmod /usr/sbin/sysctl /usr/bin/date /usr/bin/getconf /usr/bin/stat; do
-		cp "$t" "$rootfs/opt/gnu/bin/"
-		ldd "$t" | grep -o '/[^ ]*' | while read -r lib; do
-			mkdir -p "$rootfs$(dirname "$lib")"
-			cp -L "$lib" "$rootfs$lib"
-		done
+		host_tool "$t"
 	done
 	for m in insmod rmmod lsmod modprobe modinfo; do ln -sf kmod "$rootfs/opt/gnu/bin/$m"; done
 	# test-sysfs.sh runs /bin/stat --format (busybox's installs no link
