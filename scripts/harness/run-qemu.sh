@@ -42,7 +42,7 @@ cp -a "$st/ftrace" "$rootfs/opt/ftracetest"
 # it into place, so that no guest copies another's half-written binary.
 static_tool() { # source binary
 	if [ ! -x "$2" ] || [ "$1" -nt "$2" ]; then
-		gcc -static -O2 -o "$2.$BASHPID" "$1" && mv -f "$2.$BASHPID" "$2" ||
+		gcc -static -O2 -Wall -o "$2.$BASHPID" "$1" && mv -f "$2.$BASHPID" "$2" ||
 			{ echo "run-qemu: cannot build ${2##*/}" >&2; exit 2; }
 	fi
 }
@@ -70,7 +70,7 @@ ln -sf /opt/gnu/bin/nice "$rootfs/bin/nice"
 # with their libraries, in /opt/gnu (tests/livepatch-selftests.sh).
 if ls "$out"/klp-test-modules/*.ko > /dev/null 2>&1; then
 	lp=$rootfs/opt/livepatch
-	mkdir -p "$lp/test_modules" "$rootfs/opt/gnu/bin"
+	mkdir -p "$lp/test_modules"
 	cp "$st"/livepatch/*.sh "$lp/"
 	cp "$out"/klp-test-modules/*.ko "$lp/test_modules/"
 	static_tool "$st/livepatch/test_klp-call_getpid.c" "$build/test_klp-call_getpid"

@@ -418,6 +418,8 @@ pub fn summarize(run: &TestRun<'_>) -> Summary {
             });
         }
     }
+    let quotes: Vec<(String, Vec<String>)> =
+        run.logs.iter().flat_map(|l| failure_output(l)).collect();
     let mut trouble: Vec<String> = Vec::new();
     for t in run
         .consoles
@@ -450,11 +452,9 @@ pub fn summarize(run: &TestRun<'_>) -> Summary {
                 None => {
                     sum.failed += 1;
                     sum.lines.push(format!("FAIL  {} [{why}]", r.name));
-                    for (name, quote) in run.logs.iter().flat_map(|l| failure_output(l)) {
-                        if name == r.name {
-                            sum.details.push(format!("--- {name}:"));
-                            sum.details.extend(quote);
-                        }
+                    for (name, quote) in quotes.iter().filter(|(n, _)| *n == r.name) {
+                        sum.details.push(format!("--- {name}:"));
+                        sum.details.extend(quote.iter().cloned());
                     }
                 }
             },
@@ -632,6 +632,22 @@ mod tests {
         assert_eq!(strip_timestamp("plain"), "plain");
     }
 
+    /// The summary of one guest's log, with no console log of its own.
+    fn summary_of(
+        log: &str,
+        boot: &BTreeMap<String, String>,
+        expected: &[String],
+        known: &BTreeMap<String, String>,
+    ) -> Summary {
+        summarize(&TestRun {
+            logs: &[log],
+            consoles: &[],
+            expected_boot: boot,
+            expected_results: expected,
+            known,
+        })
+    }
+
     fn log_with(results: &str, dmesg: &str) -> String {
         format!("boot\n{results}\n{DMESG_BEGIN}\n{dmesg}\n{DMESG_END}\n=== harness: exit 0 ===\n")
     }
@@ -661,13 +677,7 @@ mod tests {
         known.insert("ftracetest/y.tc".to_string(), "needs uprobes".to_string());
         let boot = parse_name_list("tracer function\n");
         let expected = vec!["rftrace/a.sh".to_string(), "ftracetest/z.tc".to_string()];
-        let s = summarize(&TestRun {
-            logs: &[&log],
-            consoles: &[],
-            expected_boot: &boot,
-            expected_results: &expected,
-            known: &known,
-        });
+        let s = summary_of(&log, &boot, &expected, &known);
         assert_eq!((s.passed, s.failed, s.skipped), (2, 2, 1), "{:#?}", s.lines);
         assert!(s
             .lines
@@ -693,13 +703,7 @@ mod tests {
             "upstream bug".to_string(),
         );
         known.insert("kernel log: ".to_string(), "matches nothing".to_string());
-        let s = summarize(&TestRun {
-            logs: &[&log],
-            consoles: &[],
-            expected_boot: &BTreeMap::new(),
-            expected_results: &[],
-            known: &known,
-        });
+        let s = summary_of(&log, &BTreeMap::new(), &[], &known);
         assert_eq!((s.passed, s.failed, s.skipped), (1, 1, 1), "{:#?}", s.lines);
         assert!(s
             .lines
@@ -720,13 +724,7 @@ mod tests {
         );
         let mut known = BTreeMap::new();
         known.insert("ftracetest/c.tc".to_string(), "needs x".to_string());
-        let s = summarize(&TestRun {
-            logs: &[&log],
-            consoles: &[],
-            expected_boot: &BTreeMap::new(),
-            expected_results: &[],
-            known: &known,
-        });
+        let s = summary_of(&log, &BTreeMap::new(), &[], &known);
         assert_eq!(
             s.details,
             ["--- rftrace/b.sh:", "    | why b failed", "    | more"]
@@ -740,13 +738,7 @@ mod tests {
             "[ 1.0] Testing tracer function: PASSED\n[ 9.0] WARNING: CPU: 0 PID: 1 at kernel/trace/x.c:1 f+0x1/0x2",
         );
         let boot = parse_name_list("tracer function\ntracer nop\n");
-        let s = summarize(&TestRun {
-            logs: &[&log],
-            consoles: &[],
-            expected_boot: &boot,
-            expected_results: &[],
-            known: &BTreeMap::new(),
-        });
+        let s = summary_of(&log, &boot, &[], &BTreeMap::new());
         assert_eq!((s.passed, s.failed), (1, 2), "{:#?}", s.lines);
         assert!(s
             .lines
