@@ -919,13 +919,35 @@ unsafe extern "C" fn cpu_online(cpu: c_uint) -> c_int {
     0
 }
 
+/// Serializes giving the idle tasks their stacks. A CPU coming online
+/// does it without `ftrace_lock`, which it may not take (a holder of
+/// `ftrace_lock` can wait for CPU hotplug: the cpuhp registration below,
+/// the rude RCU-tasks grace period of an unregistration), while a graph
+/// registration does it with `ftrace_lock`. Without this lock both could
+/// find the idle task without a stack and both give one: the second
+/// would reset the first while the idle task already runs on it.
+static IDLE_LOCK: CGlobal<bindings::mutex> = CGlobal::new(
+    // SAFETY: all-zero, then initialised by `init_locks()` at boot.
+    unsafe { core::mem::zeroed() },
+);
+
+/// # Safety
+///
+/// Early boot, once.
+pub(crate) unsafe fn init_locks() {
+    // SAFETY: per the function's contract.
+    unsafe { crate::mutex_init!(IDLE_LOCK.get(), "ftrace_graph_idle_lock") };
+}
+
 /// Gives the idle task of `cpu` a stack if it has none.
 ///
 /// # Safety
 ///
 /// `cpu` is online or coming online.
 unsafe fn give_idle_stack(cpu: c_int) {
-    // SAFETY: the idle task of such a CPU exists for good.
+    let _i = Guard::of(IDLE_LOCK.get());
+    // SAFETY: the idle task of such a CPU exists for good; `IDLE_LOCK`
+    // makes the test and the gift one step.
     unsafe {
         let idle = rftrace_idle_task(cpu);
         if !idle.is_null() && field::stack(idle).load(Ordering::Relaxed).is_null() {

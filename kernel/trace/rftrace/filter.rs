@@ -184,8 +184,9 @@ pub(crate) unsafe fn commit(ops: *mut Ops, notrace: bool, private: *const Ftrace
                     && !hash::is_empty(new)
                     && hash::is_empty(ops::sets(ops).1);
                 let scope: &[*const FtraceHash] = if both { &[old, new] } else { &[] };
-                let _ = ops::update_scope(scope);
-                0
+                // Fails only when a site did not hold what its record
+                // said, which killed tracing.
+                ops::update_scope(scope).err().unwrap_or(0)
             }
             Err(e) => e,
         };
@@ -224,6 +225,13 @@ unsafe fn set_hash(
     // SAFETY: the sets are stable under the regex lock for writers.
     let (f, n) = unsafe { ops::sets(ops) };
     let orig = if notrace { n } else { f };
+    let few = (1..=IN_PLACE_MAX).contains(&(cnt as usize));
+    if remove && !reset && !notrace && buf.is_null() && !ips.is_null() && few {
+        // SAFETY: per the function's contract; the regex lock is held.
+        if let Some(r) = unsafe { remove_in_place(ops, orig, ips, cnt as usize) } {
+            return r;
+        }
+    }
     let h = if reset {
         hash::alloc(hash::DEFAULT_BITS)
     } else {
@@ -271,6 +279,78 @@ unsafe fn set_hash(
     // SAFETY: private, and `commit` copied what it published.
     unsafe { hash::free(h) };
     ret
+}
+
+/// The most addresses [`remove_in_place`] takes at once.
+const IN_PLACE_MAX: usize = 8;
+
+/// `ftrace_set_filter_ip()` and friends removing a few addresses: done in
+/// the published filter itself, so that it needs no memory. Callers take
+/// an address off on their way out (kprobes' disarm, an unregistration),
+/// where a failure has no good answer: kprobes warns and keeps a probe
+/// that its module's unload then frees, which the C core, which copies
+/// the filter first, does when memory is short (`tests/fault-inject-modunload.sh`).
+/// `None` leaves the change to the copying path: an ops that may change
+/// the return address (an empty filter is refused for it), a sub-ops, or
+/// any ops when sub-ops are managed.
+///
+/// # Safety
+///
+/// `ops` is initialised and its regex lock held; `orig` is its published
+/// filter (or null); `ips` holds `cnt` addresses, `cnt <= IN_PLACE_MAX`.
+unsafe fn remove_in_place(
+    ops: *mut Ops,
+    orig: *mut FtraceHash,
+    ips: *const c_ulong,
+    cnt: usize,
+) -> Option<c_int> {
+    // SAFETY: per the function's contract.
+    if unsafe { (*ops).flags } & (ops::F_SUBOP | ops::F_IPMODIFY) != 0 {
+        return None;
+    }
+    let mut at = [0u64; IN_PLACE_MAX];
+    for (i, a) in at[..cnt].iter_mut().enumerate() {
+        // SAFETY: per the function's contract.
+        *a = crate::ftrace_location(unsafe { *ips.add(i) }) as u64;
+        if *a == 0 {
+            return Some(EINVAL);
+        }
+    }
+    let at = &at[..cnt];
+    let g = Guard::lock();
+    // SAFETY: `ftrace_lock` is held.
+    if unsafe { ops::any_manager() } {
+        return None;
+    }
+    // Each address must be there, once, or nothing changes (ENOENT, as
+    // the copying path answers).
+    for (i, &ip) in at.iter().enumerate() {
+        // SAFETY: the published filter, stable for writers under the
+        // regex lock.
+        if at[..i].contains(&ip) || !unsafe { hash::contains(orig, ip) } {
+            return Some(crate::err(bindings::ENOENT));
+        }
+    }
+    let mut gone = [ptr::null_mut(); IN_PLACE_MAX];
+    for (e, &ip) in gone.iter_mut().zip(at) {
+        // SAFETY: as above; present, checked above.
+        unsafe {
+            *e = hash::lookup(orig, ip);
+            hash::unlink_published(orig, *e);
+        }
+    }
+    // SAFETY: `ftrace_lock` is held; sleepable. Only these sites can
+    // change; the update fails only when tracing died.
+    let r = unsafe { ops::update_ips(at) }.err().unwrap_or(0);
+    drop(g);
+    // SAFETY: sleepable; the dispatchers read the filter under RCU or
+    // with preemption off, which this grace period waits out.
+    unsafe { bindings::synchronize_rcu() };
+    for &e in &gone[..cnt] {
+        // SAFETY: unlinked above, and no reader is left.
+        unsafe { bindings::kfree(e.cast()) };
+    }
+    Some(r)
 }
 
 /// Sets (`reset`) or extends the filter of `ops` with the functions that
@@ -485,6 +565,10 @@ struct RegexFile {
     /// The set being edited (or, read-only, shown).
     hash: *mut FtraceHash,
     parser: Parser,
+    /// A token could not be entered for want of memory: the set may hold
+    /// part of what was asked, so it is not committed (the C core commits
+    /// it, and a filter that lost its only glob traces every function).
+    oom: bool,
 }
 
 const FMODE_READ: u32 = 1;
@@ -574,6 +658,7 @@ pub unsafe extern "C" fn ftrace_regex_open(
         write,
         hash: h,
         parser: Parser::new(),
+        oom: false,
     };
     let Ok(b) = KBox::new(f, GFP_KERNEL) else {
         // SAFETY: private.
@@ -723,42 +808,66 @@ pub unsafe extern "C" fn ftrace_filter_write(
     // SAFETY: per the function's contract.
     let f = unsafe { regex_file(file) };
     let (h, tr, notrace) = (f.hash, f.tr, f.notrace);
+    // SAFETY: per the function's contract.
+    let chunk = unsafe { copy_chunk(ubuf, cnt) };
     let _p = Guard::of(PARSER_LOCK.get());
     // SAFETY: per the function's contract; `h` is the file's private set.
-    unsafe {
-        write_token(&mut f.parser, ubuf, cnt, ppos, |tok| {
+    let r = unsafe {
+        write_token(&mut f.parser, chunk, ppos, |tok| {
             process(h, tr, notrace, tok)
         })
+    };
+    if r == ENOMEM as isize {
+        f.oom = true;
     }
+    r
 }
 
-/// Reads the next token of a write into `parser` and hands a complete one
-/// to `done`.
+/// One write's worth of user bytes, copied before any lock is taken.
+struct Chunk {
+    buf: [u8; BUF_SIZE + 64],
+    len: usize,
+}
+
+/// Copies the start of a write from user space (`None`: a fault). No lock
+/// of the core is held here: a writer whose buffer faults slowly (swap,
+/// userfaultfd) then blocks no other filter file.
 ///
 /// # Safety
 ///
-/// `ubuf` is a user buffer of `cnt` bytes; `ppos` valid.
+/// `ubuf` is a user pointer of `cnt` bytes.
+unsafe fn copy_chunk(ubuf: *const c_char, cnt: usize) -> Option<Chunk> {
+    let mut c = Chunk {
+        buf: [0u8; BUF_SIZE + 64],
+        len: cnt.min(BUF_SIZE + 64),
+    };
+    // SAFETY: `buf` has room for `len` bytes; the user copy checks the
+    // source.
+    let left = unsafe {
+        bindings::_copy_from_user(c.buf.as_mut_ptr().cast(), ubuf.cast(), c.len as c_ulong)
+    };
+    (left == 0).then_some(c)
+}
+
+/// Feeds the bytes of a write (copied by [`copy_chunk`]) into `parser` and
+/// hands a complete token to `done`.
+///
+/// # Safety
+///
+/// `ppos` is valid.
 unsafe fn write_token(
     parser: &mut Parser,
-    ubuf: *const c_char,
-    cnt: usize,
+    chunk: Option<Chunk>,
     ppos: *mut bindings::loff_t,
     done: impl FnOnce(&[u8]) -> c_int,
 ) -> isize {
-    let mut chunk = [0u8; BUF_SIZE + 64];
-    let take = cnt.min(chunk.len());
-    // SAFETY: `chunk` has room for `take` bytes; the user copy checks the
-    // source.
-    let left = unsafe {
-        bindings::_copy_from_user(chunk.as_mut_ptr().cast(), ubuf.cast(), take as c_ulong)
-    };
-    if left != 0 {
+    let Some(chunk) = chunk else {
         parser.set_failed();
         return crate::err(bindings::EFAULT) as isize;
-    }
+    };
     // SAFETY: per the function's contract.
     let pos = unsafe { *ppos };
-    let n = match parser.scan(&chunk[..take], pos as u64) {
+    let n = match parser.scan(&chunk.buf[..chunk.len], pos as u64) {
         Ok(n) => n,
         Err(_) => return EINVAL as isize,
     };
@@ -806,7 +915,7 @@ fn render_filter(o: &mut Out, h: *const FtraceHash, notrace: bool, probes: bool,
 }
 
 /// Closes a filter file: processes a pending token, then commits the
-/// edited set (always, as the C core does).
+/// edited set (as the C core does, unless memory ran out on the way).
 ///
 /// # Safety
 ///
@@ -828,11 +937,15 @@ pub unsafe extern "C" fn ftrace_regex_release(
     {
         let _p = Guard::of(PARSER_LOCK.get());
         if f.parser.loaded() {
-            // SAFETY: the file's state. The result is ignored, as in C.
-            let _ = unsafe { process(f.hash, f.tr, f.notrace, f.parser.token()) };
+            // SAFETY: the file's state. The result is ignored, as in C,
+            // but for a want of memory (see `oom`).
+            let r = unsafe { process(f.hash, f.tr, f.notrace, f.parser.token()) };
+            f.oom |= r == ENOMEM;
         }
     }
-    if f.write {
+    if f.write && f.oom {
+        pr_warn!("out of memory while editing a filter; it is left unchanged\n");
+    } else if f.write {
         // SAFETY: the ops is initialised.
         let _r = Guard::of(unsafe { ptr::addr_of_mut!((*(*f.ops).func_hash).regex_lock) });
         let _g = Guard::lock();
@@ -1089,9 +1202,11 @@ unsafe extern "C" fn graph_write(
         return EINVAL as isize;
     }
     let h = g.hash;
+    // SAFETY: per the VFS contract.
+    let chunk = unsafe { copy_chunk(ubuf, cnt) };
     let _p = Guard::of(PARSER_LOCK.get());
     // SAFETY: per the VFS contract; `h` is the file's private set.
-    unsafe { write_token(&mut g.parser, ubuf, cnt, ppos, |tok| graph_token(h, tok)) }
+    unsafe { write_token(&mut g.parser, chunk, ppos, |tok| graph_token(h, tok)) }
 }
 
 /// # Safety

@@ -224,6 +224,30 @@ pub(crate) unsafe fn remove_entry(h: *mut FtraceHash, e: *mut Entry) {
     }
 }
 
+/// Unlinks entry `e` from the published set `h` while readers may be
+/// walking it: a reader standing on `e` still reaches the rest of its
+/// bucket through `e`'s own link, so the caller frees `e` only after a
+/// grace period.
+///
+/// # Safety
+///
+/// `e` is an entry of `h`; writers of `h` are excluded (the ops' regex
+/// lock and `ftrace_lock`); readers are RCU (or preemption-off) readers.
+pub(crate) unsafe fn unlink_published(h: *mut FtraceHash, e: *mut Entry) {
+    // SAFETY: per the function's contract. The one store a reader can
+    // see is the link that skips `e` (one aligned pointer, written
+    // whole); `pprev` and the count's other users are writers.
+    unsafe {
+        let node = ptr::addr_of_mut!((*e).hlist);
+        let next = (*node).next;
+        ptr::write_volatile((*node).pprev, next);
+        if !next.is_null() {
+            (*next).pprev = (*node).pprev;
+        }
+        ptr::write_volatile(ptr::addr_of_mut!((*h).count), (*h).count - 1);
+    }
+}
+
 /// Removes `ip` from `h`; returns whether it was there.
 ///
 /// # Safety

@@ -44,7 +44,7 @@ const F_ADDING: c_ulong = fl(bindings::FTRACE_OPS_FL_ADDING);
 const F_REMOVING: c_ulong = fl(bindings::FTRACE_OPS_FL_REMOVING);
 pub(crate) const F_IPMODIFY: c_ulong = fl(bindings::FTRACE_OPS_FL_IPMODIFY);
 const F_RCU: c_ulong = fl(bindings::FTRACE_OPS_FL_RCU);
-const F_SUBOP: c_ulong = fl(bindings::FTRACE_OPS_FL_SUBOP);
+pub(crate) const F_SUBOP: c_ulong = fl(bindings::FTRACE_OPS_FL_SUBOP);
 pub(crate) const F_DIRECT: c_ulong = fl(bindings::FTRACE_OPS_FL_DIRECT);
 const F_ALLOC_TRAMP: c_ulong = fl(bindings::FTRACE_OPS_FL_ALLOC_TRAMP);
 
@@ -457,6 +457,7 @@ unsafe fn slot_free(ops: *mut Ops) {
 // --- the plan ------------------------------------------------------------
 
 /// What an update needs to know of one registered ops.
+#[derive(Clone, Copy)]
 struct Planned {
     filter: *const FtraceHash,
     notrace: *const FtraceHash,
@@ -515,6 +516,7 @@ extern "C" {
 
 /// `RftraceChange` of the arch layer.
 #[repr(C)]
+#[derive(Clone, Copy)]
 struct Change {
     ip: u64,
     old: u64,
@@ -542,8 +544,84 @@ unsafe fn current_target(s: &Site, list: u64, regs: u64) -> Option<u64> {
     Some(if s.has(sf::REGS) { regs } else { list })
 }
 
+/// How many sites one patch batch rewrites at most. An update of more
+/// sites goes out as several batches, each of which the records follow as
+/// soon as it is written (as the C core flushes its text_poke queue).
+const BATCH: usize = 512;
+
+/// The sites an update rewrites, gathered until the batch is full. Static,
+/// so that an update never allocates: once an update has started, its
+/// plan has been published (an ops unlinked, a filter swapped), and a
+/// failure could leave sites calling a trampoline about to be freed.
+struct Batch {
+    len: usize,
+    changes: [Change; BATCH],
+    cells: [Option<&'static Cell>; BATCH],
+    next: [Site; BATCH],
+}
+
+static BATCH_BUF: Locked<Batch> = Locked::new(Batch {
+    len: 0,
+    changes: [Change {
+        ip: 0,
+        old: 0,
+        new: 0,
+    }; BATCH],
+    cells: [None; BATCH],
+    next: [Site::new(0); BATCH],
+});
+
+/// What every registered ops wants, for one update: filled anew by each
+/// update within the capacity [`reserve_plan`] made, so that it does not
+/// allocate either.
+static PLANNED: Locked<KVec<Planned>> = Locked::new(KVec::new());
+
+/// Makes room in the plan for the registered ops and `extra` more, before
+/// an ops is published. Fails with `ENOMEM` while nothing has changed yet.
+///
+/// # Safety
+///
+/// `ftrace_lock` is held.
+unsafe fn reserve_plan(extra: usize) -> Result<(), c_int> {
+    // SAFETY: per the function's contract.
+    let planned = unsafe { PLANNED.get() };
+    let want = list().count() + extra;
+    planned
+        .reserve(want.saturating_sub(planned.len()), GFP_KERNEL)
+        .map_err(|_| ENOMEM)
+}
+
+/// Writes the gathered sites, then their records; empties the batch.
+///
+/// # Safety
+///
+/// `ftrace_lock` is held; the context may sleep.
+unsafe fn flush(b: &mut Batch) -> Result<(), c_int> {
+    let n = core::mem::replace(&mut b.len, 0);
+    if n == 0 {
+        return Ok(());
+    }
+    set_list_func();
+    let mut bad = 0u64;
+    // SAFETY: `changes` holds `n` changes; sleepable, `ftrace_lock` held.
+    let r = unsafe { rftrace_arch_apply(b.changes.as_ptr(), n, &mut bad) };
+    if r != 0 {
+        // The arch layer wrote nothing of this batch: it found a site not
+        // holding what its record says (or could not read it).
+        crate::report_bug(r, bad);
+        return Err(r);
+    }
+    for (cell, s) in b.cells[..n].iter().zip(b.next[..n].iter()) {
+        if let Some(cell) = cell {
+            // SAFETY: `ftrace_lock` is held.
+            unsafe { *cell.get() = *s };
+        }
+    }
+    Ok(())
+}
+
 /// Recomputes what every site must call and writes the sites that change,
-/// as one batch.
+/// in batches.
 ///
 /// # Safety
 ///
@@ -553,47 +631,92 @@ pub(crate) unsafe fn update_sites() -> Result<(), c_int> {
     unsafe { update_scope(&[]) }
 }
 
-/// The sites of `sets` (null entries ignored), each once: those whose
-/// wants may have changed when a scoped update is asked for.
-///
-/// # Safety
-///
-/// `ftrace_lock` is held; the sets are valid.
-unsafe fn scope_cells(sets: &[*const FtraceHash]) -> Result<KVVec<&'static Cell>, c_int> {
-    let mut v = KVVec::new();
-    let mut oom = false;
-    for (i, &h) in sets.iter().enumerate() {
-        // SAFETY: per the function's contract.
-        unsafe {
-            hash::for_each(h, |e| {
-                let ip = (*e).ip as u64;
-                // A site in two of the sets is taken once.
-                if sets[..i].iter().any(|&p| hash::contains(p, ip)) {
-                    return;
-                }
-                if let Some(c) = table::find(ip) {
-                    oom |= v.push(c, GFP_KERNEL).is_err();
-                }
-            });
-        }
-    }
-    if oom {
-        return Err(ENOMEM);
-    }
-    Ok(v)
-}
-
 /// [`update_sites`] for the sites of the sets of `scope` only (all sites
 /// when empty):
 /// when one ops with an explicit filter comes, goes or changes its filter,
 /// no other site can change.
+///
+/// Allocates nothing: the plan's room was reserved when the ops now
+/// registered came, and the batch is static. It fails only when a site
+/// does not hold what its record says, which kills tracing (`ftrace_bug()`).
 ///
 /// # Safety
 ///
 /// `ftrace_lock` is held; the sets are valid; the context may sleep.
 pub(crate) unsafe fn update_scope(scope: &[*const FtraceHash]) -> Result<(), c_int> {
     let on = enabled() && !dead();
-    let mut planned = KVec::<Planned>::new();
+    // SAFETY: `ftrace_lock` is held.
+    let planned = unsafe { fill_plan() }?;
+    // SAFETY: `ftrace_lock` is held; nothing else borrows the batch.
+    let b = unsafe { BATCH_BUF.get() };
+    b.len = 0;
+    let mut visit = |cell: &'static Cell| -> Result<(), c_int> {
+        // SAFETY: `ftrace_lock` is held; sleepable.
+        unsafe { plan_site(cell, on, planned, b) }
+    };
+    if scope.is_empty() {
+        for cell in table::all() {
+            visit(cell)?;
+        }
+    } else {
+        let mut r = Ok(());
+        for (i, &h) in scope.iter().enumerate() {
+            // SAFETY: per the function's contract.
+            unsafe {
+                hash::for_each(h, |e| {
+                    let ip = (*e).ip as u64;
+                    // A site in two of the sets is taken once.
+                    if r.is_err() || scope[..i].iter().any(|&p| hash::contains(p, ip)) {
+                        return;
+                    }
+                    if let Some(c) = table::find(ip) {
+                        r = visit(c);
+                    }
+                });
+            }
+            r?;
+        }
+    }
+    // SAFETY: `ftrace_lock` is held; sleepable.
+    unsafe { flush(b) }
+}
+
+/// [`update_sites`] for the sites at `ips` only (each once, no other
+/// site can have changed), allocation-free like it.
+///
+/// # Safety
+///
+/// `ftrace_lock` is held; the context may sleep.
+pub(crate) unsafe fn update_ips(ips: &[u64]) -> Result<(), c_int> {
+    let on = enabled() && !dead();
+    // SAFETY: `ftrace_lock` is held.
+    let planned = unsafe { fill_plan() }?;
+    // SAFETY: `ftrace_lock` is held; nothing else borrows the batch.
+    let b = unsafe { BATCH_BUF.get() };
+    b.len = 0;
+    for (i, &ip) in ips.iter().enumerate() {
+        // SAFETY: `ftrace_lock` is held.
+        let cell = unsafe { table::find(ip) };
+        if let Some(c) = cell.filter(|_| !ips[..i].contains(&ip)) {
+            // SAFETY: `ftrace_lock` is held; sleepable.
+            unsafe { plan_site(c, on, planned, b) }?;
+        }
+    }
+    // SAFETY: `ftrace_lock` is held; sleepable.
+    unsafe { flush(b) }
+}
+
+/// Fills the plan with what every registered ops wants, within the room
+/// [`reserve_plan`] made: no allocation.
+///
+/// # Safety
+///
+/// `ftrace_lock` is held, and the plan is not borrowed elsewhere.
+unsafe fn fill_plan() -> Result<&'static [Planned], c_int> {
+    // SAFETY: per the function's contract.
+    let planned = unsafe { PLANNED.get() };
+    // SAFETY: `Planned` is `Copy` (no drop glue); length 0 is in bounds.
+    unsafe { planned.set_len(0) };
     for op in list() {
         // SAFETY: listed ops are valid under `ftrace_lock`.
         let o = unsafe { &*op };
@@ -604,6 +727,7 @@ pub(crate) unsafe fn update_scope(scope: &[*const FtraceHash]) -> Result<(), c_i
         let (filter, notrace) = unsafe { sets(op) };
         // SAFETY: `ftrace_lock` is held.
         let slot = unsafe { slot_of(op) };
+        // Within the capacity reserved for every listed ops: no allocation.
         planned
             .push(
                 Planned {
@@ -620,107 +744,103 @@ pub(crate) unsafe fn update_scope(scope: &[*const FtraceHash]) -> Result<(), c_i
             )
             .map_err(|_| ENOMEM)?;
     }
-    let list_tramp = addr(bindings::ftrace_caller);
-    let regs_tramp = addr(bindings::ftrace_regs_caller);
-    let mut changes = KVVec::<Change>::new();
-    let mut after = KVVec::<(&'static Cell, Site)>::new();
-    // Every site is walked in place; a scope's sites are collected first.
-    let scoped;
-    let mut all;
-    let mut some;
-    let cells: &mut dyn Iterator<Item = &'static Cell> = if scope.is_empty() {
-        all = table::all();
-        &mut all
-    } else {
-        // SAFETY: per the function's contract.
-        scoped = unsafe { scope_cells(scope)? };
-        some = scoped.iter().copied();
-        &mut some
-    };
-    for cell in cells {
-        // SAFETY: `ftrace_lock` is held.
-        let site = unsafe { cell.get() };
-        if site.has(sf::DISABLED) {
-            continue;
-        }
-        let ip = site.ip;
-        let mut w = Want::default();
-        for (i, p) in planned.iter().enumerate() {
-            if p.wants(ip) {
-                w.refs += 1;
-                w.regs |= p.regs;
-                w.ipmodify += u32::from(p.ipmodify);
-                w.first.get_or_insert(i);
-            }
-        }
-        let target = if on { plan::target(&w) } else { Target::Nop };
-        let (new, mut nf, slot) = match target {
-            Target::Nop => (0, 0, 0),
-            Target::Sole(i) => {
-                let p = &planned[i];
-                let r = if p.direct {
-                    sf::DIRECT
-                } else if p.regs {
-                    sf::REGS
-                } else {
-                    0
-                };
-                if p.slot != 0 && p.tramp != 0 {
-                    (p.tramp, sf::ENABLED | sf::DIRECT_OPS | r, p.slot)
-                } else if p.regs {
-                    (regs_tramp, sf::ENABLED | sf::REGS, 0)
-                } else {
-                    (list_tramp, sf::ENABLED, 0)
-                }
-            }
-            Target::List => (list_tramp, sf::ENABLED, 0),
-            Target::ListRegs => (regs_tramp, sf::ENABLED | sf::REGS, 0),
-        };
-        if w.ipmodify > 0 && on {
-            nf |= sf::IPMODIFY | sf::MODIFIED;
-        }
-        nf |= site.flags & (sf::TOUCHED | sf::MODIFIED | sf::INIT) & 0xffff;
-        if nf & sf::ENABLED != 0 {
-            nf |= sf::TOUCHED;
-        }
-        let mut next = Site {
-            ip,
-            refs: w.refs,
-            flags: nf,
-        };
-        next.set_slot(slot);
-        // SAFETY: `ftrace_lock` is held.
-        let Some(cur) = (unsafe { current_target(site, list_tramp, regs_tramp) }) else {
-            pr_err!("site {:#x}: lost track of its trampoline\n", ip);
-            crate::report_bug(EINVAL, ip);
-            return Err(EINVAL);
-        };
-        if cur == new {
-            *site = next;
-            continue;
-        }
-        changes
-            .push(Change { ip, old: cur, new }, GFP_KERNEL)
-            .map_err(|_| ENOMEM)?;
-        after.push((cell, next), GFP_KERNEL).map_err(|_| ENOMEM)?;
-    }
-    if changes.is_empty() {
+    Ok(planned.as_slice())
+}
+
+/// Whether any registered ops manages sub-ops (their filters are then
+/// rebuilt from the sub-ops' on every change).
+///
+/// # Safety
+///
+/// `ftrace_lock` is held.
+pub(crate) unsafe fn any_manager() -> bool {
+    // SAFETY: listed ops are valid and initialised under `ftrace_lock`.
+    list().any(|op| unsafe { !list_empty(ptr::addr_of!((*op).subop_list)) })
+}
+
+/// Plans one site: its record is set at once when its instruction stays,
+/// else the change joins the batch (written when the batch is full).
+///
+/// # Safety
+///
+/// `ftrace_lock` is held; the context may sleep.
+unsafe fn plan_site(
+    cell: &'static Cell,
+    on: bool,
+    planned: &[Planned],
+    b: &mut Batch,
+) -> Result<(), c_int> {
+    // SAFETY: `ftrace_lock` is held.
+    let site = unsafe { cell.get() };
+    if site.has(sf::DISABLED) {
         return Ok(());
     }
-    set_list_func();
-    let mut bad = 0u64;
-    // SAFETY: `changes` holds `len` changes; sleepable, `ftrace_lock` held.
-    let r = unsafe { rftrace_arch_apply(changes.as_ptr(), changes.len(), &mut bad) };
-    if r == ENOMEM {
-        return Err(r);
+    let ip = site.ip;
+    let mut w = Want::default();
+    for (i, p) in planned.iter().enumerate() {
+        if p.wants(ip) {
+            w.refs += 1;
+            w.regs |= p.regs;
+            w.ipmodify += u32::from(p.ipmodify);
+            w.first.get_or_insert(i);
+        }
     }
-    if r != 0 {
-        crate::report_bug(r, bad);
-        return Err(r);
+    let list_tramp = addr(bindings::ftrace_caller);
+    let regs_tramp = addr(bindings::ftrace_regs_caller);
+    let target = if on { plan::target(&w) } else { Target::Nop };
+    let (new, mut nf, slot) = match target {
+        Target::Nop => (0, 0, 0),
+        Target::Sole(i) => {
+            let p = &planned[i];
+            let r = if p.direct {
+                sf::DIRECT
+            } else if p.regs {
+                sf::REGS
+            } else {
+                0
+            };
+            if p.slot != 0 && p.tramp != 0 {
+                (p.tramp, sf::ENABLED | sf::DIRECT_OPS | r, p.slot)
+            } else if p.regs {
+                (regs_tramp, sf::ENABLED | sf::REGS, 0)
+            } else {
+                (list_tramp, sf::ENABLED, 0)
+            }
+        }
+        Target::List => (list_tramp, sf::ENABLED, 0),
+        Target::ListRegs => (regs_tramp, sf::ENABLED | sf::REGS, 0),
+    };
+    if w.ipmodify > 0 && on {
+        nf |= sf::IPMODIFY | sf::MODIFIED;
     }
-    for (cell, s) in after.iter() {
-        // SAFETY: `ftrace_lock` is held.
-        unsafe { *cell.get() = *s };
+    nf |= site.flags & (sf::TOUCHED | sf::MODIFIED | sf::INIT) & 0xffff;
+    if nf & sf::ENABLED != 0 {
+        nf |= sf::TOUCHED;
+    }
+    let mut next = Site {
+        ip,
+        refs: w.refs,
+        flags: nf,
+    };
+    next.set_slot(slot);
+    // SAFETY: `ftrace_lock` is held.
+    let Some(cur) = (unsafe { current_target(site, list_tramp, regs_tramp) }) else {
+        pr_err!("site {:#x}: lost track of its trampoline\n", ip);
+        crate::report_bug(EINVAL, ip);
+        return Err(EINVAL);
+    };
+    if cur == new {
+        *site = next;
+        return Ok(());
+    }
+    let i = b.len;
+    b.changes[i] = Change { ip, old: cur, new };
+    b.cells[i] = Some(cell);
+    b.next[i] = next;
+    b.len += 1;
+    if b.len == BATCH {
+        // SAFETY: `ftrace_lock` is held; sleepable.
+        unsafe { flush(b) }?;
     }
     Ok(())
 }
@@ -824,6 +944,12 @@ pub(crate) unsafe fn startup(ops: *mut Ops) -> c_int {
             return EBUSY;
         }
     }
+    // Room in the plan for this ops, so that no update made while it is
+    // registered, its removal included, needs memory.
+    // SAFETY: `ftrace_lock` is held.
+    if let Err(e) = unsafe { reserve_plan(1) } {
+        return e;
+    }
     o.saved_func = o.func;
     // SAFETY: `ops` is valid.
     if unsafe { crate::pid::ftrace_pids_enabled(ops) } {
@@ -917,8 +1043,18 @@ pub(crate) unsafe fn shutdown(ops: *mut Ops) -> c_int {
     }
     o.flags |= F_REMOVING;
     o.flags &= !F_ENABLED;
-    // SAFETY: `ftrace_lock` is held, sleepable. A failure killed tracing.
-    let _ = unsafe { update_scope(&own_sites(ops)) };
+    // SAFETY: `ftrace_lock` is held, sleepable.
+    if let Err(e) = unsafe { update_scope(&own_sites(ops)) } {
+        // A site did not hold what its record said: tracing is dead now
+        // (`ftrace_bug()`), and sites of this ops may still call its
+        // trampoline. It stays, slot and all, for as long as the kernel
+        // runs; the caller learns that the ops could not be taken off.
+        pr_err!(
+            "ops {:p}: sites not moved off, its trampoline is kept\n",
+            ops
+        );
+        return e;
+    }
     // SAFETY: no site calls its trampoline now.
     unsafe { slot_free(ops) };
     o.flags &= !F_REMOVING;
@@ -1303,7 +1439,7 @@ fn update_counts() {
     let (mut pages, mut groups, mut total) = (0usize, 0usize, 0usize);
     for g in table::groups() {
         groups += 1;
-        total += g.sites.len();
+        total += g.live_len();
         pages += (g.sites.len() * core::mem::size_of::<Cell>()).div_ceil(bindings::PAGE_SIZE);
     }
     crate::ftrace_update_tot_cnt.store(total, Ordering::Relaxed);
@@ -1361,20 +1497,25 @@ pub(crate) fn free_range(m: *mut bindings::module, start: u64, end: u64) {
     if r.is_empty() {
         return;
     }
+    // The records that stay go to a new, smaller group; without memory
+    // for it they stay where they are, marked gone, which needs none.
+    let stays = |i: &usize| !r.contains(i) && !g.sites[*i].is_gone();
     let mut keep = KVVec::<u64>::new();
+    let mut oom = false;
     for (i, c) in g.sites.iter().enumerate() {
-        if !r.contains(&i) && keep.push(c.ip(), GFP_KERNEL).is_err() {
-            return;
+        if stays(&i) && keep.push(c.ip(), GFP_KERNEL).is_err() {
+            oom = true;
+            break;
         }
     }
-    let Ok(new) = Group::new(m, &keep) else {
+    let new = if oom { None } else { Group::new(m, &keep).ok() };
+    let Some(new) = new else {
+        // SAFETY: `ftrace_lock` is held; `r` is a range of the group.
+        unsafe { g.mark_gone(r) };
+        update_counts();
         return;
     };
-    for (c, i) in new
-        .sites
-        .iter()
-        .zip((0..g.sites.len()).filter(|i| !r.contains(i)))
-    {
+    for (c, i) in new.sites.iter().zip((0..g.sites.len()).filter(stays)) {
         // SAFETY: `ftrace_lock` is held; `new` is unpublished.
         unsafe { *c.get() = *g.sites[i].get() };
     }
@@ -1427,7 +1568,7 @@ pub unsafe extern "C" fn ftrace_module_enable(m: *mut bindings::module) {
         let Some(g) = table::of_module(m) else {
             return;
         };
-        for c in g.sites.iter() {
+        for c in g.live() {
             // SAFETY: `ftrace_lock` is held.
             unsafe { c.get() }.flags &= !sf::DISABLED;
         }

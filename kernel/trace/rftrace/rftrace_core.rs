@@ -55,6 +55,7 @@ mod fgraph;
 mod files;
 mod filter;
 pub mod hash;
+mod layout;
 mod lookup;
 mod nokprobe;
 mod ops;
@@ -315,6 +316,8 @@ pub extern "C" fn ftrace_init() {
         mutex_init!(ftrace_lock.get(), "ftrace_lock");
         filter::init_locks();
         ops::init_locks();
+        #[cfg(CONFIG_FUNCTION_GRAPH_TRACER)]
+        fgraph::init_locks();
         ops::ops_init(global_ops.get());
         (*global_ops.get()).flags |= bindings::FTRACE_OPS_FL_PID as c_ulong;
     }

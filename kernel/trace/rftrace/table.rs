@@ -44,6 +44,16 @@ impl Cell {
     pub(crate) fn ip(&self) -> u64 {
         self.site_ip()
     }
+
+    /// Whether the record's text was freed ([`sites::flags::GONE`]).
+    pub(crate) fn is_gone(&self) -> bool {
+        // SAFETY: an aligned word of a live record. It is written only
+        // under `ftrace_lock`, before the text it describes is freed; a
+        // reader without the lock that sees the old value answers as it
+        // would have a moment earlier, when the text still existed.
+        let f = unsafe { ptr::read_volatile(ptr::addr_of!((*self.0.get()).flags)) };
+        f & sites::flags::GONE != 0
+    }
 }
 
 /// The records of one text image.
@@ -52,6 +62,9 @@ pub(crate) struct Group {
     /// The module, or null for the kernel image.
     pub(crate) module: *mut bindings::module,
     pub(crate) sites: KVVec<Cell>,
+    /// How many of `sites` are [`Cell::is_gone`]; changed under
+    /// `ftrace_lock`.
+    gone: AtomicUsize,
 }
 
 static FIRST: AtomicPtr<Group> = AtomicPtr::new(ptr::null_mut());
@@ -71,17 +84,55 @@ impl Group {
                 next: AtomicPtr::new(ptr::null_mut()),
                 module,
                 sites: v,
+                gone: AtomicUsize::new(0),
             },
             GFP_KERNEL,
         )?)
     }
 
     pub(crate) fn find(&self, ip: u64) -> Option<&Cell> {
-        sites::find(&self.sites, ip).map(|i| &self.sites[i])
+        sites::find(&self.sites, ip)
+            .map(|i| &self.sites[i])
+            .filter(|c| !c.is_gone())
     }
 
     pub(crate) fn first_overlapping(&self, start: u64, end: u64) -> Option<&Cell> {
-        sites::first_overlapping(&self.sites, start, end).map(|i| &self.sites[i])
+        let i = sites::first_overlapping(&self.sites, start, end)?;
+        self.sites[i..]
+            .iter()
+            .take_while(|c| c.ip() <= end)
+            .find(|c| !c.is_gone())
+    }
+
+    /// How many records are not gone.
+    pub(crate) fn live_len(&self) -> usize {
+        self.sites.len() - self.gone.load(Ordering::Relaxed)
+    }
+
+    /// The records that are not gone.
+    pub(crate) fn live(&self) -> impl Iterator<Item = &Cell> {
+        self.sites.iter().filter(|c| !c.is_gone())
+    }
+
+    /// Marks the records `r` gone, in place: what [`crate::ops::free_range`]
+    /// does when it has no memory for a smaller group.
+    ///
+    /// # Safety
+    ///
+    /// `ftrace_lock` is held; `r` is within the group.
+    pub(crate) unsafe fn mark_gone(&self, r: core::ops::Range<usize>) {
+        let mut n = 0;
+        for c in &self.sites[r] {
+            // SAFETY: `ftrace_lock` is held.
+            let s = unsafe { c.get() };
+            if !s.has(sites::flags::GONE) {
+                s.refs = 0;
+                s.flags = sites::flags::GONE | sites::flags::DISABLED;
+                n += 1;
+            }
+        }
+        self.gone.fetch_add(n, Ordering::Relaxed);
+        TOTAL.fetch_sub(n, Ordering::Relaxed);
     }
 }
 
@@ -107,7 +158,7 @@ pub(crate) fn groups() -> Groups {
 
 /// Every record, in table order (the order of `available_filter_functions`).
 pub(crate) fn all() -> impl Iterator<Item = &'static Cell> {
-    groups().flat_map(|g| g.sites.iter())
+    groups().flat_map(|g| g.live())
 }
 
 /// Appends `g` to the table.
@@ -162,7 +213,7 @@ pub(crate) unsafe fn replace(old: &'static Group, new: Option<KBox<Group>>) {
         slot = unsafe { &(*cur).next };
     }
     slot.store(new_ptr, Ordering::Release);
-    TOTAL.fetch_sub(old.sites.len(), Ordering::Relaxed);
+    TOTAL.fetch_sub(old.live_len(), Ordering::Relaxed);
     // SAFETY: waits for the readers that may still see `old`.
     unsafe { bindings::synchronize_rcu() };
     // SAFETY: unlinked and unreachable now; it came from `KBox::into_raw`.

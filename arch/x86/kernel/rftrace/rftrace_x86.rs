@@ -350,13 +350,14 @@ impl<T> TextLocked<T> {
     }
 }
 
-#[cfg_attr(CONFIG_FTRACE_CORE_RUST_GENERIC, allow(dead_code))]
-const QUEUE_LEN: usize = 128;
+/// Sites per int3 batch. The generic core's batch has the same size
+/// (`BATCH` in kernel/trace/rftrace/ops.rs).
+const QUEUE_LEN: usize = 512;
 
 /// Site rewrites requested one at a time while patching is "late"
 /// (between `ftrace_arch_code_modify_prepare()` and
-/// `ftrace_arch_code_modify_post_process()`), written as one batch.
-#[cfg_attr(CONFIG_FTRACE_CORE_RUST_GENERIC, allow(dead_code))]
+/// `ftrace_arch_code_modify_post_process()`), written as one batch; with
+/// the generic core, the batch [`rftrace_arch_apply`] builds.
 struct Queue {
     len: usize,
     pokes: [Poke; QUEUE_LEN],
@@ -369,7 +370,6 @@ const EMPTY_POKE: Poke = Poke {
     new: NOP5,
 };
 
-#[cfg_attr(CONFIG_FTRACE_CORE_RUST_GENERIC, allow(dead_code))]
 static QUEUE: TextLocked<Queue> = TextLocked(UnsafeCell::new(Queue {
     len: 0,
     pokes: [EMPTY_POKE; QUEUE_LEN],
@@ -1124,10 +1124,14 @@ fn site_bytes(ip: u64, target: u64) -> Option<[u8; SITE_SIZE]> {
     }
 }
 
-/// Applies `n` changes to live text as one int3 batch, after checking
-/// that every site holds what its change says it holds now. On a mismatch
-/// nothing is written, `*bad_ip` names the site, `ftrace_expected` points
-/// at the bytes that were expected, and the result is `-EINVAL`.
+/// Applies `n` changes to live text in int3 batches of at most
+/// [`QUEUE_LEN`] sites (the generic core hands over no more than that at
+/// once), after checking that every site of a batch holds what its change
+/// says it holds now. Allocates nothing: the batch is built in the static
+/// queue, under `text_mutex`. On a mismatch nothing of that batch is
+/// written, `*bad_ip` names the site, `ftrace_expected` points at the
+/// bytes that were expected, and the result is `-EINVAL` (`-EFAULT` when
+/// the site cannot be read).
 ///
 /// # Safety
 ///
@@ -1148,42 +1152,38 @@ pub unsafe extern "C" fn rftrace_arch_apply(
     let changes = unsafe { core::slice::from_raw_parts(changes, n) };
     let poke =
         |c: &RftraceChange| Poke::new(c.ip, site_bytes(c.ip, c.old)?, site_bytes(c.ip, c.new)?);
-    let mut pokes = match KVVec::<Poke>::with_capacity(n, GFP_KERNEL) {
-        Ok(v) => v,
-        Err(_) => return -(bindings::ENOMEM as c_int),
-    };
-    for c in changes {
-        let Some(p) = poke(c) else {
-            // SAFETY: per the function's contract.
-            unsafe { *bad_ip = c.ip };
-            return -EINVAL;
-        };
-        // Capacity was reserved for all `n`: this does not allocate.
-        if pokes.push(p, GFP_KERNEL).is_err() {
-            return -(bindings::ENOMEM as c_int);
-        }
-    }
     // SAFETY: `text_mutex` is a valid global mutex, not held here.
     unsafe { bindings::mutex_lock(ptr::addr_of_mut!(bindings::text_mutex)) };
-    // SAFETY: `text_mutex` is held; the caller may sleep.
-    let r = unsafe { write_batch(pokes.as_mut_slice()) };
-    let ret = match r {
-        Ok(()) => 0,
-        Err(i) => {
-            let p = pokes[i];
-            // SAFETY: per the function's contract; `ftrace_expected` is only
-            // read by `ftrace_bug()`, which the caller calls next.
+    // SAFETY: `text_mutex` is held until the unlock below.
+    let q = unsafe { QUEUE.get() };
+    let mut ret = 0;
+    'batches: for part in changes.chunks(QUEUE_LEN) {
+        for (slot, c) in q.pokes.iter_mut().zip(part) {
+            let Some(p) = poke(c) else {
+                // SAFETY: per the function's contract.
+                unsafe { *bad_ip = c.ip };
+                ret = -EINVAL;
+                break 'batches;
+            };
+            *slot = p;
+        }
+        // SAFETY: `text_mutex` is held; the caller may sleep.
+        if let Err(i) = unsafe { write_batch(&mut q.pokes[..part.len()]) } {
+            let p = q.pokes[i];
+            // SAFETY: per the function's contract; `ftrace_expected` is
+            // only read by `ftrace_bug()`, which the caller calls next.
             unsafe {
                 *bad_ip = p.ip;
                 bindings::ftrace_expected = expected_bytes(&p.old);
             }
-            if read_site(p.ip).is_none() {
+            ret = if read_site(p.ip).is_none() {
                 -EFAULT
             } else {
                 -EINVAL
-            }
+            };
+            break;
         }
-    };
+    }
     // SAFETY: taken above.
     unsafe { bindings::mutex_unlock(ptr::addr_of_mut!(bindings::text_mutex)) };
     ret

@@ -26,6 +26,10 @@ pub mod flags {
     pub const DISABLED: u32 = 1 << 7;
     /// It calls a direct trampoline (a BPF-style `register_ftrace_direct()`).
     pub const DIRECT: u32 = 1 << 8;
+    /// Its text was freed while no memory was left to drop the record: the
+    /// record stays in its group, [`DISABLED`] too, and every lookup and
+    /// walk of the table passes over it.
+    pub const GONE: u32 = 1 << 9;
 }
 
 /// One call site. 16 bytes, as the C core's `struct dyn_ftrace`.
