@@ -8,17 +8,24 @@
 #   make test [CORE=rust|c] [CONF=production|tiny|fp] [TEST_SUITES=...]
 #   make ftracetest, make bench, make patch, make kernel, make clean
 #   make mcount-compare (call sites of the two cores' builds)
+#   make fault-inject [CORE=rust|c] (every allocation of each operation)
 
 CORE ?= rust
 CONF ?= production
-export CORE CONF SCRIPT EXTRA TIMEOUT ACCEL VERBOSE
+# The fault-injection tests fail every FI_STRIDE-th allocation of each
+# operation they walk (1, 1+k, 1+2k, ...): a sample in `make test`, every
+# one in `make fault-inject`. OWN_TIMEOUT: the guest's limit for one own
+# test (s).
+FI_STRIDE ?= 16
+OWN_TIMEOUT ?= 600
+export CORE CONF SCRIPT EXTRA TIMEOUT ACCEL VERBOSE FI_STRIDE OWN_TIMEOUT
 
 H := scripts/harness
 ST := tools/testing/selftests/rftrace
 BUILD := $(CURDIR)/build
 export BUILD
 
-.PHONY: all setup tree kernel run test cargo-test ftracetest bench patch clippy clean distclean mcount-compare
+.PHONY: all setup tree kernel run test cargo-test ftracetest fault-inject bench patch clippy clean distclean mcount-compare
 
 all: kernel
 
@@ -102,6 +109,16 @@ test: cargo-test kernel $(report)
 
 ftracetest: kernel $(report)
 	$(call guest-tests,ftracetest,ftracetest,$(TEST_TIMEOUT),)
+
+# The fault-injection tests alone, failing every allocation of each
+# operation in turn (issue 13; Documentation/rust-core.rst, "When things
+# fail", gives what it costs).
+fi_dir := $(BUILD)/fault-inject-tests
+fault-inject: kernel $(report)
+	@rm -rf $(fi_dir) && mkdir -p $(fi_dir) && cp $(ST)/tests/fault-inject*.sh $(fi_dir)/
+	@FI_STRIDE=1 OWN_TIMEOUT=3600 NAME=fault-inject SUITES=own TIMEOUT=7200 \
+		FTRACETEST_LIST=/dev/null KNOWN="$(strip $(known))" GUESTS=2 \
+		$(H)/guest-tests.sh --tests-dir $(fi_dir)
 
 mcount-compare:
 	@$(H)/mcount-compare.sh

@@ -88,6 +88,8 @@ fi
 	echo "CORE=$CORE"
 	echo "CONF=$CONF"
 	echo "BENCH_REPS=${BENCH_REPS:-5}"
+	echo "FI_STRIDE=${FI_STRIDE:-1}"
+	echo "OWN_TIMEOUT=${OWN_TIMEOUT:-600}"
 	echo "SUITES='${SUITES:-own ftracetest}'"
 } > "$rootfs/harness/job"
 if [ -n "${FTRACETEST_LIST:-}" ]; then cp "$FTRACETEST_LIST" "$rootfs/harness/ftracetest.list"; else : > "$rootfs/harness/ftracetest.list"; fi

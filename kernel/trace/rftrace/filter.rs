@@ -290,9 +290,10 @@ const IN_PLACE_MAX: usize = 8;
 /// where a failure has no good answer: kprobes warns and keeps a probe
 /// that its module's unload then frees, which the C core, which copies
 /// the filter first, does when memory is short (`tests/fault-inject-modunload.sh`).
-/// `None` leaves the change to the copying path: an ops that may change
-/// the return address (an empty filter is refused for it), a sub-ops, or
-/// any ops when sub-ops are managed.
+/// Kprobes with a post handler use an IPMODIFY ops, so those are done
+/// here too. `None` leaves the change to the copying path: a sub-ops, any
+/// ops when sub-ops are managed, and an enabled ops whose filter this
+/// empties (it then traces every function, a change of every site).
 ///
 /// # Safety
 ///
@@ -304,8 +305,8 @@ unsafe fn remove_in_place(
     ips: *const c_ulong,
     cnt: usize,
 ) -> Option<c_int> {
-    // SAFETY: per the function's contract.
-    if unsafe { (*ops).flags } & (ops::F_SUBOP | ops::F_IPMODIFY) != 0 {
+    // SAFETY: per the function's contract (a sub-ops stays one).
+    if unsafe { (*ops).flags } & ops::F_SUBOP != 0 {
         return None;
     }
     let mut at = [0u64; IN_PLACE_MAX];
@@ -330,6 +331,18 @@ unsafe fn remove_in_place(
         if at[..i].contains(&ip) || !unsafe { hash::contains(orig, ip) } {
             return Some(crate::err(bindings::ENOENT));
         }
+    }
+    // SAFETY: `ftrace_lock`, held, keeps the flags and the published
+    // filter as they are.
+    let (flags, count) = unsafe { ((*ops).flags, hash::count(orig)) };
+    if flags & ops::F_ENABLED != 0 && count == at.len() {
+        // An enabled IPMODIFY ops may not trace every function (EINVAL,
+        // as C answers, nothing changed).
+        return if flags & ops::F_IPMODIFY != 0 {
+            Some(EINVAL)
+        } else {
+            None
+        };
     }
     let mut gone = [ptr::null_mut(); IN_PLACE_MAX];
     for (e, &ip) in gone.iter_mut().zip(at) {

@@ -15,6 +15,11 @@
 # samples/ftrace/ftrace-direct.ko load). Prints how many failures were
 # injected.
 set -f
+# FI_STRIDE=k (the harness's job file, `make test FI_STRIDE=k`) fails
+# allocation 1, 1+k, 1+2k, ... of each operation instead of every one:
+# `make test` samples every 16th to fit CI, `make fault-inject` walks
+# every allocation (FI_STRIDE=1).
+stride=${FI_STRIDE:-1}
 T=/sys/kernel/tracing
 D=/sys/kernel/debug
 FN=/bin/fail_nth
@@ -72,14 +77,19 @@ expect() { # what enabled_functions must count
 	[ "$(enabled)" -eq "$1" ] || fail "$name: enabled_functions has $(enabled) lines, $1 expected: $(head -3 $T/enabled_functions)"
 }
 
-# walk NAME: with setup_NAME, op_NAME (the helper's arguments), check_NAME
-# (the state after the operation, told the operation's errno) and
-# reset_NAME defined.
+# walk NAME: with setup_NAME (the state the operation starts from),
+# op_NAME (the helper's arguments), check_NAME (the state after the
+# operation, told the operation's errno), back_NAME (from any state the
+# operation leaves to the setup state again) and reset_NAME (to the
+# state before setup) defined. A walk sets up once and goes back after
+# each run of the operation, which is cheaper than a whole reset (on the
+# emulator a tracer switch costs about a second).
 walk() {
 	name=$1
 	n=1
+	runs=0
+	setup_$name || return 1
 	while :; do
-		setup_$name || return 1
 		out=$($FN $n $(op_$name))
 		case $out in
 		"injected="[01]" rc="*) ;;
@@ -89,10 +99,9 @@ walk() {
 		inj=${inj%% *}
 		rc=${out##*rc=}
 		check_$name "$rc"
-		reset_$name
 		[ "$inj" = 1 ] || break
+		back_$name || return 1
 		# The operation again, without injection: it succeeds.
-		setup_$name || return 1
 		out=$($FN 0 $(op_$name))
 		if [ "${out##*rc=}" != 0 ]; then
 			wrong "errno $rc; without injection the operation then fails: errno ${out##*rc=}"
@@ -101,13 +110,20 @@ walk() {
 			return 1
 		fi
 		check_$name 0
-		reset_$name
-		n=$((n + 1))
+		back_$name || return 1
+		runs=$((runs + 1))
+		[ $((runs % 20)) -ne 0 ] || echo "fault-inject: $name: at allocation $n"
+		n=$((n + stride))
 		[ $n -le 5000 ] || fail "$name: still failing allocations at 5000"
 	done
+	reset_$name
 	[ "$rc" = 0 ] || fail "$name: fails with errno $rc without injection"
-	echo "fault-inject: $name: $((n - 1)) allocations failed one at a time"
-	total=$((total + n - 1))
+	if [ $stride = 1 ]; then
+		echo "fault-inject: $name: $runs allocations failed one at a time, each one"
+	else
+		echo "fault-inject: $name: $runs of its $((n - 1)) or fewer allocations failed one at a time (every ${stride}th)"
+	fi
+	total=$((total + runs))
 }
 
 # A filter write and close under the function tracer on vfs_read.
@@ -125,6 +141,10 @@ check_filter() {
 	[ "$now" = vfs_read ] || [ "$(lines $T/set_ftrace_filter)" -eq "$nvfs" ] ||
 		wrong "errno $1, the filter holds $(lines $T/set_ftrace_filter) functions: $(head -2 $T/set_ftrace_filter)"
 	expect "$(traced)"
+}
+back_filter() {
+	echo vfs_read > $T/set_ftrace_filter || fail "filter: cannot set the filter back"
+	expect 1
 }
 reset_filter() {
 	echo nop > $T/current_tracer
@@ -145,6 +165,10 @@ tracer_check() { # errno tracer
 	*) expect "$(traced)" ;;
 	esac
 }
+tracer_back() { # tracer sites
+	echo $1 > $T/current_tracer || fail "$name: cannot switch back to $1"
+	expect $2
+}
 tracer_reset() {
 	echo nop > $T/current_tracer
 	echo > $T/set_ftrace_filter
@@ -153,18 +177,22 @@ tracer_reset() {
 setup_function_on() { tracer_setup; }
 op_function_on() { echo write $T/current_tracer function; }
 check_function_on() { tracer_check "$1" function; }
+back_function_on() { tracer_back nop 0; }
 reset_function_on() { tracer_reset; }
 setup_function_off() { tracer_setup; echo function > $T/current_tracer; expect "$nfilter"; }
 op_function_off() { echo write $T/current_tracer nop; }
 check_function_off() { tracer_check "$1" nop; }
+back_function_off() { tracer_back function "$nfilter"; }
 reset_function_off() { tracer_reset; }
 setup_graph_on() { tracer_setup; }
 op_graph_on() { echo write $T/current_tracer function_graph; }
 check_graph_on() { tracer_check "$1" function_graph; }
+back_graph_on() { tracer_back nop 0; }
 reset_graph_on() { tracer_reset; }
 setup_graph_off() { tracer_setup; echo function_graph > $T/current_tracer; expect "$nfilter"; }
 op_graph_off() { echo write $T/current_tracer nop; }
 check_graph_off() { tracer_check "$1" nop; }
+back_graph_off() { tracer_back function_graph "$nfilter"; }
 reset_graph_off() { tracer_reset; }
 
 # A kprobe event (on an ftrace site: it goes through the core) enabled.
@@ -174,6 +202,10 @@ check_kprobe() {
 	on=$(cat $T/events/kprobes/fi_probe/enable)
 	[ "$1" != 0 ] || [ "$on" = 1 ] || fail "kprobe: enabled, but the event says $on"
 	expect "$on"
+}
+back_kprobe() {
+	echo 0 > $T/events/kprobes/fi_probe/enable
+	expect 0
 }
 reset_kprobe() {
 	echo 0 > $T/events/kprobes/fi_probe/enable
@@ -211,6 +243,8 @@ reset_modload() {
 	echo > $T/set_ftrace_filter
 	expect 0
 }
+# The module's unload drops the applied :mod: entry: the whole setup again.
+back_modload() { reset_modload; setup_modload; }
 # Its unload, same setting.
 setup_modunload() {
 	setup_modload
@@ -232,6 +266,7 @@ check_modunload() {
 	fi
 }
 reset_modunload() { reset_modload; }
+back_modunload() { reset_modunload; setup_modunload; }
 
 # A direct call (ftrace-direct.ko: register_ftrace_direct() on
 # wake_up_process in its init).
@@ -249,6 +284,7 @@ reset_direct() {
 	rmmod ftrace_direct 2> /dev/null
 	expect 0
 }
+back_direct() { reset_direct; }
 
 cleanup
 echo 'vfs_*' > $T/set_ftrace_filter

@@ -6,7 +6,7 @@
 # the console log.
 here=/opt/rftrace
 . /harness/job
-export CORE CONF
+export CORE CONF FI_STRIDE
 
 result() { # status name [detail]
 	echo "RESULT $1 $2${3:+ ($3)}"
@@ -43,7 +43,7 @@ for t in $own; do
 	name=rftrace/$(basename "$t")
 	echo "--- $name"
 	t0=$(cut -d. -f1 /proc/uptime)
-	timeout 600 sh "$t" > /tmp/out 2>&1
+	timeout "${OWN_TIMEOUT:-600}" sh "$t" > /tmp/out 2>&1
 	rc=$?
 	case $rc in
 	0) result PASS "$name" ;;
