@@ -46,7 +46,9 @@ for t in $own; do
 	timeout "${OWN_TIMEOUT:-600}" sh "$t" > /tmp/out 2>&1
 	rc=$?
 	case $rc in
-	0) result PASS "$name" ;;
+	0) # What a fault-injection walk injected, for the log.
+		grep '^fault-inject: ' /tmp/out | grep -v ' at allocation ' | sed 's/^/NOTE /'
+		result PASS "$name" ;;
 	4) indent < /tmp/out; result UNSUPPORTED "$name" ;;
 	*) indent < /tmp/out; result FAIL "$name" "exit $rc" ;;
 	esac
