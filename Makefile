@@ -114,11 +114,11 @@ ftracetest: kernel $(report)
 # operation in turn (issue 13; Documentation/rust-core.rst, "When things
 # fail", gives what it costs).
 fi_dir := $(BUILD)/fault-inject-tests
+fault-inject: FI_STRIDE = 1
+fault-inject: OWN_TIMEOUT = 3600
 fault-inject: kernel $(report)
 	@rm -rf $(fi_dir) && mkdir -p $(fi_dir) && cp $(ST)/tests/fault-inject*.sh $(fi_dir)/
-	@FI_STRIDE=1 OWN_TIMEOUT=3600 NAME=fault-inject SUITES=own TIMEOUT=7200 \
-		FTRACETEST_LIST=/dev/null KNOWN="$(strip $(known))" GUESTS=2 \
-		$(H)/guest-tests.sh --tests-dir $(fi_dir)
+	$(call guest-tests,fault-inject,own,7200,--tests-dir $(fi_dir))
 
 mcount-compare:
 	@$(H)/mcount-compare.sh
