@@ -803,12 +803,26 @@ unsafe fn give_stacks() -> c_int {
     }
 }
 
+/// Stacks taken back per pass when no list of the task count's size can
+/// be allocated: each pass then costs one grace period.
 const REAP: usize = 64;
 
-struct Reap {
-    stacks: [*mut u64; REAP],
+/// The stacks one pass takes back, into `buf[..n]`.
+struct Reap<'a> {
+    buf: &'a mut [*mut u64],
     n: usize,
     full: bool,
+}
+
+/// Counts the tasks (`arg` points at a `usize`).
+///
+/// # Safety
+///
+/// Called by `rftrace_for_each_thread()` with the `arg` its caller passed.
+unsafe extern "C" fn count_task(_t: Task, arg: *mut c_void) -> bool {
+    // SAFETY: `arg` is the caller's counter.
+    unsafe { *arg.cast::<usize>() += 1 };
+    true
 }
 
 /// Takes `t`'s stack into the list `arg`, unless `t` is inside a traced
@@ -821,13 +835,13 @@ struct Reap {
 unsafe extern "C" fn take_idle_stack(t: Task, arg: *mut c_void) -> bool {
     // SAFETY: `arg` is the caller's list; `t` is alive under RCU.
     unsafe {
-        let r = &mut *arg.cast::<Reap>();
+        let r = &mut *arg.cast::<Reap<'_>>();
         let stack = field::stack(t);
         if stack.load(Ordering::Relaxed).is_null() || field::top(t).load(Ordering::Relaxed) != 0 {
             // None, or still inside a traced function: it needs it to return.
             return true;
         }
-        let Some(slot) = r.stacks.get_mut(r.n) else {
+        let Some(slot) = r.buf.get_mut(r.n) else {
             r.full = true;
             return false;
         };
@@ -841,32 +855,56 @@ unsafe extern "C" fn take_idle_stack(t: Task, arg: *mut c_void) -> bool {
     true
 }
 
-/// Takes their stacks back from the tasks not inside a traced function.
+/// Takes their stacks back from the tasks not inside a traced function,
+/// and frees them after one wait for every reader: normally one pass over
+/// the tasks and one wait, whatever their number; a pass per [`REAP`]
+/// stacks only when the list for all of them cannot be allocated.
 ///
 /// # Safety
 ///
 /// `ftrace_lock` is held; no graph ops is registered and no CPU is in
 /// the entry path any more.
 unsafe fn take_stacks() {
+    let mut tasks = 0usize;
+    // SAFETY: the callback matches; `tasks` outlives the walk.
+    unsafe { rftrace_for_each_thread(count_task, ptr::addr_of_mut!(tasks).cast()) };
+    // Room for the tasks forked since the count too; a pass that runs out
+    // of room is followed by another.
+    let want = tasks + tasks / 8 + REAP;
+    let mut list = KVVec::<*mut u64>::new();
+    let whole = list.extend_with(want, ptr::null_mut(), GFP_KERNEL).is_ok();
+    let mut fallback = [ptr::null_mut(); REAP];
+    let buf: &mut [*mut u64] = if whole {
+        list.as_mut_slice()
+    } else {
+        &mut fallback
+    };
     loop {
         let mut r = Reap {
-            stacks: [ptr::null_mut(); REAP],
+            buf: &mut *buf,
             n: 0,
             full: false,
         };
         // SAFETY: the callback matches; `r` outlives the walk.
         unsafe { rftrace_for_each_thread(take_idle_stack, ptr::addr_of_mut!(r).cast()) };
-        if r.n == 0 {
+        let (n, full) = (r.n, r.full);
+        if n == 0 {
             return;
         }
-        // Unwinders of other tasks read stacks with preemption off.
+        // Who may still read a stack just taken: a CPU in the entry path
+        // of its task, with preemption off but perhaps where RCU does not
+        // watch (the rude grace period waits for every CPU to schedule),
+        // and the unwinder of another task, under RCU with preemption off.
         // SAFETY: may sleep; `ftrace_lock` is a mutex.
-        unsafe { bindings::synchronize_rcu() };
-        for p in r.stacks.iter().take(r.n) {
+        unsafe {
+            bindings::synchronize_rcu_tasks_rude();
+            bindings::synchronize_rcu();
+        }
+        for p in buf.iter().take(n) {
             // SAFETY: taken out of their tasks, no reader left.
             unsafe { bindings::kfree(p.cast()) };
         }
-        if !r.full {
+        if !full {
             return;
         }
     }
@@ -1004,9 +1042,14 @@ unsafe fn stop_graph(st: &mut State) {
         };
         st.probe = false;
     }
-    // Entries in flight read `LIVE` as non-zero with preemption off.
+    // Entries in flight read `LIVE` as non-zero with preemption off, some
+    // where RCU does not watch (the rude grace period waits for every CPU
+    // to schedule, which ends those too).
     // SAFETY: may sleep, under a mutex.
-    unsafe { bindings::synchronize_rcu() };
+    unsafe {
+        bindings::synchronize_rcu_tasks_rude();
+        bindings::synchronize_rcu();
+    }
     // SAFETY: per the function's contract.
     unsafe { take_stacks() };
 }
