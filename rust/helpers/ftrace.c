@@ -39,28 +39,6 @@ notrace bool rust_helper_ftrace_graph_paused(void)
 #include <linux/mm.h>
 #include <linux/vmalloc.h>
 
-/* The page holding a byte of kernel or module text. */
-notrace struct page *rust_helper_ftrace_text_page(unsigned long addr)
-{
-	if (core_kernel_text(addr))
-		return virt_to_page((void *)addr);
-	return vmalloc_to_page((void *)addr);
-}
-
-/*
- * A writable alias of text pages, for rewriting many call sites without a
- * mapping per write. vunmap() it as soon as the writes are done.
- */
-notrace void *rust_helper_ftrace_vmap_rw(struct page **pages, unsigned int count)
-{
-	return vmap(pages, count, VM_MAP, PAGE_KERNEL);
-}
-
-notrace void rust_helper_ftrace_vunmap(void *addr)
-{
-	vunmap(addr);
-}
-
 notrace void rust_helper_ftrace_preempt_disable_notrace(void)
 {
 	preempt_disable_notrace();

@@ -142,101 +142,93 @@ fn read_site(ip: u64) -> Option<[u8; SITE_SIZE]> {
     (r == 0).then_some(b)
 }
 
-const PAGE_SIZE: u64 = bindings::PAGE_SIZE as u64;
+const PAGE_SIZE: usize = bindings::PAGE_SIZE as usize;
 
-/// A writable alias of the text pages a batch touches, so that rewriting
-/// thousands of sites costs a store per byte instead of a temporary
-/// mapping per write (`text_poke()`), and calls nothing that could itself
-/// be a site of the batch. It exists only while a batch is written, under
-/// `text_mutex`.
-struct Alias {
-    base: *mut u8,
-    /// Page-aligned addresses of the aliased pages, ascending; page `i`
-    /// is at `base + i * PAGE_SIZE`.
-    pages: KVVec<u64>,
+/// The writes of one phase of a batch, gathered into runs of at most a
+/// page and written with one `text_poke()` each: the kernel's own way of
+/// writing live text, through a mapping only the writing CPU sees (the
+/// poking mm, with interrupts off), so no writable alias of kernel text
+/// exists that another CPU could use. A run holds the live bytes between
+/// its writes too, written back unchanged: every writer of kernel text
+/// holds `text_mutex`, which the batch holds, so nothing else changes
+/// them meanwhile. A phase that rewrites thousands of sites costs a
+/// mapping per page of text touched, not one per site as in C.
+struct Runs<'a> {
+    buf: &'a mut [u8; PAGE_SIZE],
+    start: u64,
+    len: usize,
 }
 
-impl Alias {
-    /// Maps the pages of `pokes` (sorted by address).
-    fn new(pokes: &[Poke]) -> Option<Self> {
-        let mut pages = KVVec::<u64>::new();
-        for p in pokes {
-            for a in [p.ip, p.ip + SITE_SIZE as u64 - 1] {
-                let page = a & !(PAGE_SIZE - 1);
-                if pages.last() != Some(&page) {
-                    pages.push(page, GFP_KERNEL).ok()?;
-                }
-            }
-        }
-        let mut structs =
-            KVVec::<*mut bindings::page>::with_capacity(pages.len(), GFP_KERNEL).ok()?;
-        for &page in pages.iter() {
-            // SAFETY: `page` is the start of a page of kernel or module
-            // text holding a call site.
-            let sp = unsafe { bindings::ftrace_text_page(page as c_ulong) };
-            if sp.is_null() {
-                return None;
-            }
-            structs.push(sp, GFP_KERNEL).ok()?;
-        }
-        let count = u32::try_from(structs.len()).ok()?;
-        // SAFETY: `structs` holds `count` valid page pointers.
-        let base = unsafe { bindings::ftrace_vmap_rw(structs.as_mut_ptr(), count) };
-        if base.is_null() {
-            return None;
-        }
-        Some(Alias {
-            base: base.cast(),
-            pages,
-        })
-    }
-
-    /// Writes `bytes` at text address `addr` through the alias.
-    fn write(&self, addr: u64, bytes: &[u8]) {
-        for (k, &b) in bytes.iter().enumerate() {
-            let a = addr + k as u64;
-            let page = a & !(PAGE_SIZE - 1);
-            if let Ok(i) = self.pages.binary_search(&page) {
-                let off = i as u64 * PAGE_SIZE + (a - page);
-                // SAFETY: `off` lies in the aliased page of `a`, within
-                // the `pages.len()` pages mapped at `base`.
-                unsafe { ptr::write_volatile(self.base.add(off as usize), b) };
-            }
+impl<'a> Runs<'a> {
+    fn new(buf: &'a mut [u8; PAGE_SIZE]) -> Self {
+        Runs {
+            buf,
+            start: 0,
+            len: 0,
         }
     }
-}
 
-impl Drop for Alias {
-    fn drop(&mut self) {
-        // SAFETY: `base` came from `vmap()` and is no longer used.
-        unsafe { bindings::ftrace_vunmap(self.base.cast()) };
-    }
-}
-
-/// How a batch writes text: through an alias, or with `text_poke()` per
-/// write when no alias could be made.
-enum Writer {
-    Alias(Alias),
-    Poke,
-}
-
-impl Writer {
-    /// Writes `bytes` at `addr` in live kernel text.
+    /// Adds the write of `bytes` at `addr`, above every write added since
+    /// the last [`Runs::flush`].
     ///
     /// # Safety
     ///
-    /// `text_mutex` is held and `addr..addr + bytes.len()` is within a call
-    /// site of the batch being written.
-    unsafe fn write(&self, addr: u64, bytes: &[u8]) {
-        match self {
-            Writer::Alias(a) => a.write(addr, bytes),
+    /// `text_mutex` is held and `addr..addr + bytes.len()` lies within a
+    /// call site of the batch being written.
+    unsafe fn add(&mut self, addr: u64, bytes: &[u8]) {
+        let end = addr + bytes.len() as u64;
+        if self.len > 0
+            && (addr < self.start + self.len as u64 || end - self.start > PAGE_SIZE as u64)
+        {
             // SAFETY: per the function's contract.
-            Writer::Poke => unsafe {
-                bindings::text_poke(addr as *mut c_void, bytes.as_ptr().cast(), bytes.len());
-            },
+            unsafe { self.flush() };
+        }
+        if self.len == 0 {
+            self.start = addr;
+        }
+        let mut off = (addr - self.start) as usize;
+        if off > self.len {
+            let gap = &mut self.buf[self.len..off];
+            let from = self.start + self.len as u64;
+            // SAFETY: `copy_from_kernel_nofault` checks the source and
+            // fails instead of faulting; `gap` is writable for its length.
+            let r = unsafe {
+                bindings::copy_from_kernel_nofault(
+                    gap.as_mut_ptr().cast(),
+                    from as *const c_void,
+                    gap.len(),
+                )
+            };
+            if r != 0 {
+                // The bytes between cannot be read: a run of its own.
+                // SAFETY: per the function's contract.
+                unsafe { self.flush() };
+                self.start = addr;
+                off = 0;
+            }
+        }
+        self.buf[off..off + bytes.len()].copy_from_slice(bytes);
+        self.len = off + bytes.len();
+    }
+
+    /// Writes the run gathered so far.
+    ///
+    /// # Safety
+    ///
+    /// `text_mutex` is held; the run was gathered by [`Runs::add`].
+    unsafe fn flush(&mut self) {
+        let n = core::mem::replace(&mut self.len, 0);
+        if n > 0 {
+            // SAFETY: `text_mutex` is held; `start..start + n` is live
+            // text (call sites of the batch and the text between them,
+            // within two pages) and `buf` holds its `n` new bytes.
+            unsafe { bindings::text_poke(self.start as *mut c_void, self.buf.as_ptr().cast(), n) };
         }
     }
 }
+
+/// The page a batch's runs are gathered in.
+static RUN_BUF: TextLocked<[u8; PAGE_SIZE]> = TextLocked(UnsafeCell::new([0; PAGE_SIZE]));
 
 /// Makes every CPU serialize its instruction stream.
 fn sync_cores() {
@@ -266,10 +258,9 @@ unsafe fn write_batch(pokes: &mut [Poke]) -> core::result::Result<(), usize> {
         pokes: pokes.as_ptr(),
         len: pokes.len(),
     };
-    let writer = match Alias::new(pokes) {
-        Some(a) => Writer::Alias(a),
-        None => Writer::Poke,
-    };
+    // SAFETY: `text_mutex` is held, and nothing else of this batch
+    // borrows the buffer.
+    let mut runs = Runs::new(unsafe { RUN_BUF.get() });
     ACTIVE.store(ptr::from_ref(&active).cast_mut(), Ordering::Release);
 
     let mut tails = false;
@@ -277,18 +268,22 @@ unsafe fn write_batch(pokes: &mut [Poke]) -> core::result::Result<(), usize> {
         let [first, tail, _] = insn::phases(&p.old, &p.new);
         if let Some(w) = first {
             // SAFETY: `text_mutex` is held; the site is one of the batch.
-            unsafe { writer.write(p.ip + w.offset as u64, w.bytes) };
+            unsafe { runs.add(p.ip + w.offset as u64, w.bytes) };
         }
         tails |= tail.is_some();
     }
+    // SAFETY: as above.
+    unsafe { runs.flush() };
     sync_cores();
     if tails {
         for p in pokes.iter() {
             if let [_, Some(w), _] = insn::phases(&p.old, &p.new) {
                 // SAFETY: as above.
-                unsafe { writer.write(p.ip + w.offset as u64, w.bytes) };
+                unsafe { runs.add(p.ip + w.offset as u64, w.bytes) };
             }
         }
+        // SAFETY: as above.
+        unsafe { runs.flush() };
         sync_cores();
     }
     // Every changed site now runs through its int3: from this record's
@@ -300,13 +295,14 @@ unsafe fn write_batch(pokes: &mut [Poke]) -> core::result::Result<(), usize> {
     for p in pokes.iter() {
         if let [_, _, Some(w)] = insn::phases(&p.old, &p.new) {
             // SAFETY: as above.
-            unsafe { writer.write(p.ip + w.offset as u64, w.bytes) };
+            unsafe { runs.add(p.ip + w.offset as u64, w.bytes) };
         }
     }
+    // SAFETY: as above.
+    unsafe { runs.flush() };
     sync_cores();
     // No CPU runs the handler for this batch any more (see the handler).
     ACTIVE.store(ptr::null_mut(), Ordering::Release);
-    drop(writer);
     Ok(())
 }
 
