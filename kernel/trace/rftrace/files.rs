@@ -272,7 +272,7 @@ fn render(kind: Kind, o: &mut Out) {
     }
     for c in table::all() {
         // SAFETY: `ftrace_lock` is held.
-        let s = *unsafe { c.get() };
+        let s = unsafe { c.read() };
         match kind {
             Kind::Enabled if !s.has(sf::ENABLED) => continue,
             Kind::Touched if !s.has(sf::TOUCHED) => continue,

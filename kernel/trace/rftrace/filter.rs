@@ -111,7 +111,7 @@ pub(crate) unsafe fn match_records_locked(
     let mut buf = [0u8; bindings::KSYM_NAME_LEN as usize];
     for c in table::all() {
         // SAFETY: `ftrace_lock` is held.
-        let s = *unsafe { c.get() };
+        let s = unsafe { c.read() };
         if s.has(sf::DISABLED) {
             continue;
         }
@@ -1166,7 +1166,7 @@ unsafe fn graph_token(h: *mut FtraceHash, tok: &[u8]) -> c_int {
     let mut buf = [0u8; bindings::KSYM_NAME_LEN as usize];
     for c in table::all() {
         // SAFETY: `ftrace_lock` is held.
-        let s = *unsafe { c.get() };
+        let s = unsafe { c.read() };
         if s.has(sf::DISABLED) {
             continue;
         }

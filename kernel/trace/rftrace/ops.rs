@@ -613,8 +613,8 @@ unsafe fn flush(b: &mut Batch) -> Result<(), c_int> {
     }
     for (cell, s) in b.cells[..n].iter().zip(b.next[..n].iter()) {
         if let Some(cell) = cell {
-            // SAFETY: `ftrace_lock` is held.
-            unsafe { *cell.get() = *s };
+            // SAFETY: `ftrace_lock` is held; `s` was planned for `cell`.
+            unsafe { cell.set(*s) };
         }
     }
     Ok(())
@@ -771,7 +771,7 @@ unsafe fn plan_site(
     b: &mut Batch,
 ) -> Result<(), c_int> {
     // SAFETY: `ftrace_lock` is held.
-    let site = unsafe { cell.get() };
+    let site = unsafe { cell.read() };
     if site.has(sf::DISABLED) {
         return Ok(());
     }
@@ -824,13 +824,14 @@ unsafe fn plan_site(
     };
     next.set_slot(slot);
     // SAFETY: `ftrace_lock` is held.
-    let Some(cur) = (unsafe { current_target(site, list_tramp, regs_tramp) }) else {
+    let Some(cur) = (unsafe { current_target(&site, list_tramp, regs_tramp) }) else {
         pr_err!("site {:#x}: lost track of its trampoline\n", ip);
         crate::report_bug(EINVAL, ip);
         return Err(EINVAL);
     };
     if cur == new {
-        *site = next;
+        // SAFETY: `ftrace_lock` is held; `next` is this site's.
+        unsafe { cell.set(next) };
         return Ok(());
     }
     let i = b.len;
@@ -1462,17 +1463,19 @@ pub(crate) unsafe fn add_sites(m: *mut bindings::module, ips: &[u64]) -> Result<
     for c in g.sites.iter() {
         // SAFETY: per the function's contract.
         let r = unsafe { rftrace_arch_init_site(c.ip(), 0) };
-        // SAFETY: the group is ours until published.
-        let s = unsafe { c.get() };
         if r > 0 {
             written += 1;
         }
-        if r < 0 {
-            s.flags |= sf::DISABLED;
-            crate::report_bug(r, s.ip);
+        let add = if r < 0 {
+            crate::report_bug(r, c.ip());
+            sf::DISABLED
         } else if !m.is_null() {
-            s.flags |= sf::DISABLED | sf::INIT;
-        }
+            sf::DISABLED | sf::INIT
+        } else {
+            0
+        };
+        // SAFETY: the group is ours until published.
+        unsafe { c.update(|s| s.flags |= add) };
     }
     let n = g.sites.len();
     // SAFETY: `ftrace_lock` is held.
@@ -1517,7 +1520,7 @@ pub(crate) fn free_range(m: *mut bindings::module, start: u64, end: u64) {
     };
     for (c, i) in new.sites.iter().zip((0..g.sites.len()).filter(stays)) {
         // SAFETY: `ftrace_lock` is held; `new` is unpublished.
-        unsafe { *c.get() = *g.sites[i].get() };
+        unsafe { c.set(g.sites[i].read()) };
     }
     // SAFETY: `ftrace_lock` is held; sleepable.
     unsafe { table::replace(g, Some(new)) };
@@ -1570,7 +1573,7 @@ pub unsafe extern "C" fn ftrace_module_enable(m: *mut bindings::module) {
         };
         for c in g.live() {
             // SAFETY: `ftrace_lock` is held.
-            unsafe { c.get() }.flags &= !sf::DISABLED;
+            unsafe { c.update(|s| s.flags &= !sf::DISABLED) };
         }
         // SAFETY: `ftrace_lock` is held; sleepable. Failures are reported.
         let _ = unsafe { update_sites() };

@@ -10,7 +10,7 @@
 use crate::logic::sites::{self, Site, SiteIp};
 use core::cell::UnsafeCell;
 use core::ptr;
-use core::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
+use core::sync::atomic::{AtomicPtr, AtomicU32, AtomicUsize, Ordering};
 use kernel::bindings;
 use kernel::prelude::*;
 
@@ -30,15 +30,69 @@ impl SiteIp for Cell {
 }
 
 impl Cell {
-    /// The record.
+    /// The record as it is now.
     ///
     /// # Safety
     ///
-    /// `ftrace_lock` is held for as long as the reference lives.
-    #[allow(clippy::mut_from_ref)]
-    pub(crate) unsafe fn get(&self) -> &mut Site {
-        // SAFETY: `ftrace_lock` serializes all access to the state.
-        unsafe { &mut *self.0.get() }
+    /// `ftrace_lock` is held, or the record's group is not published yet.
+    pub(crate) unsafe fn read(&self) -> Site {
+        let p = self.0.get();
+        // SAFETY: `ip` never changes after publication and `refs` is only
+        // written under `ftrace_lock`, which the caller holds; `flags` is
+        // read atomically, as lock-free readers read it (`is_gone`).
+        unsafe {
+            Site {
+                ip: (*p).ip,
+                refs: (*p).refs,
+                flags: Self::flags(p).load(Ordering::Relaxed),
+            }
+        }
+    }
+
+    /// Gives the record `next`'s state (count and flags). Its address is
+    /// not written: lock-free readers read it at any time (the store of
+    /// the whole record would race with them, even though it writes the
+    /// same address).
+    ///
+    /// # Safety
+    ///
+    /// `ftrace_lock` is held, or the record's group is not published yet;
+    /// `next` describes this record's site.
+    pub(crate) unsafe fn set(&self, next: Site) {
+        debug_assert_eq!(next.ip, self.ip());
+        let p = self.0.get();
+        // SAFETY: the writers of `refs` and `flags` are serialized by
+        // `ftrace_lock` (or the group is private); `flags` is stored
+        // atomically because `is_gone` reads it without the lock.
+        unsafe {
+            (*p).refs = next.refs;
+            Self::flags(p).store(next.flags, Ordering::Relaxed);
+        }
+    }
+
+    /// Changes the record's state with `f`.
+    ///
+    /// # Safety
+    ///
+    /// As for [`Cell::set`].
+    pub(crate) unsafe fn update(&self, f: impl FnOnce(&mut Site)) {
+        // SAFETY: per the function's contract.
+        let mut s = unsafe { self.read() };
+        f(&mut s);
+        // SAFETY: per the function's contract; `f` cannot change which
+        // record `s` is (checked in debug builds).
+        unsafe { self.set(s) };
+    }
+
+    /// The record's flags word, accessed atomically.
+    ///
+    /// # Safety
+    ///
+    /// `p` points at a live record.
+    unsafe fn flags<'a>(p: *mut Site) -> &'a AtomicU32 {
+        // SAFETY: `flags` is an aligned `u32` of a live record, and every
+        // access to it goes through this atomic view.
+        unsafe { AtomicU32::from_ptr(ptr::addr_of_mut!((*p).flags)) }
     }
 
     pub(crate) fn ip(&self) -> u64 {
@@ -47,11 +101,11 @@ impl Cell {
 
     /// Whether the record's text was freed ([`sites::flags::GONE`]).
     pub(crate) fn is_gone(&self) -> bool {
-        // SAFETY: an aligned word of a live record. It is written only
-        // under `ftrace_lock`, before the text it describes is freed; a
+        // SAFETY: a live record. Its flags are written only under
+        // `ftrace_lock`, GONE before the text it describes is freed; a
         // reader without the lock that sees the old value answers as it
         // would have a moment earlier, when the text still existed.
-        let f = unsafe { ptr::read_volatile(ptr::addr_of!((*self.0.get()).flags)) };
+        let f = unsafe { Self::flags(self.0.get()) }.load(Ordering::Relaxed);
         f & sites::flags::GONE != 0
     }
 }
@@ -124,10 +178,15 @@ impl Group {
         let mut n = 0;
         for c in &self.sites[r] {
             // SAFETY: `ftrace_lock` is held.
-            let s = unsafe { c.get() };
+            let s = unsafe { c.read() };
             if !s.has(sites::flags::GONE) {
-                s.refs = 0;
-                s.flags = sites::flags::GONE | sites::flags::DISABLED;
+                let gone = Site {
+                    ip: s.ip,
+                    refs: 0,
+                    flags: sites::flags::GONE | sites::flags::DISABLED,
+                };
+                // SAFETY: `ftrace_lock` is held.
+                unsafe { c.set(gone) };
                 n += 1;
             }
         }
