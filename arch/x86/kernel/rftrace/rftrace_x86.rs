@@ -142,7 +142,7 @@ fn read_site(ip: u64) -> Option<[u8; SITE_SIZE]> {
     (r == 0).then_some(b)
 }
 
-const PAGE_SIZE: usize = bindings::PAGE_SIZE as usize;
+const PAGE_SIZE: usize = bindings::PAGE_SIZE;
 
 /// The writes of one phase of a batch, gathered into runs of at most a
 /// page and written with one `text_poke()` each: the kernel's own way of
