@@ -891,15 +891,11 @@ unsafe fn take_stacks() {
         if n == 0 {
             return;
         }
-        // Who may still read a stack just taken: a CPU in the entry path
-        // of its task, with preemption off but perhaps where RCU does not
-        // watch (the rude grace period waits for every CPU to schedule),
-        // and the unwinder of another task, under RCU with preemption off.
+        // No CPU is in the entry path (the caller waited for that): who
+        // may still read a stack just taken is the unwinder of another
+        // task, under RCU with preemption off.
         // SAFETY: may sleep; `ftrace_lock` is a mutex.
-        unsafe {
-            bindings::synchronize_rcu_tasks_rude();
-            bindings::synchronize_rcu();
-        }
+        unsafe { bindings::synchronize_rcu() };
         for p in buf.iter().take(n) {
             // SAFETY: taken out of their tasks, no reader left.
             unsafe { bindings::kfree(p.cast()) };

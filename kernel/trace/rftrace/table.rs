@@ -90,8 +90,9 @@ impl Cell {
     ///
     /// `p` points at a live record.
     unsafe fn flags<'a>(p: *mut Site) -> &'a AtomicU32 {
-        // SAFETY: `flags` is an aligned `u32` of a live record, and every
-        // access to it goes through this atomic view.
+        // SAFETY: `flags` is an aligned `u32` of a live record; once its
+        // group is published every access to it goes through this atomic
+        // view.
         unsafe { AtomicU32::from_ptr(ptr::addr_of_mut!((*p).flags)) }
     }
 
@@ -181,9 +182,9 @@ impl Group {
             let s = unsafe { c.read() };
             if !s.has(sites::flags::GONE) {
                 let gone = Site {
-                    ip: s.ip,
                     refs: 0,
                     flags: sites::flags::GONE | sites::flags::DISABLED,
+                    ..s
                 };
                 // SAFETY: `ftrace_lock` is held.
                 unsafe { c.set(gone) };
