@@ -173,8 +173,9 @@ unsafe fn stack_of(t: Task) -> Option<(Stack, usize)> {
 /// has waited for the entries in flight, which run with preemption off).
 #[inline(always)]
 unsafe fn wants(g: *mut Gops, trace: &mut bindings::ftrace_graph_ent) -> bool {
-    // SAFETY: per the function's contract.
-    unsafe { matches!((*g).entryfunc, Some(f) if f(trace, g) != 0) }
+    // SAFETY: per the function's contract; the pid filter may change the
+    // callback meanwhile, hence the atomic view.
+    unsafe { matches!(crate::view::graph_entry(g), Some(f) if f(trace, g) != 0) }
 }
 
 // --- entry and return (hot path) ---------------------------------------
@@ -1193,7 +1194,7 @@ pub unsafe extern "C" fn fgraph_init_ops(dst: *mut Ops, src: *mut Ops) {
             "fgraph_regex_lock"
         );
         ops::list_init(ptr::addr_of_mut!((*dst).subop_list));
-        (*dst).flags |= bindings::FTRACE_OPS_FL_INITIALIZED as c_ulong;
+        crate::view::set(dst, bindings::FTRACE_OPS_FL_INITIALIZED as c_ulong);
         (*dst).private = (*src).private;
     }
 }
@@ -1209,19 +1210,21 @@ pub unsafe extern "C" fn fgraph_update_pid_func() {
     let m = GRAPH_OPS.get();
     // SAFETY: `ftrace_lock` is held; listed sub-ops are graph ops.
     unsafe {
-        if (*m).flags & bindings::FTRACE_OPS_FL_INITIALIZED as c_ulong == 0 {
+        if !crate::view::has(m, bindings::FTRACE_OPS_FL_INITIALIZED as c_ulong) {
             return;
         }
         for op in ops::subops(m) {
-            if (*op).flags & bindings::FTRACE_OPS_FL_PID as c_ulong == 0 {
+            if !crate::view::has(op, bindings::FTRACE_OPS_FL_PID as c_ulong) {
                 continue;
             }
             let g = gops_of(op);
-            (*g).entryfunc = if crate::pid::ftrace_pids_enabled(op) {
+            let f: bindings::trace_func_graph_ent_t = if crate::pid::ftrace_pids_enabled(op) {
                 Some(fgraph_pid_func)
             } else {
                 (*g).saved_func
             };
+            // Registered: the entry path reads it meanwhile.
+            crate::view::set_graph_entry(g, f);
         }
     }
 }

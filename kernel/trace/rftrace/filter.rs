@@ -152,7 +152,7 @@ pub(crate) unsafe fn match_records_locked(
 pub(crate) unsafe fn commit(ops: *mut Ops, notrace: bool, private: *const FtraceHash) -> c_int {
     // SAFETY: per the function's contract.
     unsafe {
-        let flags = (*ops).flags;
+        let flags = crate::view::flags(ops);
         if notrace && flags & ops::F_IPMODIFY != 0 {
             return EINVAL;
         }
@@ -306,7 +306,7 @@ unsafe fn remove_in_place(
     cnt: usize,
 ) -> Option<c_int> {
     // SAFETY: per the function's contract (a sub-ops stays one).
-    if unsafe { (*ops).flags } & ops::F_SUBOP != 0 {
+    if unsafe { crate::view::has(ops, ops::F_SUBOP) } {
         return None;
     }
     let mut at = [0u64; IN_PLACE_MAX];
@@ -334,7 +334,7 @@ unsafe fn remove_in_place(
     }
     // SAFETY: `ftrace_lock`, held, keeps the flags and the published
     // filter as they are.
-    let (flags, count) = unsafe { ((*ops).flags, hash::count(orig)) };
+    let (flags, count) = unsafe { (crate::view::flags(ops), hash::count(orig)) };
     if flags & ops::F_ENABLED != 0 && count == at.len() {
         // An enabled IPMODIFY ops may not trace every function (EINVAL,
         // as C answers, nothing changed).
@@ -506,7 +506,7 @@ pub unsafe extern "C" fn ftrace_set_global_notrace(buf: *mut c_uchar, len: c_int
 pub unsafe extern "C" fn ftrace_ops_set_global_filter(ops: *mut Ops) {
     // SAFETY: per the function's contract.
     unsafe {
-        if (*ops).flags & bindings::FTRACE_OPS_FL_INITIALIZED as c_ulong != 0 {
+        if crate::view::has(ops, bindings::FTRACE_OPS_FL_INITIALIZED as c_ulong) {
             return;
         }
         let _g = Guard::lock();
@@ -526,7 +526,7 @@ pub unsafe extern "C" fn ftrace_free_filter(ops: *mut Ops) {
     // SAFETY: per the function's contract.
     unsafe {
         ops::ops_init(ops);
-        if (*ops).flags & ops::F_ENABLED != 0 {
+        if crate::view::has(ops, ops::F_ENABLED) {
             pr_warn!("ftrace_free_filter() on a registered ops\n");
             return;
         }
@@ -1070,10 +1070,10 @@ pub unsafe extern "C" fn ftrace_destroy_filter_files(ops: *mut Ops) {
     // SAFETY: per the function's contract.
     unsafe {
         ops::ops_init(ops);
-        if (*ops).flags & ops::F_ENABLED != 0 {
+        if crate::view::has(ops, ops::F_ENABLED) {
             let _ = ops::shutdown(ops);
         }
-        (*ops).flags |= bindings::FTRACE_OPS_FL_DELETED as c_ulong;
+        crate::view::set(ops, bindings::FTRACE_OPS_FL_DELETED as c_ulong);
         hash::free_rcu(ops::set_hash(ops, false, ptr::null_mut()));
         hash::free_rcu(ops::set_hash(ops, true, ptr::null_mut()));
     }

@@ -17,6 +17,7 @@ use crate::logic::recursion;
 use crate::logic::sites::{flags as sf, Site};
 use crate::table::{self, Cell, Group};
 use crate::task::guarded as recursion_guarded;
+use crate::view;
 use crate::{
     addr, assert_held, dead, enabled, err, ftrace_list_end, ftrace_ops_list, Guard, Locked,
 };
@@ -131,7 +132,7 @@ pub(crate) unsafe fn list_entries<T>(
 pub(crate) unsafe fn ops_init(ops: *mut Ops) {
     // SAFETY: per the function's contract.
     unsafe {
-        if (*ops).flags & F_INITIALIZED != 0 {
+        if view::has(ops, F_INITIALIZED) {
             return;
         }
         crate::mutex_init!(
@@ -140,7 +141,7 @@ pub(crate) unsafe fn ops_init(ops: *mut Ops) {
         );
         list_init(ptr::addr_of_mut!((*ops).subop_list));
         (*ops).func_hash = ptr::addr_of_mut!((*ops).local_hash);
-        (*ops).flags |= F_INITIALIZED;
+        view::set(ops, F_INITIALIZED);
     }
 }
 
@@ -271,17 +272,18 @@ pub unsafe extern "C" fn arch_ftrace_ops_list_func(
             && unsafe { (*fregs.cast::<bindings::pt_regs>()).__bindgen_anon_1.csx } != 0;
         for op in list() {
             // SAFETY: listed ops are valid while preemption is off.
-            let o = unsafe { &*op };
-            if o.flags & F_STUB != 0 || (o.flags & F_SAVE_REGS != 0 && !has_regs) {
+            let flags = unsafe { view::flags(op) };
+            if flags & F_STUB != 0 || (flags & F_SAVE_REGS != 0 && !has_regs) {
                 continue;
             }
             // SAFETY: `rcu_is_watching()` is notrace and callable anywhere.
-            if o.flags & F_RCU != 0 && !unsafe { rcu_is_watching() } {
+            if flags & F_RCU != 0 && !unsafe { rcu_is_watching() } {
                 continue;
             }
             // SAFETY: sets are freed only after a grace period.
             if unsafe { ops_wants(op, ip as u64) } {
-                if let Some(f) = o.func {
+                // SAFETY: listed, as above.
+                if let Some(f) = unsafe { view::func(op) } {
                     // SAFETY: the ops' callback, called as the ABI says.
                     unsafe { f(ip, parent_ip, op, fregs) };
                 }
@@ -306,11 +308,11 @@ unsafe extern "C" fn ftrace_ops_assist_func(
     // The recursion guard, inlined (the list bits, as C); preemption off
     // while held.
     recursion_guarded(crate::task::current(), recursion::LIST_START, || {
-        // SAFETY: the trampoline passes its own, live, ops.
-        let o = unsafe { &*op };
-        // SAFETY: notrace, callable anywhere.
-        if o.flags & F_RCU == 0 || unsafe { rcu_is_watching() } {
-            if let Some(f) = o.func {
+        // SAFETY: the trampoline passes its own, live, ops; notrace,
+        // callable anywhere.
+        if unsafe { !view::has(op, F_RCU) || rcu_is_watching() } {
+            // SAFETY: as above.
+            if let Some(f) = unsafe { view::func(op) } {
                 // SAFETY: the ops' callback, called as the ABI says.
                 unsafe { f(ip, parent_ip, op, fregs) };
             }
@@ -326,13 +328,13 @@ crate::nokprobe::nokprobe!(ftrace_ops_assist_func);
 /// `ops` is valid.
 #[no_mangle]
 pub unsafe extern "C" fn ftrace_ops_get_func(ops: *mut Ops) -> bindings::ftrace_func_t {
-    // SAFETY: per the function's contract.
-    let o = unsafe { &*ops };
     // RECURSION asks the core for recursion protection.
-    if o.flags & (F_RECURSION | F_RCU) != 0 {
+    // SAFETY: per the function's contract.
+    if unsafe { view::has(ops, F_RECURSION | F_RCU) } {
         Some(ftrace_ops_assist_func)
     } else {
-        o.func
+        // SAFETY: as above.
+        unsafe { view::func(ops) }
     }
 }
 
@@ -345,7 +347,7 @@ pub unsafe extern "C" fn ftrace_ops_get_func(ops: *mut Ops) -> bindings::ftrace_
 pub unsafe extern "C" fn ftrace_ops_test(ops: *mut Ops, ip: c_ulong, regs: *mut c_void) -> c_int {
     // SAFETY: per the function's contract.
     unsafe {
-        if regs.is_null() && (*ops).flags & F_SAVE_REGS != 0 {
+        if regs.is_null() && view::has(ops, F_SAVE_REGS) {
             return 0;
         }
         c_int::from(ops_wants(ops, ip as u64))
@@ -360,10 +362,8 @@ pub(crate) fn trampoline_ops(a: u64) -> *mut Ops {
         .find(|&op| {
             // SAFETY: listed ops are valid while preemption is off (see
             // `list`), which the caller keeps.
-            let o = unsafe { &*op };
-            o.trampoline != 0
-                && a >= o.trampoline as u64
-                && a < (o.trampoline + o.trampoline_size) as u64
+            let (at, size) = unsafe { view::trampoline(op) };
+            at != 0 && a >= at && a < at + size
         })
         .unwrap_or(ptr::null_mut())
 }
@@ -374,8 +374,8 @@ pub(crate) fn nth_trampoline(n: usize) -> Option<(u64, u64)> {
     list()
         .filter_map(|op| {
             // SAFETY: as in `trampoline_ops`.
-            let o = unsafe { &*op };
-            (o.trampoline != 0).then_some((o.trampoline as u64, o.trampoline_size as u64))
+            let (at, size) = unsafe { view::trampoline(op) };
+            (at != 0).then_some((at, size))
         })
         .nth(n)
 }
@@ -719,8 +719,8 @@ unsafe fn fill_plan() -> Result<&'static [Planned], c_int> {
     unsafe { planned.set_len(0) };
     for op in list() {
         // SAFETY: listed ops are valid under `ftrace_lock`.
-        let o = unsafe { &*op };
-        if o.flags & F_STUB != 0 {
+        let flags = unsafe { view::flags(op) };
+        if flags & F_STUB != 0 {
             continue;
         }
         // SAFETY: as above.
@@ -733,9 +733,9 @@ unsafe fn fill_plan() -> Result<&'static [Planned], c_int> {
                 Planned {
                     filter,
                     notrace,
-                    regs: o.flags & F_SAVE_REGS != 0,
-                    ipmodify: o.flags & F_IPMODIFY != 0,
-                    direct: o.flags & F_DIRECT != 0,
+                    regs: flags & F_SAVE_REGS != 0,
+                    ipmodify: flags & F_IPMODIFY != 0,
+                    direct: flags & F_DIRECT != 0,
                     slot,
                     // SAFETY: `ftrace_lock` is held.
                     tramp: unsafe { slot_target(slot) },
@@ -866,7 +866,7 @@ pub(crate) unsafe fn ipmodify_conflict(ops: *mut Ops, filter: *const FtraceHash)
             conflict |= list().any(|o| {
                 let (f, n) = sets(o);
                 o != ops
-                    && (*o).flags & F_IPMODIFY != 0
+                    && view::has(o, F_IPMODIFY)
                     && !hash::is_empty(f)
                     && hash::contains(f, ip)
                     && !hash::contains(n, ip)
@@ -910,29 +910,25 @@ pub(crate) unsafe fn startup(ops: *mut Ops) -> c_int {
     if dead() {
         return ENODEV;
     }
+    // The ops is read through `view` only: while it is unpublished its
+    // owner may still read it, and once on the list every CPU may.
     // SAFETY: per the function's contract.
-    let o = unsafe { &mut *ops };
-    // SAFETY: as above.
     unsafe { ops_init(ops) };
-    if o.flags & F_DELETED != 0 {
+    // SAFETY: as above, for every `view` call below.
+    let flags = unsafe { view::flags(ops) };
+    if flags & F_DELETED != 0 {
         return EINVAL;
     }
-    if o.flags & F_ENABLED != 0 {
+    if flags & F_ENABLED != 0 {
         pr_warn!("ops {:p} registered twice\n", ops);
         return EBUSY;
     }
-    if o.flags & F_SAVE_REGS_IF != 0 {
-        o.flags |= F_SAVE_REGS;
-    }
     // An ops that must not be stopped (livepatch) cannot come while the
     // sysctl keeps the tracer off: it would not run, as in C.
-    if o.flags & F_PERMANENT != 0 && !enabled() {
+    if flags & F_PERMANENT != 0 && !enabled() {
         return EBUSY;
     }
-    if !is_core_data(ops as u64) {
-        o.flags |= F_DYNAMIC;
-    }
-    if o.flags & F_IPMODIFY != 0 {
+    if flags & F_IPMODIFY != 0 {
         // SAFETY: `ftrace_lock` is held.
         let (f, _) = unsafe { sets(ops) };
         // Changing the ip of every function is refused, as in C.
@@ -951,46 +947,65 @@ pub(crate) unsafe fn startup(ops: *mut Ops) -> c_int {
     if let Err(e) = unsafe { reserve_plan(1) } {
         return e;
     }
-    o.saved_func = o.func;
-    // SAFETY: `ops` is valid.
-    if unsafe { crate::pid::ftrace_pids_enabled(ops) } {
-        o.func = Some(crate::pid::ftrace_pid_func);
+    // Everything the dispatchers read is set before the ops is published.
+    let mut add = F_ENABLED | F_ADDING;
+    if flags & F_SAVE_REGS_IF != 0 {
+        add |= F_SAVE_REGS;
     }
-    o.next = ftrace_ops_list.load(Ordering::Acquire);
+    if !is_core_data(ops as u64) {
+        add |= F_DYNAMIC;
+    }
+    // SAFETY: the ops is valid; it is not on the list, so no dispatcher
+    // reads `saved_func`, `next` or `func` of it yet.
+    unsafe {
+        view::set(ops, add);
+        let own = view::func(ops);
+        (*ops).saved_func = own;
+        if crate::pid::ftrace_pids_enabled(ops) {
+            view::set_func(ops, Some(crate::pid::ftrace_pid_func));
+        }
+        (*ops).next = ftrace_ops_list.load(Ordering::Acquire);
+    }
     ftrace_ops_list.store(ops, Ordering::Release);
-    o.flags |= F_ENABLED | F_ADDING;
-    let before_tramp = o.trampoline;
-    if o.flags & F_DIRECT != 0 {
+    // SAFETY: the ops is valid.
+    let before_tramp = unsafe { view::trampoline(ops).0 };
+    if flags & F_DIRECT != 0 {
         // Alone on a site, a direct ops' site calls its direct trampoline.
-        // SAFETY: `ftrace_lock` is held.
-        unsafe { slot_alloc(ops, o.direct_call as u64) };
+        // SAFETY: `ftrace_lock` is held; `direct_call` changes only under
+        // it.
+        unsafe { slot_alloc(ops, (*ops).direct_call as u64) };
     } else {
         // SAFETY: a registered ops; the arch layer creates or updates its
         // trampoline (calling `ftrace_ops_get_func()`).
         unsafe { bindings::arch_ftrace_update_trampoline(ops) };
-        if o.trampoline != before_tramp {
-            perf_trampoline(o, false);
+        // SAFETY: the ops is valid.
+        let tramp = unsafe { view::trampoline(ops).0 };
+        if tramp != before_tramp {
+            perf_trampoline(ops, false);
         }
-        if o.trampoline != 0 {
+        if tramp != 0 {
             // SAFETY: `ftrace_lock` is held.
-            unsafe { slot_alloc(ops, o.trampoline as u64) };
+            unsafe { slot_alloc(ops, tramp) };
         }
     }
     // SAFETY: `ftrace_lock` is held, sleepable.
     let r = unsafe { update_scope(&own_sites(ops)) };
-    o.flags &= !F_ADDING;
+    // SAFETY: the ops is valid.
+    unsafe { view::clear(ops, F_ADDING) };
     if let Err(e) = r {
         // SAFETY: as above.
-        unsafe { remove(ops) };
-        o.flags &= !F_ENABLED;
-        o.func = o.saved_func;
-        // SAFETY: as above.
-        unsafe { slot_free(ops) };
+        unsafe {
+            remove(ops);
+            view::clear(ops, F_ENABLED);
+            view::set_func(ops, (*ops).saved_func);
+            slot_free(ops);
+        }
         // The update failed before writing a site (or tracing is dead):
         // no site calls the trampoline made above. A dynamic ops' goes
         // now, as in C; its owner may free the ops on this error.
-        if o.flags & F_DYNAMIC != 0 && o.trampoline != before_tramp {
-            perf_trampoline(o, true);
+        // SAFETY: the ops is valid.
+        if add & F_DYNAMIC != 0 && unsafe { view::trampoline(ops).0 } != before_tramp {
+            perf_trampoline(ops, true);
             // SAFETY: no site calls it, no CPU runs it.
             unsafe { bindings::arch_ftrace_trampoline_free(ops) };
         }
@@ -1032,9 +1047,10 @@ pub(crate) unsafe fn shutdown(ops: *mut Ops) -> c_int {
     if dead() {
         return ENODEV;
     }
-    // SAFETY: per the function's contract.
-    let o = unsafe { &mut *ops };
-    if o.flags & F_ENABLED == 0 {
+    // The ops is read and changed through `view` only: dispatchers on other
+    // CPUs may read it until the waits below.
+    // SAFETY: per the function's contract, for every `view` call below.
+    if !unsafe { view::has(ops, F_ENABLED) } {
         pr_warn!("ops {:p} unregistered but not registered\n", ops);
         return EBUSY;
     }
@@ -1042,8 +1058,11 @@ pub(crate) unsafe fn shutdown(ops: *mut Ops) -> c_int {
     if !unsafe { remove(ops) } {
         return err(bindings::ENOENT);
     }
-    o.flags |= F_REMOVING;
-    o.flags &= !F_ENABLED;
+    // SAFETY: as above.
+    unsafe {
+        view::set(ops, F_REMOVING);
+        view::clear(ops, F_ENABLED);
+    }
     // SAFETY: `ftrace_lock` is held, sleepable.
     if let Err(e) = unsafe { update_scope(&own_sites(ops)) } {
         // A site did not hold what its record said: tracing is dead now
@@ -1056,13 +1075,17 @@ pub(crate) unsafe fn shutdown(ops: *mut Ops) -> c_int {
         );
         return e;
     }
-    // SAFETY: no site calls its trampoline now.
-    unsafe { slot_free(ops) };
-    o.flags &= !F_REMOVING;
-    if o.saved_func.is_some() {
-        o.func = o.saved_func;
+    // SAFETY: no site calls its trampoline now; `saved_func` is written
+    // under `ftrace_lock` only.
+    unsafe {
+        slot_free(ops);
+        view::clear(ops, F_REMOVING);
+        if (*ops).saved_func.is_some() {
+            view::set_func(ops, (*ops).saved_func);
+        }
     }
-    if o.flags & F_DYNAMIC != 0 {
+    // SAFETY: as above.
+    if unsafe { view::has(ops, F_DYNAMIC) } {
         // SAFETY: sleepable. The first waits out every CPU that may be in
         // the callback with preemption off or RCU not watching; the second
         // every task preempted on the trampoline.
@@ -1070,7 +1093,7 @@ pub(crate) unsafe fn shutdown(ops: *mut Ops) -> c_int {
             bindings::synchronize_rcu_tasks_rude();
             bindings::synchronize_rcu_tasks();
         }
-        perf_trampoline(o, true);
+        perf_trampoline(ops, true);
         // SAFETY: no task runs the trampoline any more (waited above).
         unsafe { bindings::arch_ftrace_trampoline_free(ops) };
     }
@@ -1082,12 +1105,15 @@ pub(crate) unsafe fn shutdown(ops: *mut Ops) -> c_int {
 /// out-of-line code, listed in kallsyms by then) and a TEXT_POKE record of
 /// its whole body, so that a decoder of an instruction trace knows the
 /// bytes; when it goes, the KSYMBOL unregister record, before it is freed.
+///
+/// `ops` is valid (`ftrace_lock` is held).
 #[cfg(CONFIG_PERF_EVENTS)]
-fn perf_trampoline(o: &Ops, gone: bool) {
-    if o.trampoline == 0 || o.flags & F_ALLOC_TRAMP == 0 {
+fn perf_trampoline(ops: *mut Ops, gone: bool) {
+    // SAFETY: per the function's contract.
+    let ((at, len), mine) = unsafe { (view::trampoline(ops), view::has(ops, F_ALLOC_TRAMP)) };
+    if at == 0 || !mine {
         return;
     }
-    let (at, len) = (o.trampoline, o.trampoline_size);
     let Ok(len32) = u32::try_from(len) else {
         return;
     };
@@ -1097,20 +1123,20 @@ fn perf_trampoline(o: &Ops, gone: bool) {
     unsafe {
         bindings::perf_event_ksymbol(
             bindings::perf_record_ksymbol_type_PERF_RECORD_KSYMBOL_TYPE_OOL as u16,
-            at as u64,
+            at,
             len32,
             gone,
             crate::TRAMPOLINE_SYM.as_char_ptr(),
         );
         if !gone {
             let body = at as *const c_void;
-            bindings::perf_event_text_poke(body, ptr::null(), 0, body, len);
+            bindings::perf_event_text_poke(body, ptr::null(), 0, body, len as usize);
         }
     }
 }
 
 #[cfg(not(CONFIG_PERF_EVENTS))]
-fn perf_trampoline(_o: &Ops, _gone: bool) {}
+fn perf_trampoline(_ops: *mut Ops, _gone: bool) {}
 
 /// Registers an ops with the core.
 ///
@@ -1191,7 +1217,7 @@ enum Share {
 unsafe fn share_with_direct(ops: *mut Ops, what: Share) -> c_int {
     assert_held(DIRECT_LOCK.get());
     // SAFETY: per the function's contract.
-    if unsafe { (*ops).flags } & F_IPMODIFY == 0 {
+    if unsafe { !view::has(ops, F_IPMODIFY) } {
         return 0;
     }
     let cmd = match what {
@@ -1212,7 +1238,7 @@ unsafe fn share_with_direct(ops: *mut Ops, what: Share) -> c_int {
             let peer = {
                 let _g = Guard::lock();
                 // SAFETY: listed ops are valid under `ftrace_lock`.
-                list().find(|&x| (*x).flags & F_DIRECT != 0 && ops_wants(x, ip))
+                list().find(|&x| view::has(x, F_DIRECT) && ops_wants(x, ip))
             };
             // A direct ops found stays registered: the direct lock keeps
             // the direct API out until this returns.
@@ -1363,7 +1389,7 @@ pub unsafe extern "C" fn ftrace_startup_subops(
     unsafe {
         ops_init(ops);
         ops_init(sub);
-        if (*sub).flags & F_ENABLED != 0 {
+        if view::has(sub, F_ENABLED) {
             return EBUSY;
         }
         list_add(
@@ -1372,7 +1398,7 @@ pub unsafe extern "C" fn ftrace_startup_subops(
         );
         let mut r = rebuild_manager(ops);
         if r == 0 {
-            r = if (*ops).flags & F_ENABLED == 0 {
+            r = if !view::has(ops, F_ENABLED) {
                 startup(ops)
             } else {
                 update_sites().err().unwrap_or(0)
@@ -1384,7 +1410,7 @@ pub unsafe extern "C" fn ftrace_startup_subops(
             let _ = rebuild_manager(ops);
             return r;
         }
-        (*sub).flags |= F_ENABLED | F_SUBOP;
+        view::set(sub, F_ENABLED | F_SUBOP);
         (*sub).managed = ops;
     }
     0
@@ -1407,7 +1433,7 @@ pub unsafe extern "C" fn ftrace_shutdown_subops(
     }
     // SAFETY: per the function's contract.
     unsafe {
-        if (*sub).flags & F_ENABLED == 0 {
+        if !view::has(sub, F_ENABLED) {
             return EINVAL;
         }
         list_del(ptr::addr_of_mut!((*sub).list));
@@ -1428,7 +1454,7 @@ pub unsafe extern "C" fn ftrace_shutdown_subops(
                 let _ = update_sites();
             }
         }
-        (*sub).flags &= !(F_ENABLED | F_SUBOP);
+        view::clear(sub, F_ENABLED | F_SUBOP);
         (*sub).managed = ptr::null_mut();
     }
     0
@@ -1608,10 +1634,8 @@ pub(crate) fn describe_tramp(o: &mut crate::files::Out, ip: u64) {
     // Under `ftrace_lock` (the caller renders with it held).
     for op in list() {
         // SAFETY: listed ops are valid under `ftrace_lock`.
-        let (tramp, func, wants) = unsafe {
-            let x = &*op;
-            (x.trampoline as u64, x.func, ops_wants(op, ip))
-        };
+        let (tramp, func, wants) =
+            unsafe { (view::trampoline(op).0, view::func(op), ops_wants(op, ip)) };
         if tramp == 0 || !wants {
             continue;
         }
@@ -1670,8 +1694,7 @@ pub unsafe extern "C" fn register_ftrace_direct(ops: *mut Ops, target: c_ulong) 
     // SAFETY: per the function's contract; `ftrace_lock` held.
     unsafe {
         ops_init(ops);
-        let o = &mut *ops;
-        if o.flags & F_ENABLED != 0 || target == 0 {
+        if view::has(ops, F_ENABLED) || target == 0 {
             return EINVAL;
         }
         let (f, _) = sets(ops);
@@ -1685,8 +1708,8 @@ pub unsafe extern "C" fn register_ftrace_direct(ops: *mut Ops, target: c_ulong) 
         hash::for_each(f, |e| {
             let ip = (*e).ip as u64;
             for x in list().filter(|&x| x != ops && ops_wants(x, ip)) {
-                busy |= (*x).flags & F_DIRECT != 0;
-                shared |= (*x).flags & F_IPMODIFY != 0;
+                busy |= view::has(x, F_DIRECT);
+                shared |= view::has(x, F_IPMODIFY);
             }
         });
         if busy {
@@ -1698,7 +1721,7 @@ pub unsafe extern "C" fn register_ftrace_direct(ops: *mut Ops, target: c_ulong) 
         // function and registers again), else refused, as in C. One call
         // does for all such functions: the answer is about the ops.
         if shared {
-            let Some(ask) = o.ops_func else {
+            let Some(ask) = (*ops).ops_func else {
                 return EBUSY;
             };
             let r = ask(
@@ -1709,15 +1732,16 @@ pub unsafe extern "C" fn register_ftrace_direct(ops: *mut Ops, target: c_ulong) 
                 return r;
             }
         }
-        o.func = Some(call_direct_funcs);
-        o.trampoline = addr(bindings::ftrace_regs_caller) as c_ulong;
-        o.direct_call = target;
-        o.flags |= F_DIRECT | F_SAVE_REGS;
+        // Not registered yet (checked above): no dispatcher reads it.
+        view::set_func(ops, Some(call_direct_funcs));
+        view::set_trampoline(ops, addr(bindings::ftrace_regs_caller), 0);
+        (*ops).direct_call = target;
+        view::set(ops, F_DIRECT | F_SAVE_REGS);
         let r = startup(ops);
         if r != 0 {
-            o.flags &= !F_DIRECT;
-            o.direct_call = 0;
-            o.trampoline = 0;
+            view::clear(ops, F_DIRECT);
+            (*ops).direct_call = 0;
+            view::set_trampoline(ops, 0, 0);
         }
         r
     }
@@ -1739,13 +1763,13 @@ pub unsafe extern "C" fn unregister_ftrace_direct(
         let _g = Guard::lock();
         // SAFETY: per the function's contract; `ftrace_lock` held.
         unsafe {
-            if (*ops).flags & F_ENABLED == 0 || (*ops).flags & F_DIRECT == 0 {
+            if !view::has(ops, F_ENABLED) || !view::has(ops, F_DIRECT) {
                 return EINVAL;
             }
             let r = shutdown(ops);
-            (*ops).flags &= !F_DIRECT;
+            view::clear(ops, F_DIRECT);
             (*ops).direct_call = 0;
-            (*ops).trampoline = 0;
+            view::set_trampoline(ops, 0, 0);
             r
         }
     };
@@ -1773,7 +1797,7 @@ unsafe fn modify_direct(ops: *mut Ops, target: c_ulong) -> c_int {
     // every registered ops, this one included. Its fields are read and
     // written through the pointer.
     // SAFETY: per the function's contract.
-    let (flags, old) = unsafe { ((*ops).flags, (*ops).direct_call) };
+    let (flags, old) = unsafe { (view::flags(ops), (*ops).direct_call) };
     if flags & F_ENABLED == 0 || flags & F_DIRECT == 0 || target == 0 {
         return EINVAL;
     }
@@ -1862,7 +1886,7 @@ unsafe extern "C" fn enabled_sysctl(
         return r;
     }
     // SAFETY: listed ops are valid under `ftrace_lock`.
-    if !enabled() && list().any(|o| unsafe { (*o).flags } & F_PERMANENT != 0) {
+    if !enabled() && list().any(|o| unsafe { view::has(o, F_PERMANENT) }) {
         // SAFETY: `ftrace_lock` serializes writers.
         unsafe { ptr::write_volatile(crate::ftrace_enabled.get(), 1) };
         return EBUSY;

@@ -85,7 +85,7 @@ fn lists(tr: *mut c_void) -> (*mut c_void, *mut c_void) {
 #[no_mangle]
 pub unsafe extern "C" fn ftrace_pids_enabled(ops: *mut Ops) -> bool {
     // SAFETY: per the function's contract.
-    let (flags, tr) = unsafe { ((*ops).flags, (*ops).private) };
+    let (flags, tr) = unsafe { (crate::view::flags(ops), (*ops).private) };
     if flags & bindings::FTRACE_OPS_FL_PID as c_ulong == 0 || tr.is_null() {
         return false;
     }
@@ -155,15 +155,17 @@ pub(crate) unsafe fn update_pid_funcs() {
     for op in ops::list() {
         // SAFETY: listed ops are valid under `ftrace_lock`.
         unsafe {
-            if (*op).flags & bindings::FTRACE_OPS_FL_PID as c_ulong == 0 {
+            if !crate::view::has(op, bindings::FTRACE_OPS_FL_PID as c_ulong) {
                 continue;
             }
-            (*op).func = if ftrace_pids_enabled(op) {
+            let f: bindings::ftrace_func_t = if ftrace_pids_enabled(op) {
                 Some(ftrace_pid_func)
             } else {
                 (*op).saved_func
             };
-            if (*op).flags & bindings::FTRACE_OPS_FL_DIRECT as c_ulong == 0 {
+            // Listed: the dispatchers read it meanwhile.
+            crate::view::set_func(op, f);
+            if !crate::view::has(op, bindings::FTRACE_OPS_FL_DIRECT as c_ulong) {
                 bindings::arch_ftrace_update_trampoline(op);
             }
         }

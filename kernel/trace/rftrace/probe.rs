@@ -640,7 +640,7 @@ unsafe fn add_functions(p: *mut Probe, glob: &[u8], data: *mut c_void) -> c_int 
         }
         if err == 0 {
             err = commit(op, false, h);
-            if err == 0 && (*op).flags & ops::F_ENABLED == 0 {
+            if err == 0 && !crate::view::has(op, ops::F_ENABLED) {
                 err = ops::startup(op);
             }
         }
@@ -742,7 +742,7 @@ unsafe fn remove_functions(p: *mut Probe, glob: &[u8]) -> c_int {
             return EINVAL;
         }
         let now_empty = hash::count(h) == 0;
-        let mut r = if now_empty && (*op).flags & ops::F_ENABLED != 0 {
+        let mut r = if now_empty && crate::view::has(op, ops::F_ENABLED) {
             ops::shutdown(op)
         } else {
             0

@@ -59,6 +59,8 @@ mod layout;
 mod lookup;
 mod nokprobe;
 mod ops;
+mod opsview;
+use opsview as view;
 /// The x86_64 per-CPU reads the hot path inlines (`current`, preempt count).
 #[path = "../../../arch/x86/kernel/rftrace/percpu.rs"]
 mod percpu;
@@ -319,7 +321,7 @@ pub extern "C" fn ftrace_init() {
         #[cfg(CONFIG_FUNCTION_GRAPH_TRACER)]
         fgraph::init_locks();
         ops::ops_init(global_ops.get());
-        (*global_ops.get()).flags |= bindings::FTRACE_OPS_FL_PID as c_ulong;
+        crate::view::set(global_ops.get(), bindings::FTRACE_OPS_FL_PID as c_ulong);
     }
     // SAFETY: the linker delimits `__mcount_loc` with these symbols; it is
     // init data, ours to sort until init memory is freed.
@@ -437,7 +439,7 @@ pub unsafe extern "C" fn ftrace_init_array_ops(tr: *mut c_void, func: bindings::
         if ops.is_null() {
             return;
         }
-        (*ops).func = func;
+        crate::view::set_func(ops, func);
         (*ops).private = tr;
     }
 }
@@ -453,7 +455,8 @@ pub unsafe extern "C" fn ftrace_reset_array_ops(tr: *mut c_void) {
     unsafe {
         let ops = rftrace_tr_ops(tr);
         if !ops.is_null() {
-            (*ops).func = Some(bindings::ftrace_stub);
+            // Just unregistered: a dispatcher may still read it.
+            crate::view::set_func(ops, Some(bindings::ftrace_stub));
         }
     }
 }

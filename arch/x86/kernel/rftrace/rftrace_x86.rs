@@ -27,6 +27,9 @@ use kernel::prelude::*;
 mod insn;
 #[path = "../../../../kernel/trace/rftrace/nokprobe.rs"]
 mod nokprobe;
+#[allow(dead_code)]
+#[path = "../../../../kernel/trace/rftrace/opsview.rs"]
+mod view;
 
 use insn::{Decoded, INT3, NOP5, SITE_SIZE};
 
@@ -83,6 +86,8 @@ static ACTIVE: AtomicPtr<Active> = AtomicPtr::new(ptr::null_mut());
 /// x86_64 entry code leaves for emulating a call.
 #[no_mangle]
 #[link_section = ".noinstr.text"]
+// noinstr code: no sanitizer call in it (see the Makefile).
+#[cfg_attr(rftrace_noinstr_sanitize, sanitize(address = "off"))]
 pub unsafe extern "C" fn rftrace_int3_handler(regs: *mut bindings::pt_regs) -> c_int {
     // SAFETY: the caller passes a valid trap frame.
     let regs = unsafe { &mut *regs };
@@ -776,8 +781,12 @@ const JNZ8: u8 = 0x75;
 const NOP2: [u8; 2] = [0x66, 0x90];
 const RET_INT3: [u8; 2] = [0xc3, 0xcc];
 
-fn ops_flag(ops: &bindings::ftrace_ops, flag: u32) -> bool {
-    ops.flags & flag as c_ulong != 0
+/// # Safety
+///
+/// `ops` is a live ops.
+unsafe fn ops_flag(ops: *mut bindings::ftrace_ops, flag: u32) -> bool {
+    // SAFETY: per the function's contract.
+    unsafe { view::has(ops, flag as c_ulong) }
 }
 
 /// Room for the return of a per-ops trampoline: a `jmp` to the return
@@ -853,8 +862,9 @@ fn trampoline_size(t: &Template) -> usize {
 /// # Safety
 ///
 /// `ops` is a registered ops, under `ftrace_lock`.
-unsafe fn create_trampoline(ops: &mut bindings::ftrace_ops) -> u64 {
-    let t = template(ops_flag(ops, bindings::FTRACE_OPS_FL_SAVE_REGS));
+unsafe fn create_trampoline(ops: *mut bindings::ftrace_ops) -> u64 {
+    // SAFETY: per the function's contract.
+    let t = template(unsafe { ops_flag(ops, bindings::FTRACE_OPS_FL_SAVE_REGS) });
     let size = trampoline_size(&t);
     // SAFETY: plain allocation of executable memory.
     let mem = unsafe { bindings::execmem_alloc(bindings::execmem_type_EXECMEM_FTRACE, size) };
@@ -888,14 +898,15 @@ unsafe fn create_trampoline(ops: &mut bindings::ftrace_ops) -> u64 {
     }
     // SAFETY: `ops` is live.
     let func = unsafe { bindings::ftrace_ops_get_func(ops) }.map_or(0, |f| f as *const () as u64);
-    let ops_addr = ptr::from_mut(ops) as u64;
+    let ops_addr = ops as u64;
     if !copied || func == 0 || build_trampoline(buf, at, &t, ops_addr, func).is_none() {
         pr_err!("cannot build a trampoline for ops {:#x}\n", ops_addr);
         // SAFETY: allocated above and not published.
         unsafe { bindings::execmem_free(mem) };
         return 0;
     }
-    ops.flags |= bindings::FTRACE_OPS_FL_ALLOC_TRAMP as c_ulong;
+    // SAFETY: `ops` is live; other CPUs may read its flags.
+    unsafe { view::set(ops, bindings::FTRACE_OPS_FL_ALLOC_TRAMP as c_ulong) };
     let pages = size.div_ceil(bindings::PAGE_SIZE) as c_int;
     // SAFETY: the trampoline is complete; make it read-only and executable.
     unsafe { bindings::set_memory_rox(at as c_ulong, pages) };
@@ -911,24 +922,29 @@ unsafe fn create_trampoline(ops: &mut bindings::ftrace_ops) -> u64 {
 /// `ops` is a valid ops, under `ftrace_lock`.
 #[no_mangle]
 pub unsafe extern "C" fn arch_ftrace_update_trampoline(ops: *mut bindings::ftrace_ops) {
-    // SAFETY: per the function's contract.
-    let ops = unsafe { &mut *ops };
-    if ops.trampoline == 0 {
+    // The ops is registered: other CPUs read its flags and trampoline
+    // meanwhile, so every access goes through `view`.
+    // SAFETY: per the function's contract, for every `view` and
+    // `ops_flag` call below.
+    let (tramp, _) = unsafe { view::trampoline(ops) };
+    // SAFETY: as above.
+    let regs = unsafe { ops_flag(ops, bindings::FTRACE_OPS_FL_SAVE_REGS) };
+    let t = template(regs);
+    if tramp == 0 {
         // SAFETY: as above.
         let at = unsafe { create_trampoline(ops) };
         if at != 0 {
-            ops.trampoline = at as c_ulong;
-            ops.trampoline_size =
-                trampoline_size(&template(ops_flag(ops, bindings::FTRACE_OPS_FL_SAVE_REGS))) as _;
+            // SAFETY: as above.
+            unsafe { view::set_trampoline(ops, at, trampoline_size(&t) as u64) };
         }
         return;
     }
     // A trampoline the ops' owner made is not ours to change.
-    if !ops_flag(ops, bindings::FTRACE_OPS_FL_ALLOC_TRAMP) {
+    // SAFETY: as above.
+    if !unsafe { ops_flag(ops, bindings::FTRACE_OPS_FL_ALLOC_TRAMP) } {
         return;
     }
-    let t = template(ops_flag(ops, bindings::FTRACE_OPS_FL_SAVE_REGS));
-    let ip = ops.trampoline as u64 + t.call as u64;
+    let ip = tramp + t.call as u64;
     // SAFETY: `ops` is live.
     let Some(func) = (unsafe { bindings::ftrace_ops_get_func(ops) }) else {
         return;
@@ -968,16 +984,24 @@ pub unsafe extern "C" fn arch_ftrace_trampoline_func(
     ops: *mut bindings::ftrace_ops,
     rec: *mut bindings::dyn_ftrace,
 ) -> *mut c_void {
-    // SAFETY: per the function's contract.
-    let ops = unsafe { ops.as_ref() };
-    match ops {
-        Some(o) if ops_flag(o, bindings::FTRACE_OPS_FL_ALLOC_TRAMP) => {
-            let t = template(ops_flag(o, bindings::FTRACE_OPS_FL_SAVE_REGS));
-            call_target(o.trampoline as u64 + t.call as u64)
+    // A non-null `ops` is live (the function's contract) for the two
+    // unsafe calls here.
+    // SAFETY: as said.
+    let of = |f| !ops.is_null() && unsafe { ops_flag(ops, f) };
+    let tramp = if ops.is_null() {
+        0
+    } else {
+        // SAFETY: as said.
+        unsafe { view::trampoline(ops).0 }
+    };
+    match () {
+        () if of(bindings::FTRACE_OPS_FL_ALLOC_TRAMP) => {
+            let t = template(of(bindings::FTRACE_OPS_FL_SAVE_REGS));
+            call_target(tramp + t.call as u64)
         }
         // Someone else's trampoline: unknown.
-        Some(o) if o.trampoline != 0 => ptr::null_mut(),
-        _ => {
+        () if tramp != 0 => ptr::null_mut(),
+        () => {
             // SAFETY: per the function's contract.
             let regs = unsafe { (*rec).flags } & bindings::FTRACE_FL_REGS_EN as c_ulong != 0;
             call_target(template(regs).start + template(regs).call as u64)
@@ -993,17 +1017,21 @@ pub unsafe extern "C" fn arch_ftrace_trampoline_func(
 /// (the core waits for that before calling).
 #[no_mangle]
 pub unsafe extern "C" fn arch_ftrace_trampoline_free(ops: *mut bindings::ftrace_ops) {
-    // SAFETY: per the function's contract.
-    let Some(ops) = (unsafe { ops.as_mut() }) else {
+    if ops.is_null() {
         return;
-    };
-    if !ops_flag(ops, bindings::FTRACE_OPS_FL_ALLOC_TRAMP) || ops.trampoline == 0 {
+    }
+    // SAFETY: per the function's contract, for both `view` calls here.
+    let (tramp, _) = unsafe { view::trampoline(ops) };
+    // SAFETY: as above.
+    if !unsafe { ops_flag(ops, bindings::FTRACE_OPS_FL_ALLOC_TRAMP) } || tramp == 0 {
         return;
     }
     // SAFETY: made by `create_trampoline()` with `execmem_alloc()`; no
     // longer in use per the function's contract.
-    unsafe { bindings::execmem_free(ops.trampoline as *mut c_void) };
-    ops.trampoline = 0;
+    unsafe {
+        bindings::execmem_free(tramp as *mut c_void);
+        view::set_trampoline(ops, 0, 0);
+    }
 }
 
 #[cfg(not(CONFIG_FTRACE_CORE_RUST_GENERIC))]
