@@ -70,22 +70,39 @@ fn check(what: &str, out: &Output) {
     );
 }
 
-/// Compiles `src` (written to `name.c`) into `name.o` with `flags`.
+/// Compiles `src` (written to `name.c`) into `name.o` with `flags`, through
+/// the `cc` crate (gcc for x86_64 Linux, none of cc's default flags: the
+/// test's flags are the whole command line).
 pub(crate) fn gcc(dir: &TempDir, name: &str, src: &str, flags: &[&str]) -> PathBuf {
     let c = dir.join(&format!("{name}.c"));
     if !c.exists() {
         std::fs::write(&c, src).unwrap();
     }
+    // Each compile its own output directory: cc names objects after a
+    // hash of the source's directory, and pairs compile in parallel.
+    let out = dir.join(&format!("{name}.cc"));
+    let mut b = cc::Build::new();
+    b.compiler("gcc")
+        .target("x86_64-unknown-linux-gnu")
+        .host("x86_64-unknown-linux-gnu")
+        .no_default_flags(true)
+        .opt_level(0)
+        .debug(false)
+        .warnings(false)
+        .cargo_metadata(false)
+        .cargo_warnings(false)
+        .out_dir(&out)
+        .file(&c);
+    for f in flags {
+        b.flag(f);
+    }
+    let objs = b
+        .try_compile_intermediates()
+        .unwrap_or_else(|e| panic!("gcc {flags:?} {name}.c failed: {e}"));
+    assert_eq!(objs.len(), 1, "{objs:?}");
     let o = dir.join(&format!("{name}.o"));
-    let out = Command::new("gcc")
-        .arg("-c")
-        .args(flags)
-        .arg(&c)
-        .arg("-o")
-        .arg(&o)
-        .output()
-        .expect("running gcc");
-    check(&format!("gcc {flags:?} {name}.c"), &out);
+    std::fs::rename(&objs[0], &o).unwrap();
+    std::fs::remove_dir_all(&out).unwrap();
     o
 }
 
