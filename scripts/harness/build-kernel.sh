@@ -11,6 +11,7 @@ production) frags+=("$src/kernel/configs/ftrace-production.config") ;;
 fp) frags+=("$src/kernel/configs/ftrace-frame-pointer.config") ;;
 esac
 frags+=("$src/kernel/configs/ftrace-core-$CORE.config")
+[ -n "$KASAN" ] && frags+=("$src/kernel/configs/ftrace-kasan.config")
 for f in "${frags[@]}"; do
 	[ -f "$f" ] || { echo "build-kernel: CORE=$CORE: no ${f#$src/} (this core is not built yet)" >&2; exit 3; }
 done
@@ -54,7 +55,7 @@ grep -q '^CONFIG_FTRACE_CORE_RUST_GENERIC=y' "$out/.config" &&
 for o in "${stale[@]}"; do
 	rm -f "$out/$o" "$out/$(dirname "$o")/.$(basename "$o").cmd"
 done
-echo "  KERNEL  CORE=$CORE CONF=$CONF (${out#$top/}, -j$jobs)"
+echo "  KERNEL  CORE=$CORE CONF=$CONF${KASAN:+ KASAN=1} (${out#$top/}, -j$jobs)"
 kmake -j"$jobs" bzImage modules
 # Install the modules when one changed since the last install.
 # The livepatch selftests' modules (tools/testing/selftests/livepatch/

@@ -17,7 +17,17 @@ case "$CONF" in
 tiny | production | fp) ;;
 *) echo "CONF must be tiny, production or fp, not '$CONF'" >&2; exit 2 ;;
 esac
-out=$build/out-$CORE-$CONF
+# KASAN=1: the sanitizer build of the configuration (kernel/configs/
+# ftrace-kasan.config), in a directory of its own and built with clang:
+# in 6.12 RUST with KASAN needs CC_IS_CLANG, and the production
+# configuration's return thunks need clang 15 or later (Debian's clang-19;
+# bindgen then loads libclang 19 too, so that it knows every C flag).
+case "${KASAN:-}" in
+"" | 0) KASAN= ;;
+1) ;;
+*) echo "KASAN must be 1 or unset, not '$KASAN'" >&2; exit 2 ;;
+esac
+out=$build/out-$CORE-$CONF${KASAN:+-kasan}
 jobs=${JOBS:-$(($(nproc) + 1))}
 
 # The kernel's Rust toolchain: Debian's rustc-web and rust-web-src, and
@@ -28,11 +38,16 @@ export BINDGEN=${BINDGEN:-$HOME/.cargo/bin/bindgen}
 export RUST_LIB_SRC=/usr/lib/rustlib/src/rust/library
 export ARCH=x86_64
 export CCACHE_BASEDIR=$build CCACHE_NOHASHDIR=1 CCACHE_COMPILERCHECK=content
-kcc="gcc"
-command -v ccache >/dev/null && kcc="ccache gcc"
+cc=gcc llvm=()
+if [ -n "$KASAN" ]; then
+	cc=clang-19 llvm=(LLVM=-19)
+	export LIBCLANG_PATH=/usr/lib/llvm-19/lib
+fi
+kcc=$cc
+command -v ccache >/dev/null && kcc="ccache $cc"
 
 kmake() {
-	make -s -C "$src" O="$out" ARCH=x86_64 CC="$kcc" HOSTCC=gcc \
+	make -s -C "$src" O="$out" ARCH=x86_64 "${llvm[@]}" CC="$kcc" HOSTCC="$cc" \
 		RUSTC="$RUSTC" HOSTRUSTC="$HOSTRUSTC" BINDGEN="$BINDGEN" \
 		RUSTDOC="$RUSTDOC" CLIPPY_DRIVER="$CLIPPY_DRIVER" RUSTFMT="$RUSTFMT" ${CLIPPY:+CLIPPY=$CLIPPY} "$@"
 }

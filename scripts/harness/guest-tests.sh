@@ -18,7 +18,7 @@ set -uo pipefail
 st=$top/tools/testing/selftests/rftrace
 report=$top/target/release/harness-report
 guests=${GUESTS:-1}
-base=$build/log/$NAME-$CORE-$CONF
+base=$build/log/$NAME-$CORE-$CONF${KASAN:+-kasan}
 mkdir -p "$build/log"
 
 # The suites not asked for have no tests to run or to expect.

@@ -15,7 +15,7 @@ MODE=${MODE:-shell}
 TIMEOUT=${TIMEOUT:-$([ "$MODE" = shell ] && echo 0 || echo 600)}
 ACCEL=${ACCEL:-tcg}
 SMP=${SMP:-2}
-MEM=${MEM:-1G}
+MEM=${MEM:-$([ -n "$KASAN" ] && echo 2G || echo 1G)}
 kimage=$out/arch/x86/boot/bzImage
 [ -f "$kimage" ] || { echo "run-qemu: no kernel at ${kimage#$top/}; build it first" >&2; exit 2; }
 

@@ -7,7 +7,8 @@ PKGS=(linux-source-6.12 rustc-web rust-web-src rust-web-clippy rustfmt-web
       qemu-system-x86 busybox-static
       clang libclang-dev lld llvm flex bison bc libelf-dev libssl-dev cpio ccache
       xz-utils make gcc python3 rsync kmod dwarves
-      procps coreutils bash libc-bin)  # the livepatch selftests' tools, copied into the guest
+      procps coreutils bash libc-bin   # the livepatch selftests' tools, copied into the guest
+      clang-19 lld-19 llvm-19 libclang1-19)  # the sanitizer build (make test KASAN=1): clang 15+ for return thunks
 BINDGEN_VERSION=0.73.1
 
 missing=()
