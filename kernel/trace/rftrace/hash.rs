@@ -386,3 +386,87 @@ pub(crate) unsafe fn for_commit(h: *const FtraceHash) -> Result<*mut FtraceHash,
         }
     }
 }
+
+/// A set as the planner reads it (`logic::plan::SiteSet`): a copyable
+/// handle on a set that is null (empty) or valid for as long as the
+/// handle is used.
+///
+/// # Invariants
+///
+/// The set is null or valid, and not freed, for the handle's whole use:
+/// the creator holds `ftrace_lock` (which every change of a published
+/// set's identity takes) throughout, or reads a published set in an RCU
+/// read-side section that outlives the handle.
+#[derive(Clone, Copy)]
+pub(crate) struct SetRef(*const FtraceHash);
+
+impl SetRef {
+    /// # Safety
+    ///
+    /// `h` is null or a valid set that stays valid while the handle (and
+    /// its copies) are used; see the type's invariants.
+    pub(crate) unsafe fn new(h: *const FtraceHash) -> Self {
+        Self(h)
+    }
+
+    /// The addresses of the set's entries, in bucket order.
+    pub(crate) fn ips(self) -> Ips {
+        if self.0.is_null() {
+            return Ips {
+                buckets: ptr::null_mut(),
+                n: 0,
+                i: 0,
+                node: ptr::null_mut(),
+            };
+        }
+        // SAFETY: a valid set (the type's invariants).
+        let (buckets, bits) = unsafe { ((*self.0).buckets, (*self.0).size_bits) };
+        Ips {
+            buckets,
+            n: 1usize << bits,
+            i: 0,
+            node: ptr::null_mut(),
+        }
+    }
+}
+
+impl crate::logic::plan::SiteSet for SetRef {
+    fn is_empty(&self) -> bool {
+        // SAFETY: null or valid (the type's invariants).
+        unsafe { is_empty(self.0) }
+    }
+    fn contains(&self, ip: u64) -> bool {
+        // SAFETY: as above.
+        unsafe { contains(self.0, ip) }
+    }
+}
+
+/// Iterator over the addresses of a set ([`SetRef::ips`]); valid as long
+/// as the `SetRef` it came from.
+pub(crate) struct Ips {
+    buckets: *mut bindings::hlist_head,
+    n: usize,
+    i: usize,
+    node: *mut bindings::hlist_node,
+}
+
+impl Iterator for Ips {
+    type Item = u64;
+
+    fn next(&mut self) -> Option<u64> {
+        while self.node.is_null() {
+            if self.i == self.n {
+                return None;
+            }
+            // SAFETY: `i < n`, the number of buckets of a valid set (the
+            // `SetRef`'s invariants).
+            self.node = unsafe { (*self.buckets.add(self.i)).first };
+            self.i += 1;
+        }
+        let e = self.node.cast::<Entry>();
+        // SAFETY: a live node of the set; an entry begins with its node.
+        let (ip, next) = unsafe { ((*e).ip as u64, (*self.node).next) };
+        self.node = next;
+        Some(ip)
+    }
+}

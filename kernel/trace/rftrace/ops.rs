@@ -11,8 +11,9 @@
 //! site needs them). The sites whose call changes are written as one
 //! batch by the arch layer.
 
-use crate::hash::{self, FtraceHash};
-use crate::logic::plan::{self, Target, Want};
+use crate::hash::{self, FtraceHash, SetRef};
+
+use crate::logic::plan::{self, OpsSites, Shared};
 use crate::logic::recursion;
 use crate::logic::sites::{flags as sf, Site};
 use crate::table::{self, Cell, Group};
@@ -456,27 +457,9 @@ unsafe fn slot_free(ops: *mut Ops) {
 
 // --- the plan ------------------------------------------------------------
 
-/// What an update needs to know of one registered ops.
-#[derive(Clone, Copy)]
-struct Planned {
-    filter: *const FtraceHash,
-    notrace: *const FtraceHash,
-    regs: bool,
-    ipmodify: bool,
-    direct: bool,
-    slot: u32,
-    tramp: u64,
-}
-
-impl Planned {
-    fn wants(&self, ip: u64) -> bool {
-        // SAFETY: sets of listed ops, under `ftrace_lock`.
-        unsafe {
-            (hash::is_empty(self.filter) || hash::contains(self.filter, ip))
-                && !hash::contains(self.notrace, ip)
-        }
-    }
-}
+/// What an update needs to know of one registered ops: its sets are read
+/// under `ftrace_lock`, which the whole update holds.
+type Planned = plan::Planned<SetRef>;
 
 static LIST_FUNC_SET: AtomicBool = AtomicBool::new(false);
 
@@ -731,10 +714,16 @@ unsafe fn fill_plan() -> Result<&'static [Planned], c_int> {
         planned
             .push(
                 Planned {
-                    filter,
-                    notrace,
-                    regs: flags & F_SAVE_REGS != 0,
-                    ipmodify: flags & F_IPMODIFY != 0,
+                    // SAFETY: the sets of a listed ops stay while
+                    // `ftrace_lock`, held for the whole update, is.
+                    sites: unsafe {
+                        OpsSites {
+                            filter: SetRef::new(filter),
+                            notrace: SetRef::new(notrace),
+                            regs: flags & F_SAVE_REGS != 0,
+                            ipmodify: flags & F_IPMODIFY != 0,
+                        }
+                    },
                     direct: flags & F_DIRECT != 0,
                     slot,
                     // SAFETY: `ftrace_lock` is held.
@@ -776,53 +765,13 @@ unsafe fn plan_site(
         return Ok(());
     }
     let ip = site.ip;
-    let mut w = Want::default();
-    for (i, p) in planned.iter().enumerate() {
-        if p.wants(ip) {
-            w.refs += 1;
-            w.regs |= p.regs;
-            w.ipmodify += u32::from(p.ipmodify);
-            w.first.get_or_insert(i);
-        }
-    }
     let list_tramp = addr(bindings::ftrace_caller);
     let regs_tramp = addr(bindings::ftrace_regs_caller);
-    let target = if on { plan::target(&w) } else { Target::Nop };
-    let (new, mut nf, slot) = match target {
-        Target::Nop => (0, 0, 0),
-        Target::Sole(i) => {
-            let p = &planned[i];
-            let r = if p.direct {
-                sf::DIRECT
-            } else if p.regs {
-                sf::REGS
-            } else {
-                0
-            };
-            if p.slot != 0 && p.tramp != 0 {
-                (p.tramp, sf::ENABLED | sf::DIRECT_OPS | r, p.slot)
-            } else if p.regs {
-                (regs_tramp, sf::ENABLED | sf::REGS, 0)
-            } else {
-                (list_tramp, sf::ENABLED, 0)
-            }
-        }
-        Target::List => (list_tramp, sf::ENABLED, 0),
-        Target::ListRegs => (regs_tramp, sf::ENABLED | sf::REGS, 0),
+    let shared = Shared {
+        list: list_tramp,
+        regs: regs_tramp,
     };
-    if w.ipmodify > 0 && on {
-        nf |= sf::IPMODIFY | sf::MODIFIED;
-    }
-    nf |= site.flags & (sf::TOUCHED | sf::MODIFIED | sf::INIT) & 0xffff;
-    if nf & sf::ENABLED != 0 {
-        nf |= sf::TOUCHED;
-    }
-    let mut next = Site {
-        ip,
-        refs: w.refs,
-        flags: nf,
-    };
-    next.set_slot(slot);
+    let (new, next) = plan::plan_site(&site, on, planned, shared);
     // SAFETY: `ftrace_lock` is held.
     let Some(cur) = (unsafe { current_target(&site, list_tramp, regs_tramp) }) else {
         pr_err!("site {:#x}: lost track of its trampoline\n", ip);
@@ -854,26 +803,27 @@ unsafe fn plan_site(
 ///
 /// `ftrace_lock` is held; `filter` is null or a valid set.
 pub(crate) unsafe fn ipmodify_conflict(ops: *mut Ops, filter: *const FtraceHash) -> bool {
-    // SAFETY: per the function's contract.
-    if unsafe { hash::is_empty(filter) } {
-        return false;
-    }
-    let mut conflict = false;
-    // SAFETY: as above; listed ops are valid.
-    unsafe {
-        hash::for_each(filter, |e| {
-            let ip = (*e).ip as u64;
-            conflict |= list().any(|o| {
-                let (f, n) = sets(o);
-                o != ops
-                    && view::has(o, F_IPMODIFY)
-                    && !hash::is_empty(f)
-                    && hash::contains(f, ip)
-                    && !hash::contains(n, ip)
-            });
-        });
-    }
-    conflict
+    // SAFETY: per the function's contract, `filter` stays for the call.
+    let candidates = unsafe { SetRef::new(filter) }.ips();
+    let others = || {
+        list()
+            // SAFETY: listed ops are valid under `ftrace_lock`.
+            .filter(move |&o| o != ops && unsafe { view::has(o, F_IPMODIFY) })
+            .map(|o| {
+                // SAFETY: as above; their sets stay while the lock is held.
+                let (f, n) = unsafe { sets(o) };
+                // SAFETY: as above.
+                unsafe {
+                    OpsSites {
+                        filter: SetRef::new(f),
+                        notrace: SetRef::new(n),
+                        regs: false,
+                        ipmodify: true,
+                    }
+                }
+            })
+    };
+    plan::ipmodify_conflict(candidates, others).is_some()
 }
 
 fn is_core_data(a: u64) -> bool {

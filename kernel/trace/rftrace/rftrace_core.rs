@@ -4,12 +4,19 @@
 //! is in the C core (CONFIG_FTRACE_CORE_RUST_GENERIC).
 //!
 //! - [`table`]: the call-site table, from `__mcount_loc` and each module.
+//! - [`hash`]: the function sets (`struct ftrace_hash`) of filters.
 //! - [`ops`]: the ftrace_ops list, registration, the per-site plan
-//!   (which trampoline each site calls), the list dispatcher.
+//!   (which trampoline each site calls), the list dispatcher;
+//!   [`opsview`]: the atomic view of a registered ops' shared fields.
 //! - [`filter`]: the filter APIs and the tracefs filter files.
 //! - [`files`]: the read-only tracefs files.
 //! - [`probe`]: commands, function probes and the func mapper.
+//! - [`pid`]: set_ftrace_pid and set_ftrace_notrace_pid.
 //! - [`fgraph`]: the function graph core (shadow stacks, graph ops).
+//! - [`profile`]: the function profiler.
+//! - [`task`]: the tracing fields of `task_struct` and the recursion
+//!   guard; [`lookup`]: symbol lookups; [`layout`]: the build-time checks
+//!   of the C structs the core reads; [`nokprobe`]: the kprobe blacklist.
 //!
 //! It serves the unchanged C callers through `include/linux/ftrace.h`;
 //! the x86_64 layer (arch/x86/kernel/rftrace/) writes the sites and owns

@@ -13,56 +13,92 @@
 //! - the shared list trampoline otherwise, the one that saves a full
 //!   `pt_regs` when any ops on the site needs them.
 
+use super::sites::{flags as sf, Site};
+
+/// A set of call-site addresses: an ops' filter or notrace set. The
+/// kernel implements it over its hash sets, the tests over sorted slices.
+pub trait SiteSet {
+    /// No address at all.
+    fn is_empty(&self) -> bool;
+    /// Whether `ip` is in the set.
+    fn contains(&self, ip: u64) -> bool;
+}
+
+/// A sorted slice of addresses.
+impl SiteSet for [u64] {
+    fn is_empty(&self) -> bool {
+        <[u64]>::is_empty(self)
+    }
+    fn contains(&self, ip: u64) -> bool {
+        self.binary_search(&ip).is_ok()
+    }
+}
+
+impl<S: SiteSet + ?Sized> SiteSet for &S {
+    fn is_empty(&self) -> bool {
+        (**self).is_empty()
+    }
+    fn contains(&self, ip: u64) -> bool {
+        (**self).contains(ip)
+    }
+}
+
 /// The part of an ops that decides which sites it wants.
 #[derive(Clone, Copy, Debug)]
-pub struct OpsSites<'a> {
-    /// Sorted site addresses; empty means every site.
-    pub filter: &'a [u64],
-    /// Sorted site addresses never wanted.
-    pub notrace: &'a [u64],
+pub struct OpsSites<S> {
+    /// Site addresses; empty means every site.
+    pub filter: S,
+    /// Site addresses never wanted.
+    pub notrace: S,
     /// The ops needs a full `pt_regs` (SAVE_REGS).
     pub regs: bool,
     /// The ops may change the return ip (IPMODIFY).
     pub ipmodify: bool,
 }
 
-impl OpsSites<'_> {
+impl<S: SiteSet> OpsSites<S> {
+    /// Whether the ops wants the site at `ip`.
     pub fn wants(&self, ip: u64) -> bool {
-        (self.filter.is_empty() || self.filter.binary_search(&ip).is_ok())
-            && self.notrace.binary_search(&ip).is_err()
+        (self.filter.is_empty() || self.filter.contains(ip)) && !self.notrace.contains(ip)
+    }
+
+    /// Whether the ops names `ip` in its filter (an empty filter names
+    /// nothing): what counts for IPMODIFY conflicts, as in C.
+    pub fn names(&self, ip: u64) -> bool {
+        !self.filter.is_empty() && self.filter.contains(ip) && !self.notrace.contains(ip)
     }
 }
 
-/// What one site must call.
+/// What one site calls.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Target {
-    /// The NOP.
+    /// Nothing: the site is a NOP.
     Nop,
     /// The trampoline of the ops at this index, alone on the site.
     Sole(usize),
-    /// The shared trampoline that walks the ops list.
+    /// The shared list trampoline.
     List,
     /// The shared list trampoline that saves a full `pt_regs`.
     ListRegs,
 }
 
-/// What the ops want of one site.
+/// What the registered ops want of one site.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Want {
     /// How many ops want it.
     pub refs: u32,
-    /// One of them needs a full `pt_regs`.
+    /// Whether any of them needs a full `pt_regs`.
     pub regs: bool,
     /// How many of them may change the return ip.
     pub ipmodify: u32,
-    /// The index of the first ops that wants it.
+    /// The index of the first that wants it.
     pub first: Option<usize>,
 }
 
-/// What `ops` want of the site at `ip`.
-pub fn want(ip: u64, ops: &[OpsSites<'_>]) -> Want {
+/// What the ops of `ops` (in order) want of the site at `ip`.
+pub fn want<'a, S: SiteSet + 'a>(ip: u64, ops: impl IntoIterator<Item = &'a OpsSites<S>>) -> Want {
     let mut w = Want::default();
-    for (i, o) in ops.iter().enumerate() {
+    for (i, o) in ops.into_iter().enumerate() {
         if o.wants(ip) {
             w.refs += 1;
             w.regs |= o.regs;
@@ -73,7 +109,7 @@ pub fn want(ip: u64, ops: &[OpsSites<'_>]) -> Want {
     w
 }
 
-/// The call a site with wants `w` needs.
+/// What a site wanted as `w` calls.
 pub fn target(w: &Want) -> Target {
     match (w.refs, w.first) {
         (0, _) | (_, None) => Target::Nop,
@@ -83,41 +119,94 @@ pub fn target(w: &Want) -> Target {
     }
 }
 
-/// The first site of `sites` (sorted) that adding `new` to `ops` would give
-/// two ops that may change the return ip: such an ops is refused
-/// (`EBUSY`), as the C core does.
-pub fn ipmodify_conflict(sites: &[u64], ops: &[OpsSites<'_>], new: &OpsSites<'_>) -> Option<u64> {
-    if !new.ipmodify {
-        return None;
-    }
-    let others: usize = ops.iter().filter(|o| o.ipmodify).count();
-    if others == 0 {
-        return None;
-    }
-    sites
-        .iter()
-        .copied()
-        .find(|&ip| new.wants(ip) && ops.iter().any(|o| o.ipmodify && o.wants(ip)))
+/// The first address of `candidates` (the filter of an IPMODIFY ops about
+/// to be enabled) that one of `others` (the other enabled IPMODIFY ops)
+/// names too: two ops may not both change the ip of one function. Only
+/// explicit filter entries count, as in C.
+pub fn ipmodify_conflict<S, O>(
+    candidates: impl IntoIterator<Item = u64>,
+    others: impl Fn() -> O,
+) -> Option<u64>
+where
+    S: SiteSet,
+    O: IntoIterator<Item = OpsSites<S>>,
+{
+    candidates
+        .into_iter()
+        .find(|&ip| others().into_iter().any(|o| o.ipmodify && o.names(ip)))
 }
 
-/// Calls `change(index, old, new)` for every site whose target differs
-/// between `current` and what `ops` want now, and returns how many did.
-/// `current[i]` is the target of `sites[i]`.
-pub fn plan<F: FnMut(usize, Target, Target)>(
-    sites: &[u64],
-    current: &[Target],
-    ops: &[OpsSites<'_>],
-    mut change: F,
-) -> usize {
-    let mut n = 0;
-    for (i, (&ip, &cur)) in sites.iter().zip(current.iter()).enumerate() {
-        let new = target(&want(ip, ops));
-        if new != cur {
-            change(i, cur, new);
-            n += 1;
+/// What the planner knows of one registered ops.
+#[derive(Clone, Copy, Debug)]
+pub struct Planned<S> {
+    /// The sites it wants.
+    pub sites: OpsSites<S>,
+    /// A direct ops (its trampoline is the direct-call target).
+    pub direct: bool,
+    /// Its trampoline slot (0: none), kept in the records of the sites
+    /// that call its trampoline.
+    pub slot: u32,
+    /// Its own trampoline (0: none).
+    pub tramp: u64,
+}
+
+/// The shared trampolines.
+#[derive(Clone, Copy, Debug)]
+pub struct Shared {
+    /// The list trampoline.
+    pub list: u64,
+    /// The list trampoline that saves a full `pt_regs`.
+    pub regs: u64,
+}
+
+/// The plan of one site: what it must call (0: the NOP) and its next
+/// record, from its record now and the registered ops (`on`: tracing is
+/// enabled; off, every site goes back to the NOP).
+pub fn plan_site<S: SiteSet>(
+    site: &Site,
+    on: bool,
+    planned: &[Planned<S>],
+    shared: Shared,
+) -> (u64, Site) {
+    let w = want(site.ip, planned.iter().map(|p| &p.sites));
+    let t = if on { target(&w) } else { Target::Nop };
+    let (call, mut nf, slot) = match t {
+        Target::Nop => (0, 0, 0),
+        Target::Sole(i) => {
+            let p = &planned[i];
+            let r = if p.direct {
+                sf::DIRECT
+            } else if p.sites.regs {
+                sf::REGS
+            } else {
+                0
+            };
+            if p.slot != 0 && p.tramp != 0 {
+                (p.tramp, sf::ENABLED | sf::DIRECT_OPS | r, p.slot)
+            } else if p.sites.regs {
+                (shared.regs, sf::ENABLED | sf::REGS, 0)
+            } else {
+                (shared.list, sf::ENABLED, 0)
+            }
         }
+        Target::List => (shared.list, sf::ENABLED, 0),
+        Target::ListRegs => (shared.regs, sf::ENABLED | sf::REGS, 0),
+    };
+    if w.ipmodify > 0 && on {
+        nf |= sf::IPMODIFY | sf::MODIFIED;
     }
-    n
+    // What the record has seen stays (the low half: the slot is above).
+    nf |= site.flags & (sf::TOUCHED | sf::MODIFIED | sf::INIT) & 0xffff;
+    if nf & sf::ENABLED != 0 {
+        nf |= sf::TOUCHED;
+    }
+    let mut next = Site {
+        ip: site.ip,
+        refs: w.refs,
+        flags: nf,
+    };
+    next.set_slot(slot);
+    (call, next)
 }
 
 #[cfg(test)]
@@ -126,12 +215,28 @@ mod tests {
     use proptest::prelude::*;
     use std::vec::Vec;
 
-    fn ops<'a>(filter: &'a [u64], notrace: &'a [u64]) -> OpsSites<'a> {
+    type Sites<'a> = OpsSites<&'a [u64]>;
+
+    fn ops<'a>(filter: &'a [u64], notrace: &'a [u64]) -> Sites<'a> {
         OpsSites {
             filter,
             notrace,
             regs: false,
             ipmodify: false,
+        }
+    }
+
+    const SHARED: Shared = Shared {
+        list: 0x1000,
+        regs: 0x2000,
+    };
+
+    fn planned(sites: Sites<'_>, slot: u32, tramp: u64) -> Planned<&[u64]> {
+        Planned {
+            sites,
+            direct: false,
+            slot,
+            tramp,
         }
     }
 
@@ -148,33 +253,70 @@ mod tests {
         assert_eq!(target(&want(30, &set)), Target::ListRegs);
         assert_eq!(target(&want(20, &[notrace])), Target::Nop);
         assert_eq!(target(&want(21, &[notrace])), Target::Sole(0));
-        assert_eq!(target(&want(5, &[])), Target::Nop);
+        assert_eq!(target(&want::<&[u64]>(5, &[])), Target::Nop);
         assert_eq!(want(30, &set).refs, 3);
     }
 
     #[test]
-    fn ipmodify() {
+    fn ipmodify_counts_explicit_entries_only() {
         let mut a = ops(&[10, 20], &[]);
         a.ipmodify = true;
-        let mut b = ops(&[20], &[]);
-        b.ipmodify = true;
-        let mut c = ops(&[30], &[]);
-        c.ipmodify = true;
-        let sites = [10, 20, 30];
-        assert_eq!(ipmodify_conflict(&sites, &[a], &b), Some(20));
-        assert_eq!(ipmodify_conflict(&sites, &[a], &c), None);
-        assert_eq!(ipmodify_conflict(&sites, &[a], &ops(&[20], &[])), None);
+        let mut every = ops(&[], &[]);
+        every.ipmodify = true;
+        let mut hidden = ops(&[20], &[20]);
+        hidden.ipmodify = true;
+        let plain = ops(&[20], &[]);
+        let conflict = |cand: &[u64], others: &[Sites<'_>]| {
+            ipmodify_conflict(cand.iter().copied(), || others.iter().copied())
+        };
+        assert_eq!(conflict(&[20], &[a]), Some(20));
+        assert_eq!(conflict(&[30, 10], &[a]), Some(10));
+        assert_eq!(conflict(&[30], &[a]), None);
+        // An empty filter names no function; nor does a notraced one; nor
+        // an ops that does not modify the ip.
+        assert_eq!(conflict(&[20], &[every, hidden, plain]), None);
     }
 
     #[test]
-    fn plan_changes_only_what_differs() {
-        let sites = [10, 20, 30];
-        let cur = [Target::Nop, Target::Sole(0), Target::Nop];
-        let o = [ops(&[20, 30], &[])];
-        let mut seen = Vec::new();
-        let n = plan(&sites, &cur, &o, |i, a, b| seen.push((i, a, b)));
-        assert_eq!(n, 1);
-        assert_eq!(seen, [(2, Target::Nop, Target::Sole(0))]);
+    fn sole_ops_gets_its_trampoline_and_slot() {
+        let p = [planned(ops(&[10], &[]), 3, 0x5000)];
+        let (call, next) = plan_site(&Site::new(10), true, &p, SHARED);
+        assert_eq!(call, 0x5000);
+        assert_eq!(next.refs, 1);
+        assert_eq!(next.slot(), 3);
+        assert!(next.has(sf::ENABLED | sf::DIRECT_OPS | sf::TOUCHED));
+        // Without a trampoline of its own: the shared one.
+        let p = [planned(ops(&[10], &[]), 0, 0)];
+        let (call, next) = plan_site(&Site::new(10), true, &p, SHARED);
+        assert_eq!((call, next.slot()), (SHARED.list, 0));
+        // Off (the sysctl): back to the NOP; the count and what the
+        // record has seen stay.
+        let (call, off) = plan_site(&next, false, &p, SHARED);
+        assert_eq!((call, off.refs), (0, 1));
+        assert!(off.has(sf::TOUCHED) && !off.has(sf::ENABLED));
+    }
+
+    #[test]
+    fn two_ops_share_the_list_and_regs_wins() {
+        let mut r = ops(&[10], &[]);
+        r.regs = true;
+        let p = [planned(ops(&[], &[]), 1, 0x5000), planned(r, 2, 0x6000)];
+        let (call, next) = plan_site(&Site::new(10), true, &p, SHARED);
+        assert_eq!((call, next.refs, next.slot()), (SHARED.regs, 2, 0));
+        assert!(next.has(sf::REGS));
+        let (call, next) = plan_site(&Site::new(11), true, &p, SHARED);
+        assert_eq!((call, next.slot()), (0x5000, 1));
+    }
+
+    #[test]
+    fn ipmodify_marks_the_record() {
+        let mut m = ops(&[10], &[]);
+        m.ipmodify = true;
+        let p = [planned(m, 0, 0)];
+        let (_, next) = plan_site(&Site::new(10), true, &p, SHARED);
+        assert!(next.has(sf::IPMODIFY) && next.has(sf::MODIFIED));
+        let (_, off) = plan_site(&next, false, &p, SHARED);
+        assert!(!off.has(sf::IPMODIFY) && off.has(sf::MODIFIED));
     }
 
     proptest! {
@@ -183,26 +325,37 @@ mod tests {
             sets in proptest::collection::vec(
                 (proptest::collection::btree_set(0u64..20, 0..6),
                  proptest::collection::btree_set(0u64..20, 0..3),
-                 any::<bool>()), 0..5),
-            ip in 0u64..20)
+                 any::<bool>(), any::<u8>()), 0..5),
+            ip in 0u64..20, on in any::<bool>())
         {
-            let owned: Vec<(Vec<u64>, Vec<u64>, bool)> = sets
+            let owned: Vec<(Vec<u64>, Vec<u64>, bool, u8)> = sets
                 .into_iter()
-                .map(|(f, n, r)| (f.into_iter().collect(), n.into_iter().collect(), r))
+                .map(|(f, n, r, s)| (f.into_iter().collect(), n.into_iter().collect(), r, s))
                 .collect();
-            let list: Vec<OpsSites<'_>> = owned
+            let list: Vec<Planned<&[u64]>> = owned
                 .iter()
-                .map(|(f, n, r)| OpsSites { filter: f, notrace: n, regs: *r, ipmodify: false })
+                .map(|(f, n, r, s)| Planned {
+                    sites: OpsSites { filter: &f[..], notrace: &n[..], regs: *r, ipmodify: false },
+                    direct: false,
+                    slot: u32::from(*s % 4),
+                    tramp: 0x9000 + u64::from(*s % 4),
+                })
                 .collect();
-            let w = want(ip, &list);
-            let wanting: Vec<usize> = (0..list.len()).filter(|&i| list[i].wants(ip)).collect();
+            let w = want(ip, list.iter().map(|p| &p.sites));
+            let wanting: Vec<usize> = (0..list.len()).filter(|&i| list[i].sites.wants(ip)).collect();
             prop_assert_eq!(w.refs as usize, wanting.len());
             match target(&w) {
                 Target::Nop => prop_assert!(wanting.is_empty()),
-                Target::Sole(i) => prop_assert_eq!(wanting, [i]),
-                Target::List => prop_assert!(wanting.len() > 1 && wanting.iter().all(|&i| !list[i].regs)),
-                Target::ListRegs => prop_assert!(wanting.len() > 1 && wanting.iter().any(|&i| list[i].regs)),
+                Target::Sole(i) => prop_assert_eq!(&wanting, &[i]),
+                Target::List => prop_assert!(wanting.len() > 1 && wanting.iter().all(|&i| !list[i].sites.regs)),
+                Target::ListRegs => prop_assert!(wanting.len() > 1 && wanting.iter().any(|&i| list[i].sites.regs)),
             }
+            let (call, next) = plan_site(&Site::new(ip), on, &list, SHARED);
+            prop_assert_eq!(next.ip, ip);
+            prop_assert_eq!(next.refs as usize, wanting.len());
+            prop_assert_eq!(call == 0, !on || wanting.is_empty());
+            prop_assert_eq!(next.has(sf::ENABLED), call != 0);
+            prop_assert_eq!(next.slot() != 0, call >= 0x9000);
         }
     }
 }
