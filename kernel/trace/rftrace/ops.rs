@@ -12,7 +12,6 @@
 //! batch by the arch layer.
 
 use crate::hash::{self, FtraceHash, SetRef};
-
 use crate::logic::plan::{self, OpsSites, Shared};
 use crate::logic::recursion;
 use crate::logic::sites::{flags as sf, Site};
@@ -490,21 +489,15 @@ fn set_list_func() {
     }
 }
 
-// Bindgen types of empty C structs are fine behind pointers.
-#[allow(improper_ctypes)]
+use crate::archif::Change;
+
 extern "C" {
     fn rftrace_arch_apply(changes: *const Change, n: usize, bad_ip: *mut u64) -> c_int;
     fn rftrace_arch_init_site(ip: u64, target: u64) -> c_int;
 }
-
-/// `RftraceChange` of the arch layer.
-#[repr(C)]
-#[derive(Clone, Copy)]
-struct Change {
-    ip: u64,
-    old: u64,
-    new: u64,
-}
+// Declared as the arch layer defines them (archif.rs).
+const _: (crate::archif::ApplyFn, crate::archif::InitSiteFn) =
+    (rftrace_arch_apply, rftrace_arch_init_site);
 
 /// The address the site calls now, by its flags.
 ///

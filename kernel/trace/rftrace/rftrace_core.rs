@@ -68,6 +68,9 @@ mod nokprobe;
 mod ops;
 mod opsview;
 use opsview as view;
+/// The interface to the x86_64 layer, shared with it.
+#[path = "../../../arch/x86/kernel/rftrace/archif.rs"]
+mod archif;
 /// The x86_64 per-CPU reads the hot path inlines (`current`, preempt count).
 #[path = "../../../arch/x86/kernel/rftrace/percpu.rs"]
 mod percpu;

@@ -22,6 +22,8 @@ use kernel::bindings;
 use kernel::ffi::{c_int, c_ulong, c_void};
 use kernel::prelude::*;
 
+#[cfg(CONFIG_FTRACE_CORE_RUST_GENERIC)]
+mod archif;
 #[allow(dead_code, unreachable_pub, missing_docs)]
 #[path = "../../../../kernel/trace/rftrace/logic/insn.rs"]
 mod insn;
@@ -1135,18 +1137,8 @@ pub unsafe extern "C" fn ftrace_graph_func(
 }
 crate::nokprobe::nokprobe!(ftrace_graph_func);
 
-/// One call-site change planned by the generic Rust core: the call target
-/// the site has now and the one it gets, 0 meaning the NOP.
-#[repr(C)]
-#[derive(Clone, Copy)]
-pub struct RftraceChange {
-    /// Address of the site.
-    pub ip: u64,
-    /// Target now, or 0.
-    pub old: u64,
-    /// Target wanted, or 0.
-    pub new: u64,
-}
+#[cfg(CONFIG_FTRACE_CORE_RUST_GENERIC)]
+use archif::Change as RftraceChange;
 
 /// The bytes of a site that calls `target`, or holds the NOP for 0.
 fn site_bytes(ip: u64, target: u64) -> Option<[u8; SITE_SIZE]> {
@@ -1281,3 +1273,8 @@ pub extern "C" fn rftrace_arch_site_target(ip: u64) -> u64 {
         _ => u64::MAX,
     }
 }
+
+// The functions the generic core calls have the types it declares them
+// with (archif.rs).
+#[cfg(CONFIG_FTRACE_CORE_RUST_GENERIC)]
+const _: (archif::ApplyFn, archif::InitSiteFn) = (rftrace_arch_apply, rftrace_arch_init_site);

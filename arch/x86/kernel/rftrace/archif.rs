@@ -1,0 +1,30 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The interface between the generic Rust core (kernel/trace/rftrace/)
+//! and this architecture layer: the one definition both crates include
+//! (as they do `percpu.rs`). The arch crate defines the functions; the
+//! generic crate declares them; each checks its side against the types
+//! here at build time, so the two cannot drift apart.
+
+use kernel::ffi::c_int;
+
+/// One call-site change planned by the generic core: the call target the
+/// site has now and the one it gets, 0 meaning the NOP.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct Change {
+    /// Address of the site.
+    pub ip: u64,
+    /// Target now, or 0.
+    pub old: u64,
+    /// Target wanted, or 0.
+    pub new: u64,
+}
+
+/// `rftrace_arch_apply(changes, n, bad_ip)`: writes `n` changes to live
+/// text (see the arch layer).
+pub(crate) type ApplyFn = unsafe extern "C" fn(*const Change, usize, *mut u64) -> c_int;
+
+/// `rftrace_arch_init_site(ip, target)`: sets a site of code that does not
+/// run yet (see the arch layer).
+pub(crate) type InitSiteFn = unsafe extern "C" fn(u64, u64) -> c_int;
