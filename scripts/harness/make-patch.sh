@@ -12,7 +12,16 @@ outdir=$build/patches
 rm -rf "$work" "$outdir"
 mkdir -p "$work" "$outdir"
 
-g() { git -C "$work" -c user.name="ftrace core project" -c user.email="ftrace-core@localhost" \
+# The series is the user's: their git identity (of this repository)
+# authors and signs off every patch (Documentation/process/
+# submitting-patches.rst, "Sign your work").
+name=$(git -C "$top" config user.name || true)
+email=$(git -C "$top" config user.email || true)
+if [ -z "$name" ] || [ -z "$email" ]; then
+	echo "make patch: set git's user.name and user.email: the patches are signed off with them" >&2
+	exit 1
+fi
+g() { git -C "$work" -c user.name="$name" -c user.email="$email" \
 	-c commit.gpgsign=false "$@"; }
 g init -q
 # The pristine versions of the upstream files the glue edits.
@@ -27,7 +36,7 @@ base=$(g rev-parse HEAD)
 for p in "$top"/scripts/kernel-glue/*.patch; do
 	patch -s -p1 -d "$work" < "$p"
 	g add -A
-	sed '/^--- /,$d' "$p" | g commit -q -F -
+	sed '/^--- /,$d' "$p" | g commit -q -s -F -
 done
 
 commit_area() { # subject body paths...
@@ -45,7 +54,7 @@ commit_area() { # subject body paths...
 	done < <("$top/scripts/harness/overlay-files.sh")
 	[ $any -eq 1 ] || return 0
 	g add -A
-	printf '%s\n\n%s\n' "$subject" "$body" | g commit -q -F -
+	printf '%s\n\n%s\n' "$subject" "$body" | g commit -q -s -F -
 }
 commit_area "ftrace: add the function tracer core choice and its objects" \
 	"The Kconfig choice of the function tracer core and the objects each core builds." \

@@ -30,7 +30,9 @@ unsigned long rftrace_irq_save(void);
 void rftrace_irq_restore(unsigned long flags);
 int rftrace_cpu(void);
 struct task_struct *rftrace_idle_task(int cpu);
-void rftrace_for_each_thread(bool (*fn)(struct task_struct *t, void *arg), void *arg);
+/* Called on each thread; returns false to stop the walk. */
+typedef bool (*rftrace_thread_fn)(struct task_struct *t, void *arg);
+void rftrace_walk_threads(rftrace_thread_fn fn, void *arg);
 void rftrace_kill_graph(void);
 int rftrace_next_online_cpu(int prev);
 void rftrace_assert_held(struct mutex *m);
@@ -148,7 +150,7 @@ int rftrace_next_online_cpu(int prev)
 }
 
 /* Calls @fn on every thread, under RCU, until it returns false. */
-void rftrace_for_each_thread(bool (*fn)(struct task_struct *t, void *arg), void *arg)
+void rftrace_walk_threads(rftrace_thread_fn fn, void *arg)
 {
 	struct task_struct *g, *t;
 

@@ -59,7 +59,7 @@ type Gops = bindings::fgraph_ops;
 extern "C" {
     fn rftrace_idle_task(cpu: c_int) -> Task;
     fn rftrace_next_online_cpu(prev: c_int) -> c_int;
-    fn rftrace_for_each_thread(
+    fn rftrace_walk_threads(
         f: unsafe extern "C" fn(t: Task, arg: *mut c_void) -> bool,
         arg: *mut c_void,
     );
@@ -733,7 +733,7 @@ struct Pool {
 ///
 /// # Safety
 ///
-/// Called by `rftrace_for_each_thread()`, under RCU, with a live task
+/// Called by `rftrace_walk_threads()`, under RCU, with a live task
 /// and the `arg` its caller passed.
 unsafe extern "C" fn give_from_pool(t: Task, arg: *mut c_void) -> bool {
     // SAFETY: `arg` is the caller's pool; `t` is alive under RCU.
@@ -789,7 +789,7 @@ unsafe fn give_stacks() -> c_int {
         }
         if !oom {
             // SAFETY: the callback matches; `pool` outlives the walk.
-            unsafe { rftrace_for_each_thread(give_from_pool, ptr::addr_of_mut!(pool).cast()) };
+            unsafe { rftrace_walk_threads(give_from_pool, ptr::addr_of_mut!(pool).cast()) };
         }
         for s in pool.stacks.iter().skip(pool.used) {
             // SAFETY: unused allocations (kfree(NULL) is fine).
@@ -819,7 +819,7 @@ struct Reap<'a> {
 ///
 /// # Safety
 ///
-/// Called by `rftrace_for_each_thread()` with the `arg` its caller passed.
+/// Called by `rftrace_walk_threads()` with the `arg` its caller passed.
 unsafe extern "C" fn count_task(_t: Task, arg: *mut c_void) -> bool {
     // SAFETY: `arg` is the caller's counter.
     unsafe { *arg.cast::<usize>() += 1 };
@@ -831,7 +831,7 @@ unsafe extern "C" fn count_task(_t: Task, arg: *mut c_void) -> bool {
 ///
 /// # Safety
 ///
-/// Called by `rftrace_for_each_thread()`, under RCU, with a live task
+/// Called by `rftrace_walk_threads()`, under RCU, with a live task
 /// and the `arg` its caller passed.
 unsafe extern "C" fn take_idle_stack(t: Task, arg: *mut c_void) -> bool {
     // SAFETY: `arg` is the caller's list; `t` is alive under RCU.
@@ -868,7 +868,7 @@ unsafe extern "C" fn take_idle_stack(t: Task, arg: *mut c_void) -> bool {
 unsafe fn take_stacks() {
     let mut tasks = 0usize;
     // SAFETY: the callback matches; `tasks` outlives the walk.
-    unsafe { rftrace_for_each_thread(count_task, ptr::addr_of_mut!(tasks).cast()) };
+    unsafe { rftrace_walk_threads(count_task, ptr::addr_of_mut!(tasks).cast()) };
     // Room for the tasks forked since the count too; a pass that runs out
     // of room is followed by another.
     let want = tasks + tasks / 8 + REAP;
@@ -887,7 +887,7 @@ unsafe fn take_stacks() {
             full: false,
         };
         // SAFETY: the callback matches; `r` outlives the walk.
-        unsafe { rftrace_for_each_thread(take_idle_stack, ptr::addr_of_mut!(r).cast()) };
+        unsafe { rftrace_walk_threads(take_idle_stack, ptr::addr_of_mut!(r).cast()) };
         let (n, full) = (r.n, r.full);
         if n == 0 {
             return;
@@ -911,7 +911,7 @@ unsafe fn take_stacks() {
 ///
 /// # Safety
 ///
-/// Called by `rftrace_for_each_thread()`, under RCU, with a live task
+/// Called by `rftrace_walk_threads()`, under RCU, with a live task
 /// and the `arg` its caller passed.
 unsafe extern "C" fn zero_task_var(t: Task, arg: *mut c_void) -> bool {
     let idx = arg as usize;
@@ -940,7 +940,7 @@ unsafe fn zero_task_vars(idx: usize) {
         }
     }
     // SAFETY: the callback matches.
-    unsafe { rftrace_for_each_thread(zero_task_var, idx as *mut c_void) };
+    unsafe { rftrace_walk_threads(zero_task_var, idx as *mut c_void) };
 }
 
 /// CPU hotplug: a CPU coming online gets a stack for its idle task.

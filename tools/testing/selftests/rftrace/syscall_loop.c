@@ -15,7 +15,8 @@ int main(int argc, char **argv)
 	struct timespec a, b;
 	long n, i;
 
-	if (argc != 2 || (n = atol(argv[1])) <= 0) {
+	n = argc == 2 ? atol(argv[1]) : 0;
+	if (n <= 0) {
 		fprintf(stderr, "usage: syscall_loop N\n");
 		return 2;
 	}
