@@ -87,6 +87,7 @@ fi
 	echo "MODE=$([ "$MODE" = cmd ] && echo script || echo "$MODE")"
 	echo "CORE=$CORE"
 	echo "CONF=$CONF"
+	echo "KASAN=$KASAN"
 	echo "BENCH_REPS=${BENCH_REPS:-5}"
 	echo "FI_STRIDE=${FI_STRIDE:-1}"
 	echo "OWN_TIMEOUT=${OWN_TIMEOUT:-600}"

@@ -6,7 +6,7 @@
 # the console log.
 here=/opt/rftrace
 . /harness/job
-export CORE CONF FI_STRIDE
+export CORE CONF FI_STRIDE KASAN
 
 result() { # status name [detail]
 	echo "RESULT $1 $2${3:+ ($3)}"
@@ -85,7 +85,8 @@ done
 # The kernel's ftracetest, one case at a time.
 runcase() { # case: run it; its output in /tmp/out, its status in $st
 	rm -rf /tmp/ftlogs
-	timeout 600 ./ftracetest -vv -l /tmp/ftlogs "test.d/$1" > /tmp/out 2>&1
+	# Three times as long with KASAN (make test KASAN=1).
+	timeout "$([ -n "$KASAN" ] && echo 1800 || echo 600)" ./ftracetest -vv -l /tmp/ftlogs "test.d/$1" > /tmp/out 2>&1
 	rc=$?
 	st=$(grep -o '\[\(PASS\|FAIL\|UNRESOLVED\|UNTESTED\|UNSUPPORTED\|XFAIL\)\]' /tmp/out | tail -1 | tr -d '[]')
 }
