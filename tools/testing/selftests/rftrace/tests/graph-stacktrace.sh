@@ -29,7 +29,9 @@ echo 'vfs_read:stacktrace:1' > $T/set_ftrace_filter || fail "cannot set the stac
 echo 1 > $T/tracing_on
 read -r line < /proc/version
 echo 0 > $T/tracing_on
-awk '/<stack trace>/ { s = 1; next } s && /^ => / { print $2; next } s { exit }' $T/trace > /tmp/gst.frames
+# The frames: the " => " lines after the <stack trace> event; other lines
+# of the function_graph output may come between the event and its frames.
+awk '/<stack trace>/ { s = 1; next } s && /^ => / { print $2; f = 1; next } f { exit }' $T/trace > /tmp/gst.frames
 echo '!vfs_read:stacktrace:1' >> $T/set_ftrace_filter || fail "cannot remove the probe"
 echo nop > $T/current_tracer
 echo > $T/set_ftrace_filter
