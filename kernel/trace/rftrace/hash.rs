@@ -265,26 +265,74 @@ pub(crate) unsafe fn remove(h: *mut FtraceHash, ip: u64) -> bool {
 }
 
 /// Calls `f` on every entry of `h`, in bucket order. `f` must not change
-/// `h`.
+/// `h` (it may free the entry it is given: see [`Entries`]).
 ///
 /// # Safety
 ///
 /// `h` is null or a valid set that stays valid for the call.
 pub(crate) unsafe fn for_each(h: *const FtraceHash, mut f: impl FnMut(*mut Entry)) {
+    // SAFETY: per the function's contract.
+    for e in unsafe { entries(h) } {
+        f(e);
+    }
+}
+
+/// The entries of `h`, in bucket order.
+///
+/// # Safety
+///
+/// `h` is null or a valid set that stays valid while the iterator is used.
+pub(crate) unsafe fn entries(h: *const FtraceHash) -> Entries {
     if h.is_null() {
-        return;
+        return Entries {
+            buckets: ptr::null_mut(),
+            n: 0,
+            i: 0,
+            node: ptr::null_mut(),
+        };
     }
     // SAFETY: per the function's contract.
-    let (buckets, n) = unsafe { ((*h).buckets, 1usize << (*h).size_bits) };
-    for i in 0..n {
-        // SAFETY: `i` is below the number of buckets.
-        let mut node = unsafe { (*buckets.add(i)).first };
-        while !node.is_null() {
-            // SAFETY: a live node; read `next` before `f` sees the entry.
-            let next = unsafe { (*node).next };
-            f(node.cast());
-            node = next;
+    let (buckets, bits) = unsafe { ((*h).buckets, (*h).size_bits) };
+    Entries {
+        buckets,
+        n: 1usize << bits,
+        i: 0,
+        node: ptr::null_mut(),
+    }
+}
+
+/// Iterator over the entries of a set ([`entries`]). It reads an entry's
+/// successor before it yields the entry, so the caller may free it.
+///
+/// # Invariants
+///
+/// `buckets` holds `n` buckets of a set that is valid while the iterator
+/// is used (the contract of [`entries`]); `node` is null or a live node of
+/// it.
+pub(crate) struct Entries {
+    buckets: *mut bindings::hlist_head,
+    n: usize,
+    i: usize,
+    node: *mut bindings::hlist_node,
+}
+
+impl Iterator for Entries {
+    type Item = *mut Entry;
+
+    fn next(&mut self) -> Option<*mut Entry> {
+        while self.node.is_null() {
+            if self.i == self.n {
+                return None;
+            }
+            // SAFETY: `i < n`, a bucket of the valid set (the invariants).
+            self.node = unsafe { (*self.buckets.add(self.i)).first };
+            self.i += 1;
         }
+        let e = self.node;
+        // SAFETY: a live node of the set (the invariants); its successor
+        // is read before the caller sees (and may free) the entry.
+        self.node = unsafe { (*e).next };
+        Some(e.cast())
     }
 }
 
@@ -410,23 +458,13 @@ impl SetRef {
     }
 
     /// The addresses of the set's entries, in bucket order.
-    pub(crate) fn ips(self) -> Ips {
-        if self.0.is_null() {
-            return Ips {
-                buckets: ptr::null_mut(),
-                n: 0,
-                i: 0,
-                node: ptr::null_mut(),
-            };
-        }
-        // SAFETY: a valid set (the type's invariants).
-        let (buckets, bits) = unsafe { ((*self.0).buckets, (*self.0).size_bits) };
-        Ips {
-            buckets,
-            n: 1usize << bits,
-            i: 0,
-            node: ptr::null_mut(),
-        }
+    pub(crate) fn ips(self) -> impl Iterator<Item = u64> {
+        // SAFETY: null or valid while the handle is used (the type's
+        // invariants), which outlasts the iterator made from it.
+        unsafe { entries(self.0) }.map(|e| {
+            // SAFETY: a live entry of the set (see `Entries`).
+            unsafe { (*e).ip as u64 }
+        })
     }
 }
 
@@ -438,35 +476,5 @@ impl crate::logic::plan::SiteSet for SetRef {
     fn contains(&self, ip: u64) -> bool {
         // SAFETY: as above.
         unsafe { contains(self.0, ip) }
-    }
-}
-
-/// Iterator over the addresses of a set ([`SetRef::ips`]); valid as long
-/// as the `SetRef` it came from.
-pub(crate) struct Ips {
-    buckets: *mut bindings::hlist_head,
-    n: usize,
-    i: usize,
-    node: *mut bindings::hlist_node,
-}
-
-impl Iterator for Ips {
-    type Item = u64;
-
-    fn next(&mut self) -> Option<u64> {
-        while self.node.is_null() {
-            if self.i == self.n {
-                return None;
-            }
-            // SAFETY: `i < n`, the number of buckets of a valid set (the
-            // `SetRef`'s invariants).
-            self.node = unsafe { (*self.buckets.add(self.i)).first };
-            self.i += 1;
-        }
-        let e = self.node.cast::<Entry>();
-        // SAFETY: a live node of the set; an entry begins with its node.
-        let (ip, next) = unsafe { ((*e).ip as u64, (*self.node).next) };
-        self.node = next;
-        Some(ip)
     }
 }

@@ -11,6 +11,7 @@
 //! site needs them). The sites whose call changes are written as one
 //! batch by the arch layer.
 
+use crate::archif::Change;
 use crate::hash::{self, FtraceHash, SetRef};
 use crate::logic::plan::{self, OpsSites, Shared};
 use crate::logic::recursion;
@@ -489,8 +490,6 @@ fn set_list_func() {
     }
 }
 
-use crate::archif::Change;
-
 extern "C" {
     fn rftrace_arch_apply(changes: *const Change, n: usize, bad_ip: *mut u64) -> c_int;
     fn rftrace_arch_init_site(ip: u64, target: u64) -> c_int;
@@ -924,7 +923,8 @@ pub(crate) unsafe fn startup(ops: *mut Ops) -> c_int {
         // SAFETY: the ops is valid.
         let tramp = unsafe { view::trampoline(ops).0 };
         if tramp != before_tramp {
-            perf_trampoline(ops, false);
+            // SAFETY: `ftrace_lock` is held; the ops is valid.
+            unsafe { perf_trampoline(ops, false) };
         }
         if tramp != 0 {
             // SAFETY: `ftrace_lock` is held.
@@ -948,7 +948,8 @@ pub(crate) unsafe fn startup(ops: *mut Ops) -> c_int {
         // now, as in C; its owner may free the ops on this error.
         // SAFETY: the ops is valid.
         if add & F_DYNAMIC != 0 && unsafe { view::trampoline(ops).0 } != before_tramp {
-            perf_trampoline(ops, true);
+            // SAFETY: `ftrace_lock` is held; the ops is valid.
+            unsafe { perf_trampoline(ops, true) };
             // SAFETY: no site calls it, no CPU runs it.
             unsafe { bindings::arch_ftrace_trampoline_free(ops) };
         }
@@ -1036,7 +1037,8 @@ pub(crate) unsafe fn shutdown(ops: *mut Ops) -> c_int {
             bindings::synchronize_rcu_tasks_rude();
             bindings::synchronize_rcu_tasks();
         }
-        perf_trampoline(ops, true);
+        // SAFETY: `ftrace_lock` is held; the ops is valid.
+        unsafe { perf_trampoline(ops, true) };
         // SAFETY: no task runs the trampoline any more (waited above).
         unsafe { bindings::arch_ftrace_trampoline_free(ops) };
     }
@@ -1049,9 +1051,11 @@ pub(crate) unsafe fn shutdown(ops: *mut Ops) -> c_int {
 /// its whole body, so that a decoder of an instruction trace knows the
 /// bytes; when it goes, the KSYMBOL unregister record, before it is freed.
 ///
-/// `ops` is valid (`ftrace_lock` is held).
+/// # Safety
+///
+/// `ops` is valid and `ftrace_lock` is held.
 #[cfg(CONFIG_PERF_EVENTS)]
-fn perf_trampoline(ops: *mut Ops, gone: bool) {
+unsafe fn perf_trampoline(ops: *mut Ops, gone: bool) {
     // SAFETY: per the function's contract.
     let ((at, len), mine) = unsafe { (view::trampoline(ops), view::has(ops, F_ALLOC_TRAMP)) };
     if at == 0 || !mine {
@@ -1079,7 +1083,7 @@ fn perf_trampoline(ops: *mut Ops, gone: bool) {
 }
 
 #[cfg(not(CONFIG_PERF_EVENTS))]
-fn perf_trampoline(_ops: *mut Ops, _gone: bool) {}
+unsafe fn perf_trampoline(_ops: *mut Ops, _gone: bool) {}
 
 /// Registers an ops with the core.
 ///

@@ -33,6 +33,8 @@ mod nokprobe;
 #[path = "../../../../kernel/trace/rftrace/opsview.rs"]
 mod view;
 
+#[cfg(CONFIG_FTRACE_CORE_RUST_GENERIC)]
+use archif::Change;
 use insn::{Decoded, INT3, NOP5, SITE_SIZE};
 
 const __LOG_PREFIX: &[u8] = b"ftrace\0";
@@ -986,8 +988,8 @@ pub unsafe extern "C" fn arch_ftrace_trampoline_func(
     ops: *mut bindings::ftrace_ops,
     rec: *mut bindings::dyn_ftrace,
 ) -> *mut c_void {
-    // A non-null `ops` is live (the function's contract) for the two
-    // unsafe calls here.
+    // A non-null `ops` is live (the function's contract) for the unsafe
+    // calls here; a null one has no flags and no trampoline.
     // SAFETY: as said.
     let of = |f| !ops.is_null() && unsafe { ops_flag(ops, f) };
     let tramp = if ops.is_null() {
@@ -996,18 +998,16 @@ pub unsafe extern "C" fn arch_ftrace_trampoline_func(
         // SAFETY: as said.
         unsafe { view::trampoline(ops).0 }
     };
-    match () {
-        () if of(bindings::FTRACE_OPS_FL_ALLOC_TRAMP) => {
-            let t = template(of(bindings::FTRACE_OPS_FL_SAVE_REGS));
-            call_target(tramp + t.call as u64)
-        }
+    if of(bindings::FTRACE_OPS_FL_ALLOC_TRAMP) {
+        let t = template(of(bindings::FTRACE_OPS_FL_SAVE_REGS));
+        call_target(tramp + t.call as u64)
+    } else if tramp != 0 {
         // Someone else's trampoline: unknown.
-        () if tramp != 0 => ptr::null_mut(),
-        () => {
-            // SAFETY: per the function's contract.
-            let regs = unsafe { (*rec).flags } & bindings::FTRACE_FL_REGS_EN as c_ulong != 0;
-            call_target(template(regs).start + template(regs).call as u64)
-        }
+        ptr::null_mut()
+    } else {
+        // SAFETY: per the function's contract.
+        let regs = unsafe { (*rec).flags } & bindings::FTRACE_FL_REGS_EN as c_ulong != 0;
+        call_target(template(regs).start + template(regs).call as u64)
     }
 }
 
@@ -1137,9 +1137,6 @@ pub unsafe extern "C" fn ftrace_graph_func(
 }
 crate::nokprobe::nokprobe!(ftrace_graph_func);
 
-#[cfg(CONFIG_FTRACE_CORE_RUST_GENERIC)]
-use archif::Change as RftraceChange;
-
 /// The bytes of a site that calls `target`, or holds the NOP for 0.
 fn site_bytes(ip: u64, target: u64) -> Option<[u8; SITE_SIZE]> {
     if target == 0 {
@@ -1166,7 +1163,7 @@ fn site_bytes(ip: u64, target: u64) -> Option<[u8; SITE_SIZE]> {
 #[cfg(CONFIG_FTRACE_CORE_RUST_GENERIC)]
 #[no_mangle]
 pub unsafe extern "C" fn rftrace_arch_apply(
-    changes: *const RftraceChange,
+    changes: *const Change,
     n: usize,
     bad_ip: *mut u64,
 ) -> c_int {
@@ -1175,8 +1172,7 @@ pub unsafe extern "C" fn rftrace_arch_apply(
     }
     // SAFETY: per the function's contract.
     let changes = unsafe { core::slice::from_raw_parts(changes, n) };
-    let poke =
-        |c: &RftraceChange| Poke::new(c.ip, site_bytes(c.ip, c.old)?, site_bytes(c.ip, c.new)?);
+    let poke = |c: &Change| Poke::new(c.ip, site_bytes(c.ip, c.old)?, site_bytes(c.ip, c.new)?);
     // SAFETY: `text_mutex` is a valid global mutex, not held here.
     unsafe { bindings::mutex_lock(ptr::addr_of_mut!(bindings::text_mutex)) };
     // SAFETY: `text_mutex` is held until the unlock below.
