@@ -30,23 +30,18 @@
 //! it, with preemption off, which the RCU grace period before a stack is
 //! freed waits for.
 
-use crate::logic::fgraph::{
-    self as sg, find_data, frame_below, nth_frame, reserve_word, Words, FRAME_CALLTIME, FRAME_FUNC,
-    FRAME_RET, FRAME_RETP, FRAME_WORDS, OPS_SLOTS, SHADOW_STACK_SIZE, SHADOW_STACK_WORDS,
-    STACK_LIMIT, TASK_VARS,
-};
+use crate::logic::fgraph::{self as sg, OPS_SLOTS, SHADOW_STACK_SIZE};
 use crate::logic::recursion;
 use crate::ops::{self, Ops};
 use crate::pid::{
     __tracepoint_sched_switch, tracepoint_probe_register, tracepoint_probe_unregister,
     traces_current,
 };
+use crate::shadow::{Shadow, TaskStack};
 use crate::task::{self as field, current, guarded, Task};
 use crate::{err, CGlobal, Guard, Locked, EBUSY};
 use core::ptr;
-use core::sync::atomic::{
-    compiler_fence, AtomicBool, AtomicI32, AtomicPtr, AtomicU16, AtomicU64, Ordering,
-};
+use core::sync::atomic::{AtomicBool, AtomicI32, AtomicPtr, AtomicU16, AtomicU64, Ordering};
 use kernel::bindings;
 use kernel::c_str;
 use kernel::ffi::{c_int, c_uint, c_ulong, c_void};
@@ -64,33 +59,6 @@ extern "C" {
         arg: *mut c_void,
     );
     fn rftrace_kill_graph();
-}
-
-/// A task's shadow stack: `SHADOW_STACK_WORDS` words.
-#[derive(Clone, Copy)]
-struct Stack(*mut u64);
-
-impl Stack {
-    /// Word `i`, which must be below `SHADOW_STACK_WORDS`.
-    fn cell(self, i: usize) -> &'static AtomicU64 {
-        debug_assert!(i < SHADOW_STACK_WORDS);
-        // SAFETY: a stack is `SHADOW_STACK_WORDS` aligned words, alive
-        // while its task or the walker holding it may use it (see the
-        // module's locking notes); callers stay in range.
-        unsafe { AtomicU64::from_ptr(self.0.add(i)) }
-    }
-    fn get(self, i: usize) -> u64 {
-        self.cell(i).load(Ordering::Relaxed)
-    }
-    fn set(self, i: usize, v: u64) {
-        self.cell(i).store(v, Ordering::Relaxed)
-    }
-}
-
-impl Words for Stack {
-    fn word(&self, i: usize) -> Option<u64> {
-        (i < SHADOW_STACK_WORDS).then(|| self.get(i))
-    }
 }
 
 /// The registered graph ops by index (null: free).
@@ -145,26 +113,6 @@ fn live_ops() -> Option<u16> {
     (live != 0 && !DEAD.load(Ordering::Relaxed)).then_some(live)
 }
 
-/// `t`'s shadow stack and its top, when it has one and the top is in
-/// range.
-///
-/// # Safety
-///
-/// `t` is a live task.
-#[inline(always)]
-unsafe fn stack_of(t: Task) -> Option<(Stack, usize)> {
-    // SAFETY: per the function's contract. Acquire: the fields set before
-    // the stack was published.
-    let (p, top) = unsafe {
-        (
-            field::stack(t).load(Ordering::Acquire),
-            field::top(t).load(Ordering::Relaxed),
-        )
-    };
-    let top = usize::try_from(top).ok()?;
-    (!p.is_null() && top <= STACK_LIMIT).then_some((Stack(p), top))
-}
-
 /// Asks graph ops `g` whether it wants this call.
 ///
 /// # Safety
@@ -179,49 +127,6 @@ unsafe fn wants(g: *mut Gops, trace: &mut bindings::ftrace_graph_ent) -> bool {
 }
 
 // --- entry and return (hot path) ---------------------------------------
-
-/// Pushes a frame for a call of `func` that returns to `ret` from slot
-/// `retp`. Gives the stack and the offset of the frame's header word.
-///
-/// # Safety
-///
-/// `t` is the current task; preemption is off.
-#[inline(always)]
-unsafe fn push(t: Task, ret: u64, func: u64, retp: u64) -> Option<(Stack, usize)> {
-    // Not `stack_of()`: the room check below also bounds the top.
-    // SAFETY: per the function's contract.
-    let (stack, top) = unsafe { (field::stack(t), field::top(t)) };
-    // Acquire: the fields set before the stack was published.
-    let p = stack.load(Ordering::Acquire);
-    if p.is_null() {
-        return None;
-    }
-    let Ok(start) = usize::try_from(top.load(Ordering::Relaxed)) else {
-        return None;
-    };
-    if start >= STACK_LIMIT - FRAME_WORDS - 1 {
-        // SAFETY: as above.
-        unsafe { field::overrun(t) }.fetch_add(1, Ordering::Relaxed);
-        return None;
-    }
-    let calltime = now();
-    let s = Stack(p);
-    let hdr = start.wrapping_add(FRAME_WORDS);
-    // An interrupt arriving before `top` moves may push and pop over
-    // these words; what counts is that the header's link is right once
-    // `top` covers it, and the words are written again after.
-    s.set(hdr, sg::reserved_word());
-    s.set(start.wrapping_add(FRAME_RET), ret);
-    compiler_fence(Ordering::SeqCst);
-    top.store(hdr.wrapping_add(1) as i32, Ordering::Relaxed);
-    compiler_fence(Ordering::SeqCst);
-    s.set(hdr, sg::reserved_word());
-    s.set(start.wrapping_add(FRAME_RET), ret);
-    s.set(start.wrapping_add(FRAME_FUNC), func);
-    s.set(start.wrapping_add(FRAME_CALLTIME), calltime);
-    s.set(start.wrapping_add(FRAME_RETP), retp);
-    Some((s, hdr))
-}
 
 /// The x86_64 layer's graph callback, past its own checks: if a graph ops
 /// wants the return of `func`, whose return address is at `parent`,
@@ -276,7 +181,8 @@ pub unsafe extern "C" fn function_graph_enter(
 }
 crate::nokprobe::nokprobe!(function_graph_enter);
 
-/// The entry: pushes the frame, asks the graph ops.
+/// The entry: pushes the frame, asks the graph ops (the generic
+/// [`RetStack::enter`](crate::logic::retstack::RetStack::enter)).
 ///
 /// # Safety
 ///
@@ -284,66 +190,42 @@ crate::nokprobe::nokprobe!(function_graph_enter);
 /// [`LIVE`] as just read, not 0.
 #[inline(always)]
 unsafe fn enter(t: Task, live: u16, ret: c_ulong, func: c_ulong, retp: *mut c_ulong) -> c_int {
-    // SAFETY: `t` is the current task.
-    let (depth_c, top) = unsafe { (field::depth(t), field::top(t)) };
-    let depth = depth_c.load(Ordering::Relaxed).wrapping_add(1);
-    depth_c.store(depth, Ordering::Relaxed);
-    // SAFETY: per the function's contract.
-    let Some((s, hdr)) = (unsafe { push(t, ret as u64, func as u64, retp as u64) }) else {
-        depth_c.store(depth.wrapping_sub(1), Ordering::Relaxed);
+    // SAFETY: the current task, preemption off (the contract).
+    let Some(mut s) = (unsafe { TaskStack::of(t) }) else {
         return EBUSY;
     };
-    let mut trace = bindings::ftrace_graph_ent { func, depth };
-    let mut bitmap = 0u16;
-    if live & live.wrapping_sub(1) == 0 {
-        // One graph ops: the manager's filter is that ops' filter.
-        let i = live.trailing_zeros() as usize & (OPS_SLOTS - 1);
-        let g = ARRAY[i].load(Ordering::Acquire);
+    // One graph ops: the manager's filter is that ops' filter.
+    let single = live & live.wrapping_sub(1) == 0;
+    let mut trace = bindings::ftrace_graph_ent { func, depth: 0 };
+    let entered = s.enter(ret as u64, func as u64, now(), retp as u64, live, |c| {
+        let Some(g) = ARRAY.get(c.idx()).map(|a| a.load(Ordering::Acquire)) else {
+            return false;
+        };
+        if g.is_null() {
+            return false;
+        }
+        trace.depth = c.depth();
         // SAFETY: a listed graph ops (preemption is off here).
-        if !g.is_null() && unsafe { wants(g, &mut trace) } {
-            bitmap = 1 << i;
+        unsafe {
+            (single
+                || ops::ftrace_ops_test(ptr::addr_of_mut!((*g).ops), func, ptr::null_mut()) != 0)
+                && wants(g, &mut trace)
         }
+    });
+    if entered.is_ok() {
+        0
     } else {
-        let mut want = live;
-        while want != 0 {
-            let i = want.trailing_zeros() as usize & (OPS_SLOTS - 1);
-            want &= want - 1;
-            let g = ARRAY[i].load(Ordering::Acquire);
-            if g.is_null() {
-                continue;
-            }
-            let mark = top.load(Ordering::Relaxed);
-            // SAFETY: as above.
-            let wanted = unsafe {
-                ops::ftrace_ops_test(ptr::addr_of_mut!((*g).ops), func, ptr::null_mut()) != 0
-                    && wants(g, &mut trace)
-            };
-            if wanted {
-                bitmap |= 1 << i;
-            } else {
-                // Drop what it reserved.
-                top.store(mark, Ordering::Relaxed);
-            }
-        }
+        EBUSY
     }
-    if bitmap == 0 {
-        top.store(hdr.wrapping_sub(FRAME_WORDS) as i32, Ordering::Relaxed);
-        depth_c.store(depth.wrapping_sub(1), Ordering::Relaxed);
-        return EBUSY;
-    }
-    // Only the ops that accepted get the return (6.12 also sets bit 0,
-    // running index 0's return callback for calls it declined).
-    s.set(hdr, sg::bitmap_word(bitmap));
-    0
 }
 
 /// The shadow stack is not as the entry left it: stop graph tracing and
 /// say so. Returns where the broken return goes (as in C: `panic`).
 #[cold]
-fn bad_return(top: c_int) -> c_ulong {
+fn bad_return(top: Option<usize>) -> c_ulong {
     DEAD.store(true, Ordering::Relaxed);
     pr_err!(
-        "function graph: no frame for a return (shadow stack offset {}); graph tracing stopped\n",
+        "function graph: no frame for a return (shadow stack offset {:?}); graph tracing stopped\n",
         top
     );
     bindings::panic as *const () as c_ulong
@@ -358,48 +240,45 @@ fn bad_return(top: c_int) -> c_ulong {
 /// current task's top frame is the one of the returning function.
 #[no_mangle]
 pub unsafe extern "C" fn ftrace_return_to_handler(fregs: *mut bindings::ftrace_regs) -> c_ulong {
-    let t = current();
-    // SAFETY: `t` is the current task.
-    let (top_c, depth_c) = unsafe { (field::top(t), field::depth(t)) };
-    // SAFETY: as above.
-    let found = unsafe { stack_of(t) }.and_then(|(s, top)| Some((s, frame_below(&s, top)?)));
-    let Some((s, start)) = found else {
-        return bad_return(top_c.load(Ordering::Relaxed));
-    };
     // The clock first: fewer values live across the call.
     let rettime = now();
-    let depth = depth_c.load(Ordering::Relaxed);
-    let mut trace = bindings::ftrace_graph_ret {
-        func: s.get(start.wrapping_add(FRAME_FUNC)) as c_ulong,
-        // SAFETY: on x86_64 `struct ftrace_regs` is a `struct pt_regs`;
-        // the trampoline saved the return value in `ax`.
-        retval: unsafe { (*fregs.cast::<bindings::pt_regs>()).ax },
-        depth,
-        // SAFETY: as above.
-        overrun: unsafe { field::overrun(t) }.load(Ordering::Relaxed) as c_uint,
-        calltime: s.get(start.wrapping_add(FRAME_CALLTIME)),
-        rettime,
+    // SAFETY: the current task.
+    let Some(mut s) = (unsafe { TaskStack::of(current()) }) else {
+        return bad_return(None);
     };
-    let ret = s.get(start.wrapping_add(FRAME_RET)) as c_ulong;
-    let mut bitmap = sg::bitmap_of(s.get(start.wrapping_add(FRAME_WORDS)));
-    while bitmap != 0 {
-        let i = bitmap.trailing_zeros() as usize;
-        bitmap &= bitmap - 1;
-        let g = ARRAY[i].load(Ordering::Acquire);
+    // The callbacks of the ops the frame names that are still registered;
+    // an index unregistered since the entry is skipped.
+    let live = LIVE.load(Ordering::Acquire);
+    let mut trace = None;
+    let left = s.leave(None, live, |c, r| {
+        let Some(g) = ARRAY.get(c.idx()).map(|a| a.load(Ordering::Acquire)) else {
+            return;
+        };
         if g.is_null() {
-            continue;
+            return;
         }
-        // SAFETY: a listed graph ops is valid (see the entry).
-        if let Some(f) = unsafe { (*g).retfunc } {
-            // SAFETY: the callback's contract.
-            unsafe { f(&mut trace, g) };
-        }
+        // SAFETY: a listed graph ops is valid (see the entry); its return
+        // callback is not changed while it is registered.
+        let Some(f) = (unsafe { (*g).retfunc }) else {
+            return;
+        };
+        let t = trace.get_or_insert_with(|| bindings::ftrace_graph_ret {
+            func: r.frame.func as c_ulong,
+            // SAFETY: on x86_64 `struct ftrace_regs` is a `struct pt_regs`;
+            // the trampoline saved the return value in `ax`.
+            retval: unsafe { (*fregs.cast::<bindings::pt_regs>()).ax },
+            depth: r.depth,
+            overrun: r.overrun as c_uint,
+            calltime: r.frame.calltime,
+            rettime,
+        });
+        // SAFETY: the callback's contract.
+        unsafe { f(t, g) };
+    });
+    match left {
+        Ok(r) => r.frame.ret as c_ulong,
+        Err(_) => bad_return(Some(s.top())),
     }
-    // The callbacks read the frame: pop it only now.
-    compiler_fence(Ordering::SeqCst);
-    top_c.store(start as i32, Ordering::Relaxed);
-    depth_c.store(depth.wrapping_sub(1), Ordering::Relaxed);
-    ret
 }
 crate::nokprobe::nokprobe!(ftrace_return_to_handler);
 
@@ -437,29 +316,14 @@ pub extern "C" fn fgraph_reserve_data(idx: c_int, size_bytes: c_int) -> *mut c_v
     let (Ok(idx), Ok(size)) = (usize::try_from(idx), usize::try_from(size_bytes)) else {
         return ptr::null_mut();
     };
-    let Some(words) = sg::data_words_for(size) else {
+    // SAFETY: the current task.
+    let Some(mut s) = (unsafe { TaskStack::of(current()) }) else {
         return ptr::null_mut();
     };
-    let t = current();
-    // SAFETY: the current task.
-    let Some((s, top)) = (unsafe { stack_of(t) }) else {
-        return ptr::null_mut();
-    };
-    if idx >= OPS_SLOTS || top == 0 {
-        return ptr::null_mut();
+    match s.reserve(idx, size) {
+        Some(first) => s.mem().word_ptr(first).cast(),
+        None => ptr::null_mut(),
     }
-    let new_top = top + words + 1;
-    if new_top >= STACK_LIMIT {
-        return ptr::null_mut();
-    }
-    let v = reserve_word(idx, words, s.get(top - 1));
-    s.set(new_top - 1, v);
-    compiler_fence(Ordering::SeqCst);
-    // SAFETY: the current task.
-    unsafe { field::top(t) }.store(new_top as i32, Ordering::Relaxed);
-    compiler_fence(Ordering::SeqCst);
-    s.set(new_top - 1, v);
-    s.0.wrapping_add(top).cast()
 }
 
 /// The data graph ops `idx` reserved at the entry of the function now
@@ -474,17 +338,17 @@ pub unsafe extern "C" fn fgraph_retrieve_data(idx: c_int, size_bytes: *mut c_int
         return ptr::null_mut();
     };
     // SAFETY: the current task.
-    let Some((s, top)) = (unsafe { stack_of(current()) }) else {
+    let Some(s) = (unsafe { TaskStack::of(current()) }) else {
         return ptr::null_mut();
     };
-    let Some((first, n)) = find_data(&s, top, idx) else {
+    let Some((first, n)) = s.retrieve(idx) else {
         return ptr::null_mut();
     };
     if !size_bytes.is_null() {
         // SAFETY: per the function's contract.
         unsafe { *size_bytes = (n * sg::WORD_BYTES) as c_int };
     }
-    s.0.wrapping_add(first).cast()
+    s.mem().word_ptr(first).cast()
 }
 
 /// A word for the tasks without a stack: the callers write through the
@@ -503,11 +367,11 @@ pub unsafe extern "C" fn fgraph_get_task_var(gops: *mut Gops) -> *mut c_ulong {
     // index below `OPS_SLOTS` (the mask keeps any other value in range).
     let idx = unsafe { (*gops).idx } as usize & (OPS_SLOTS - 1);
     // SAFETY: the current task.
-    let p = unsafe { field::stack(current()) }.load(Ordering::Relaxed);
-    if p.is_null() {
-        return SPARE_TASK_VAR.as_ptr().cast();
+    let stack = unsafe { TaskStack::of(current()) };
+    match (stack, Shadow::task_var_offset(idx)) {
+        (Some(s), Some(at)) => s.mem().word_ptr(at).cast(),
+        _ => SPARE_TASK_VAR.as_ptr().cast(),
     }
-    p.wrapping_add(TASK_VARS + idx).cast()
 }
 
 /// The `idx`-th frame (0: the top one) of `task`'s shadow stack, or null.
@@ -522,12 +386,12 @@ pub unsafe extern "C" fn ftrace_graph_get_ret_stack(
     idx: c_int,
 ) -> *mut bindings::ftrace_ret_stack {
     // SAFETY: per the function's contract.
-    let Some((s, top)) = (unsafe { stack_of(task) }) else {
+    let Some(s) = (unsafe { TaskStack::of(task) }) else {
         return ptr::null_mut();
     };
     let depth = usize::try_from(idx).unwrap_or(0);
-    match nth_frame(&s, top, depth) {
-        Some(start) => s.0.wrapping_add(start).cast(),
+    match s.ret_stack_offset(depth) {
+        Some(start) => s.mem().word_ptr(start).cast(),
         None => ptr::null_mut(),
     }
 }
@@ -555,10 +419,10 @@ pub unsafe extern "C" fn ftrace_graph_ret_addr(
     // SAFETY: paired below.
     unsafe { bindings::ftrace_preempt_disable_notrace() };
     // SAFETY: per the function's contract.
-    let (stack, from) = unsafe { (stack_of(task), *idx) };
+    let (stack, from) = unsafe { (TaskStack::of(task), *idx) };
     let mut real = ret;
-    if let (Some((s, top)), Ok(mut at)) = (stack, usize::try_from(from)) {
-        real = sg::ret_addr(&s, top, &mut at, ret as u64, retp as u64, handler) as c_ulong;
+    if let (Some(s), Ok(mut at)) = (stack, usize::try_from(from)) {
+        real = s.ret_addr(Some(&mut at), ret as u64, retp as u64, handler) as c_ulong;
         if let Ok(at) = c_int::try_from(at) {
             // SAFETY: per the function's contract.
             unsafe { *idx = at };
@@ -617,14 +481,8 @@ unsafe extern "C" fn sched_switch_probe(
         if then == 0 {
             return;
         }
-        let Some((s, mut end)) = stack_of(next) else {
-            return;
-        };
-        let delta = ts.wrapping_sub(then);
-        while let Some(start) = frame_below(&s, end) {
-            let c = start.wrapping_add(FRAME_CALLTIME);
-            s.set(c, s.get(c).wrapping_add(delta));
-            end = start;
+        if let Some(mut s) = TaskStack::of(next) {
+            s.add_calltime(ts.wrapping_sub(then));
         }
     }
 }
@@ -642,16 +500,11 @@ fn alloc_stack() -> *mut u64 {
 ///
 /// `t` is a live task without a stack; `p` is an unused stack.
 unsafe fn give_stack(t: Task, p: *mut u64) {
-    let s = Stack(p);
-    for i in TASK_VARS..SHADOW_STACK_WORDS {
-        s.set(i, 0);
-    }
+    // SAFETY: per the function's contract.
+    unsafe { TaskStack::unpublished(t, p) }.reset();
     // SAFETY: per the function's contract.
     unsafe {
-        field::overrun(t).store(0, Ordering::Relaxed);
         field::timestamp(t).store(0, Ordering::Relaxed);
-        field::top(t).store(0, Ordering::Relaxed);
-        field::depth(t).store(-1, Ordering::Relaxed);
         // Release: the fields above before the stack.
         field::stack(t).store(p, Ordering::Release);
     }
@@ -915,11 +768,12 @@ unsafe fn take_stacks() {
 /// and the `arg` its caller passed.
 unsafe extern "C" fn zero_task_var(t: Task, arg: *mut c_void) -> bool {
     let idx = arg as usize;
-    // SAFETY: `t` is alive under RCU; only the variable of an index no
-    // callback uses yet is written.
-    let p = unsafe { field::stack(t) }.load(Ordering::Acquire);
-    if !p.is_null() {
-        Stack(p).set(TASK_VARS + idx, 0);
+    // SAFETY: `t` is alive under RCU, whose grace period a stack's free
+    // waits for; only the variable of an index no callback uses yet is
+    // written.
+    let s = unsafe { TaskStack::of(t) };
+    if let Some(mut s) = s {
+        s.init_task_var(idx);
     }
     true
 }

@@ -34,13 +34,15 @@ use kernel::ffi::{c_char, c_int, c_ulong, c_void};
 use kernel::prelude::*;
 
 /// The portable logic, the same files the host tests run (logic/).
-#[allow(dead_code, missing_docs)]
+#[allow(missing_docs)]
 mod logic {
     #[cfg(CONFIG_FUNCTION_GRAPH_TRACER)]
     #[path = "fgraph.rs"]
     pub mod fgraph;
     #[path = "glob.rs"]
     pub mod glob;
+    // The x86_64 crate's instruction encoding: here only its site size.
+    #[allow(dead_code)]
     #[path = "insn.rs"]
     pub mod insn;
     #[path = "parser.rs"]
@@ -51,6 +53,9 @@ mod logic {
     pub mod profile;
     #[path = "recursion.rs"]
     pub mod recursion;
+    #[cfg(CONFIG_FUNCTION_GRAPH_TRACER)]
+    #[path = "retstack.rs"]
+    pub mod retstack;
     #[path = "sites.rs"]
     pub mod sites;
     #[path = "symbols.rs"]
@@ -77,6 +82,8 @@ mod percpu;
 mod pid;
 mod probe;
 mod profile;
+#[cfg(CONFIG_FUNCTION_GRAPH_TRACER)]
+mod shadow;
 mod table;
 mod task;
 

@@ -18,5 +18,6 @@ pub mod parser;
 pub mod plan;
 pub mod profile;
 pub mod recursion;
+pub mod retstack;
 pub mod sites;
 pub mod symbols;

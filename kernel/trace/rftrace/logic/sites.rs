@@ -151,13 +151,6 @@ pub fn first_overlapping<S: SiteIp>(sites: &[S], start: u64, end: u64) -> Option
         .filter(|&k| sites[k].site_ip() <= end)
 }
 
-/// The index of the first site whose address lies in `[start, end]`: what
-/// `ftrace_location_range()` returns the address of.
-pub fn first_in<S: SiteIp>(sites: &[S], start: u64, end: u64) -> Option<usize> {
-    let i = sites.partition_point(|s| s.site_ip() < start);
-    sites.get(i).filter(|s| s.site_ip() <= end).map(|_| i)
-}
-
 /// The range of indexes of sites whose address lies in `[start, end)`:
 /// the sites of one module's init text, say, when it is freed.
 pub fn range<S: SiteIp>(sites: &[S], start: u64, end: u64) -> core::ops::Range<usize> {
@@ -206,9 +199,6 @@ mod tests {
         let t = table(&[100, 200, 300]);
         assert_eq!(find(&t, 200), Some(1));
         assert_eq!(find(&t, 201), None);
-        assert_eq!(first_in(&t, 150, 250), Some(1));
-        assert_eq!(first_in(&t, 201, 299), None);
-        assert_eq!(first_in(&t, 300, 300), Some(2));
         assert_eq!(first_overlapping(&t, 204, 204), Some(1));
         assert_eq!(first_overlapping(&t, 205, 250), None);
         assert_eq!(first_overlapping(&t, 0, 96), None);
@@ -239,8 +229,6 @@ mod tests {
             let end = start + len;
             let scan = t.iter().position(|s| s.ip <= end && s.ip + 5 > start);
             prop_assert_eq!(first_overlapping(&t, start, end), scan);
-            let scan_in = t.iter().position(|s| s.ip >= start && s.ip <= end);
-            prop_assert_eq!(first_in(&t, start, end), scan_in);
             for (i, s) in t.iter().enumerate() {
                 prop_assert_eq!(find(&t, s.ip), Some(i));
             }

@@ -1,0 +1,126 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! A task's shadow stack as the generic code of `logic/retstack.rs` sees
+//! it: the words of the stack the task points to and the three counters in
+//! its `task_struct`. The operations themselves (push, reserve, commit,
+//! return, the walks) are that module's, the code the host tests run.
+//!
+//! Every word and counter is read and written one at a time with relaxed
+//! atomics: an interrupt on the task pushes and pops above the top while
+//! the task is between two stores, and unwinders on other CPUs walk the
+//! stack at any time.
+
+use crate::logic::fgraph::{Words, SHADOW_STACK_WORDS};
+use crate::logic::retstack::{RetStack, StackMem};
+use crate::task::{self as field, Task};
+use core::sync::atomic::{AtomicU64, Ordering};
+
+/// The storage of one task's shadow stack.
+///
+/// # Invariants
+///
+/// `t` is a live task and `p` points to `SHADOW_STACK_WORDS` aligned words
+/// that stay allocated while this value exists: either the stack `t`
+/// published (the core frees a published stack only after taking it out
+/// of its task and waiting for a grace period that the holders of this
+/// value, which run with preemption off or are the task itself, delay),
+/// or one not yet published.
+pub(crate) struct TaskStack {
+    t: Task,
+    p: *mut u64,
+}
+
+/// A task's shadow stack.
+pub(crate) type Shadow = RetStack<TaskStack>;
+
+impl TaskStack {
+    /// The stack of `t`, if it has one.
+    ///
+    /// # Safety
+    ///
+    /// `t` is alive for as long as the result is used; the caller is `t`
+    /// itself, or runs with preemption off.
+    #[inline(always)]
+    pub(crate) unsafe fn of(t: Task) -> Option<Shadow> {
+        // SAFETY: `t` is alive (the contract). Acquire: the counters the
+        // task's stack was published with.
+        let p = unsafe { field::stack(t) }.load(Ordering::Acquire);
+        (!p.is_null()).then_some(RetStack::on(TaskStack { t, p }))
+    }
+
+    /// The stack `p`, about to be given to `t`.
+    ///
+    /// # Safety
+    ///
+    /// `t` is alive; `p` is an allocation of `SHADOW_STACK_WORDS` words
+    /// nobody else uses, alive while the result is used.
+    pub(crate) unsafe fn unpublished(t: Task, p: *mut u64) -> Shadow {
+        RetStack::on(TaskStack { t, p })
+    }
+
+    /// The address of word `i`, for the C callers that are given one.
+    pub(crate) fn word_ptr(&self, i: usize) -> *mut u64 {
+        self.p.wrapping_add(i)
+    }
+
+    #[inline(always)]
+    fn cell(&self, i: usize) -> Option<&AtomicU64> {
+        // SAFETY: in range, and alive by the type's invariant; every
+        // access to the words is atomic.
+        (i < SHADOW_STACK_WORDS).then(|| unsafe { AtomicU64::from_ptr(self.p.add(i)) })
+    }
+}
+
+impl Words for TaskStack {
+    #[inline(always)]
+    fn word(&self, i: usize) -> Option<u64> {
+        self.cell(i).map(|c| c.load(Ordering::Relaxed))
+    }
+}
+
+impl StackMem for TaskStack {
+    #[inline(always)]
+    fn set_word(&mut self, i: usize, v: u64) {
+        if let Some(c) = self.cell(i) {
+            c.store(v, Ordering::Relaxed);
+        }
+    }
+
+    #[inline(always)]
+    fn top(&self) -> usize {
+        // SAFETY: `t` is alive (the type's invariant).
+        let top = unsafe { field::top(self.t) }.load(Ordering::Relaxed);
+        usize::try_from(top).unwrap_or(usize::MAX)
+    }
+
+    #[inline(always)]
+    fn set_top(&mut self, top: usize) {
+        // The generic code stores offsets below `STACK_LIMIT` only.
+        // SAFETY: as above.
+        unsafe { field::top(self.t) }.store(top as i32, Ordering::Relaxed);
+    }
+
+    #[inline(always)]
+    fn depth(&self) -> i32 {
+        // SAFETY: as above.
+        unsafe { field::depth(self.t) }.load(Ordering::Relaxed)
+    }
+
+    #[inline(always)]
+    fn set_depth(&mut self, depth: i32) {
+        // SAFETY: as above.
+        unsafe { field::depth(self.t) }.store(depth, Ordering::Relaxed);
+    }
+
+    #[inline(always)]
+    fn overrun(&self) -> u32 {
+        // SAFETY: as above.
+        unsafe { field::overrun(self.t) }.load(Ordering::Relaxed) as u32
+    }
+
+    #[inline(always)]
+    fn set_overrun(&mut self, n: u32) {
+        // SAFETY: as above.
+        unsafe { field::overrun(self.t) }.store(n as i32, Ordering::Relaxed);
+    }
+}
