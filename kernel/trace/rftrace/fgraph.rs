@@ -39,7 +39,7 @@ use crate::pid::{
 };
 use crate::shadow::{Shadow, TaskStack};
 use crate::task::{self as field, current, guarded, Task};
-use crate::{err, CGlobal, Guard, Locked, EBUSY};
+use crate::{err, CGlobal, CoreGuard, Guard, Locked, EBUSY};
 use core::ptr;
 use core::sync::atomic::{AtomicBool, AtomicI32, AtomicPtr, AtomicU16, AtomicU64, Ordering};
 use kernel::bindings;
@@ -921,9 +921,8 @@ fn gops_of(op: *mut Ops) -> *mut Gops {
 /// `gops` is valid and not registered; it stays valid until unregistered.
 #[no_mangle]
 pub unsafe extern "C" fn register_ftrace_graph(gops: *mut Gops) -> c_int {
-    let _g = Guard::lock();
-    // SAFETY: `ftrace_lock` is held.
-    let st = unsafe { STATE.get() };
+    let mut g = CoreGuard::lock();
+    let st = STATE.access(&mut g);
     if !st.cpuhp {
         // SAFETY: registers a callback that matches.
         let r = unsafe {
@@ -995,9 +994,8 @@ pub unsafe extern "C" fn register_ftrace_graph(gops: *mut Gops) -> c_int {
 /// `gops` is valid.
 #[no_mangle]
 pub unsafe extern "C" fn unregister_ftrace_graph(gops: *mut Gops) {
-    let _g = Guard::lock();
-    // SAFETY: `ftrace_lock` is held.
-    let st = unsafe { STATE.get() };
+    let mut g = CoreGuard::lock();
+    let st = STATE.access(&mut g);
     // SAFETY: per the function's contract.
     let idx = unsafe { (*gops).idx };
     let listed = usize::try_from(idx)

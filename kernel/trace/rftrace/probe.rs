@@ -12,7 +12,7 @@ use crate::logic::glob::{Kind, Pattern};
 use crate::logic::parser::BUF_SIZE;
 use crate::logic::recursion;
 use crate::ops::{self, list_add, list_del, list_entries, Ops};
-use crate::{dead, Guard, Locked, EBUSY, EINVAL, ENODEV, ENOMEM};
+use crate::{dead, CoreGuard, Guard, Locked, EBUSY, EINVAL, ENODEV, ENOMEM};
 use core::ptr;
 use kernel::bindings;
 use kernel::ffi::{c_char, c_int, c_ulong, c_void};
@@ -92,9 +92,8 @@ fn cname<'a>(p: *const c_char) -> &'a [u8] {
 /// `cmd` is valid for as long as it is registered.
 #[no_mangle]
 pub unsafe extern "C" fn register_ftrace_command(cmd: *mut FtraceFuncCommand) -> c_int {
-    let _g = Guard::lock();
-    // SAFETY: `ftrace_lock` is held.
-    let cmds = unsafe { COMMANDS.get() };
+    let mut g = CoreGuard::lock();
+    let cmds = COMMANDS.access(&mut g);
     // SAFETY: per the function's contract; registered ones are valid.
     let name = cname(unsafe { (*cmd).name });
     // SAFETY: as above.
@@ -112,9 +111,8 @@ pub unsafe extern "C" fn register_ftrace_command(cmd: *mut FtraceFuncCommand) ->
 /// `cmd` is valid.
 #[no_mangle]
 pub unsafe extern "C" fn unregister_ftrace_command(cmd: *mut FtraceFuncCommand) -> c_int {
-    let _g = Guard::lock();
-    // SAFETY: `ftrace_lock` is held.
-    let cmds = unsafe { COMMANDS.get() };
+    let mut g = CoreGuard::lock();
+    let cmds = COMMANDS.access(&mut g);
     match cmds.iter().position(|&c| c == cmd) {
         Some(i) => {
             let last = cmds.len() - 1;
@@ -155,11 +153,12 @@ pub(crate) unsafe fn run_command(
     }
     let name = &b[c1 + 1..c2.unwrap_or(n)];
     let found = {
-        let _g = Guard::lock();
-        // SAFETY: `ftrace_lock` is held; registered commands are valid.
-        unsafe { COMMANDS.get() }
+        let mut g = CoreGuard::lock();
+        COMMANDS
+            .access(&mut g)
             .iter()
             .copied()
+            // SAFETY: registered commands are valid.
             .find(|&c| !name.is_empty() && cname(unsafe { (*c).name }) == name)
     };
     let Some(cmd) = found else {

@@ -126,10 +126,22 @@ impl<T> Locked<T> {
     pub(crate) const fn new(v: T) -> Self {
         Locked(UnsafeCell::new(v))
     }
+    /// The data, for as long as the guard of `ftrace_lock` is borrowed
+    /// mutably: the guard proves the lock held, and its one mutable borrow
+    /// makes this the only reference reached through it.
+    pub(crate) fn access<'a>(&'a self, _g: &'a mut CoreGuard) -> &'a mut T {
+        // SAFETY: `ftrace_lock` is held while `_g` lives (`CoreGuard`'s
+        // invariant) and `_g` is borrowed mutably for as long as the
+        // result: no other `access` can run meanwhile; `get`'s callers
+        // (the paths not yet holding a `CoreGuard`) promise not to run
+        // while a reference from here is alive.
+        unsafe { &mut *self.0.get() }
+    }
+
     /// # Safety
     ///
     /// `ftrace_lock` is held for as long as the reference lives, and no
-    /// other reference from `get` is alive.
+    /// other reference from `get` or [`Locked::access`] is alive.
     #[allow(clippy::mut_from_ref)]
     pub(crate) unsafe fn get(&self) -> &mut T {
         // Lockdep checks the contract where it runs (a warning if not).
@@ -296,6 +308,24 @@ impl Drop for Guard {
     fn drop(&mut self) {
         // SAFETY: locked by `Guard::of`.
         unsafe { bindings::mutex_unlock(self.0) };
+    }
+}
+
+/// `ftrace_lock`, held for the life of the guard: what [`Locked::access`]
+/// asks for.
+///
+/// # Invariants
+///
+/// `ftrace_lock` is held by this task while the value lives.
+pub(crate) struct CoreGuard {
+    _held: Guard,
+}
+
+impl CoreGuard {
+    pub(crate) fn lock() -> CoreGuard {
+        CoreGuard {
+            _held: Guard::lock(),
+        }
     }
 }
 
