@@ -423,7 +423,12 @@ pub fn ret_addr<W: Words + ?Sized>(
 /// The data word of a reservation of `words` words by ops `idx` on top of
 /// a frame whose top word is `below` (C's `fgraph_reserve_data()`).
 pub const fn reserve_word(idx: usize, words: usize, below: u64) -> u64 {
-    data_word(idx, words, link_of(below) + words + 1)
+    // At most 1023 + 32 + 1: no overflow (and `data_word` masks the link).
+    data_word(
+        idx,
+        words,
+        link_of(below).wrapping_add(words).wrapping_add(1),
+    )
 }
 
 /// Words needed for `size_bytes` of data, `None` when out of range

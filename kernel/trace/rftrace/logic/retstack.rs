@@ -54,6 +54,7 @@ pub struct RetStack<M> {
 }
 
 impl<M: StackMem> Words for RetStack<M> {
+    #[inline(always)]
     fn word(&self, i: usize) -> Option<u64> {
         self.mem.word(i)
     }
@@ -122,7 +123,7 @@ impl<M: StackMem> RetStack<M> {
 
     /// Pushes a frame at function entry (C's `ftrace_push_return_trace()`
     /// and the depth count of `function_graph_enter()`). The frame stays
-    /// reserved until [`RetStack::commit`]. Fails, counting an overrun,
+    /// reserved until [`RetStack::enter`] commits it. Fails, counting an overrun,
     /// when its record and header would not end below [`STACK_LIMIT`].
     #[inline(always)]
     pub fn push(
@@ -177,7 +178,7 @@ impl<M: StackMem> RetStack<M> {
         if new_top >= STACK_LIMIT {
             return None;
         }
-        let desc = reserve_word(idx, n, self.word(first - 1)?);
+        let desc = reserve_word(idx, n, self.word(first.checked_sub(1)?)?);
         for i in first..first + n {
             self.mem.set_word(i, 0);
         }
@@ -234,7 +235,7 @@ impl<M: StackMem> RetStack<M> {
             }) {
                 bitmap |= 1 << i;
             } else if self.top() != mark {
-                // Not `rollback()`: the mark is this entry's own.
+                // Drop what the declining ops reserved.
                 self.mem.set_top(mark);
             }
         }
@@ -263,7 +264,7 @@ impl<M: StackMem> RetStack<M> {
             return Err(bad);
         }
         let start = frame_below(self, top).ok_or(bad)?;
-        let header = start + FRAME_WORDS;
+        let header = start.checked_add(FRAME_WORDS).ok_or(bad)?;
         if header >= top {
             return Err(bad);
         }
@@ -305,6 +306,7 @@ impl<M: StackMem> RetStack<M> {
     /// frame, runs `ret` for each index of its bitmap registered in `live`
     /// in index order, then removes the frame. The real return address is
     /// in the result's `frame.ret`.
+    #[inline(always)]
     pub fn leave<F>(
         &mut self,
         expect_retp: Option<u64>,

@@ -39,6 +39,15 @@ profiler_off() {
 		echo 0 > /sys/kernel/tracing/function_profile_enabled
 }
 
+# The ring buffer's size per CPU as a fresh boot gives it: before first use
+# the file reads "7 (expanded: 1408)", and 1408 is the size. A test that
+# leaves another size behind (fgraph-stress once left 7 KiB, and the next
+# test's trace was overwritten before it was read) gets it back.
+buffer_kb() {
+	sed -n 's/.*expanded: \([0-9]*\).*/\1/p;t;s/^\([0-9]*\).*/\1/p' /sys/kernel/tracing/buffer_size_kb
+}
+boot_kb=$(buffer_kb)
+
 # The project's own tests: exit 0 passes, 4 is "unsupported", else fails.
 # A guest that shares the run with others runs the own tests of its
 # /harness/own.list (scripts/harness/guest-tests.sh), else all of them.
@@ -80,6 +89,7 @@ for t in $own; do
 	echo > /sys/kernel/tracing/set_ftrace_filter
 	echo > /sys/kernel/tracing/set_ftrace_notrace
 	profiler_off
+	[ "$(buffer_kb)" = "$boot_kb" ] || echo "$boot_kb" > /sys/kernel/tracing/buffer_size_kb
 done
 
 # The kernel's ftracetest, one case at a time.

@@ -18,10 +18,6 @@ fail() {
 }
 echo 0 > $T/tracing_on
 echo > $T/trace
-# A buffer big enough to keep the stack trace until it is read (a test
-# before this one once left 7 KiB).
-kb=$(cut -d' ' -f1 $T/buffer_size_kb)
-[ "$kb" -ge 1408 ] 2> /dev/null || echo 1408 > $T/buffer_size_kb
 # Only the system call's functions are graphed (x64_sys_call where it is
 # traceable, ksys_read): the callers below vfs_read are hooked all the
 # same, and the ring buffer keeps the stack trace (with every function
