@@ -33,13 +33,13 @@
 use crate::logic::fgraph::{self as sg, OPS_SLOTS, SHADOW_STACK_SIZE};
 use crate::logic::recursion;
 use crate::ops::{self, Ops};
-use crate::pid::{
+use crate::pidstate::{
     __tracepoint_sched_switch, tracepoint_probe_register, tracepoint_probe_unregister,
     traces_current,
 };
 use crate::shadow::{Shadow, TaskStack};
+use crate::sys::{to_errno, CGlobal, CoreGuard, Guard, Locked};
 use crate::task::{self as field, current, guarded, Task};
-use crate::{err, CGlobal, CoreGuard, Guard, Locked, EBUSY};
 use core::ptr;
 use core::sync::atomic::{AtomicBool, AtomicI32, AtomicPtr, AtomicU16, AtomicU64, Ordering};
 use kernel::bindings;
@@ -88,7 +88,7 @@ static STATE: Locked<State> = Locked::new(State {
 
 /// The manager ops of all graph ops.
 pub static GRAPH_OPS: CGlobal<Ops> = CGlobal::new({
-    let mut o = crate::zeroed_ops();
+    let mut o = crate::sys::zeroed_ops();
     o.func = Some(bindings::ftrace_graph_func);
     // x86_64 has its own graph callback: not a stub (C's
     // FTRACE_OPS_GRAPH_STUB is 0 there).
@@ -152,7 +152,7 @@ pub unsafe extern "C" fn rftrace_graph_entry(func: c_ulong, parent: *mut c_ulong
         // SAFETY: per the function's contract `parent` is the return slot.
         unsafe {
             let ret = *parent;
-            if enter(t, live, ret, func, parent) == 0 {
+            if enter(t, live, ret, func, parent).is_ok() {
                 *parent = return_handler() as c_ulong;
             }
         }
@@ -173,11 +173,17 @@ pub unsafe extern "C" fn function_graph_enter(
     _frame_pointer: c_ulong,
     retp: *mut c_ulong,
 ) -> c_int {
+    // The hot path calls nothing out of line, `Error::to_errno()` (not
+    // inlined across crates) included: the errno is a constant here.
+    const BUSY: c_int = -(bindings::EBUSY as c_int);
     let Some(live) = live_ops() else {
-        return EBUSY;
+        return BUSY;
     };
     // SAFETY: per the function's contract.
-    unsafe { enter(current(), live, ret, func, retp) }
+    match unsafe { enter(current(), live, ret, func, retp) } {
+        Ok(()) => 0,
+        Err(_) => BUSY,
+    }
 }
 crate::nokprobe::nokprobe!(function_graph_enter);
 
@@ -189,10 +195,10 @@ crate::nokprobe::nokprobe!(function_graph_enter);
 /// As for [`function_graph_enter`]; `t` is the current task; `live` is
 /// [`LIVE`] as just read, not 0.
 #[inline(always)]
-unsafe fn enter(t: Task, live: u16, ret: c_ulong, func: c_ulong, retp: *mut c_ulong) -> c_int {
+unsafe fn enter(t: Task, live: u16, ret: c_ulong, func: c_ulong, retp: *mut c_ulong) -> Result {
     // SAFETY: the current task, preemption off (the contract).
     let Some(mut s) = (unsafe { TaskStack::of(t) }) else {
-        return EBUSY;
+        return Err(EBUSY);
     };
     // One graph ops: the manager's filter is that ops' filter.
     let single = live & live.wrapping_sub(1) == 0;
@@ -208,15 +214,15 @@ unsafe fn enter(t: Task, live: u16, ret: c_ulong, func: c_ulong, retp: *mut c_ul
         // SAFETY: a listed graph ops (preemption is off here).
         unsafe {
             (single
-                || ops::ftrace_ops_test(ptr::addr_of_mut!((*g).ops), func, ptr::null_mut()) != 0)
+                || crate::dispatch::ftrace_ops_test(
+                    ptr::addr_of_mut!((*g).ops),
+                    func,
+                    ptr::null_mut(),
+                ) != 0)
                 && wants(g, &mut trace)
         }
     });
-    if entered.is_ok() {
-        0
-    } else {
-        EBUSY
-    }
+    entered.map(|_| ()).map_err(|_| EBUSY)
 }
 
 /// The shadow stack is not as the entry left it: stop graph tracing and
@@ -346,7 +352,7 @@ pub unsafe extern "C" fn fgraph_retrieve_data(idx: c_int, size_bytes: *mut c_int
     };
     if !size_bytes.is_null() {
         // SAFETY: per the function's contract.
-        unsafe { *size_bytes = (n * sg::WORD_BYTES) as c_int };
+        unsafe { *size_bytes = n.wrapping_mul(sg::WORD_BYTES) as c_int };
     }
     s.mem().word_ptr(first).cast()
 }
@@ -624,7 +630,7 @@ fn online_cpus() -> impl Iterator<Item = c_int> {
 /// # Safety
 ///
 /// `ftrace_lock` is held; `ftrace_graph_active` is not 0.
-unsafe fn give_stacks() -> c_int {
+unsafe fn give_stacks() -> Result {
     for cpu in online_cpus() {
         // SAFETY: an online CPU.
         unsafe { give_idle_stack(cpu) };
@@ -649,10 +655,10 @@ unsafe fn give_stacks() -> c_int {
             unsafe { bindings::kfree(s.cast()) };
         }
         if oom {
-            return crate::ENOMEM;
+            return Err(ENOMEM);
         }
         if !pool.short {
-            return 0;
+            return Ok(());
         }
     }
 }
@@ -825,7 +831,7 @@ static IDLE_LOCK: CGlobal<bindings::mutex> = CGlobal::new(
 /// Early boot, once.
 pub(crate) unsafe fn init_locks() {
     // SAFETY: per the function's contract.
-    unsafe { crate::mutex_init!(IDLE_LOCK.get(), "ftrace_graph_idle_lock") };
+    unsafe { crate::sys::mutex_init!(IDLE_LOCK.get(), "ftrace_graph_idle_lock") };
 }
 
 /// Gives the idle task of `cpu` a stack if it has none.
@@ -854,12 +860,9 @@ fn sched_switch_tp() -> *mut bindings::tracepoint {
 /// # Safety
 ///
 /// `ftrace_lock` is held.
-unsafe fn start_graph(st: &mut State) -> c_int {
+unsafe fn start_graph(st: &mut State) -> Result {
     // SAFETY: per the function's contract.
-    let r = unsafe { give_stacks() };
-    if r != 0 {
-        return r;
-    }
+    unsafe { give_stacks() }?;
     // SAFETY: the probe matches the tracepoint's prototype.
     let r = unsafe {
         tracepoint_probe_register(
@@ -873,7 +876,7 @@ unsafe fn start_graph(st: &mut State) -> c_int {
     } else {
         pr_info!("ftrace_graph: Couldn't activate tracepoint probe to kernel_sched_switch\n");
     }
-    0
+    Ok(())
 }
 
 /// Last graph ops gone: the probe off, stacks back.
@@ -942,11 +945,11 @@ pub unsafe extern "C" fn register_ftrace_graph(gops: *mut Gops) -> c_int {
         st.cpuhp = true;
     }
     let Some(i) = st.slots.alloc() else {
-        return err(bindings::ENOSPC);
+        return ENOSPC.to_errno();
     };
     if !ARRAY[i].load(Ordering::Relaxed).is_null() {
         st.slots.release(i);
-        return err(bindings::ENOSPC);
+        return ENOSPC.to_errno();
     }
     let active = ftrace_graph_active.load(Ordering::Relaxed) + 1;
     ftrace_graph_active.store(active, Ordering::Relaxed);
@@ -954,21 +957,21 @@ pub unsafe extern "C" fn register_ftrace_graph(gops: *mut Gops) -> c_int {
     let r = unsafe {
         (*gops).idx = i as c_int;
         (*gops).saved_func = (*gops).entryfunc;
-        if crate::pid::ftrace_pids_enabled(ptr::addr_of_mut!((*gops).ops)) {
+        if crate::pidstate::ftrace_pids_enabled(ptr::addr_of_mut!((*gops).ops)) {
             (*gops).entryfunc = Some(fgraph_pid_func);
         }
-        let mut r = 0;
+        let mut r = Ok(());
         if active == 1 {
             r = start_graph(st);
         } else {
             zero_task_vars(i);
         }
-        if r == 0 {
-            r = ops::ftrace_startup_subops(GRAPH_OPS.get(), ptr::addr_of_mut!((*gops).ops), 0);
+        if r.is_ok() {
+            r = crate::subops::startup_subops(GRAPH_OPS.get(), ptr::addr_of_mut!((*gops).ops));
         }
         r
     };
-    if r == 0 {
+    if r.is_ok() {
         ARRAY[i].store(gops, Ordering::Release);
         LIVE.fetch_or(1 << i, Ordering::Release);
         return 0;
@@ -984,7 +987,7 @@ pub unsafe extern "C" fn register_ftrace_graph(gops: *mut Gops) -> c_int {
         // SAFETY: `ftrace_lock` is held, nothing registered.
         unsafe { stop_graph(st) };
     }
-    r
+    to_errno(r)
 }
 
 /// Unregisters a graph ops.
@@ -1008,9 +1011,9 @@ pub unsafe extern "C" fn unregister_ftrace_graph(gops: *mut Gops) {
             let active = ftrace_graph_active.load(Ordering::Relaxed) - 1;
             ftrace_graph_active.store(active, Ordering::Relaxed);
             // SAFETY: registered with this manager.
-            unsafe {
-                ops::ftrace_shutdown_subops(GRAPH_OPS.get(), ptr::addr_of_mut!((*gops).ops), 0);
-            }
+            let _ = unsafe {
+                crate::subops::shutdown_subops(GRAPH_OPS.get(), ptr::addr_of_mut!((*gops).ops))
+            };
             if active == 0 {
                 // SAFETY: `ftrace_lock` is held, nothing registered.
                 unsafe { stop_graph(st) };
@@ -1041,7 +1044,7 @@ pub unsafe extern "C" fn fgraph_init_ops(dst: *mut Ops, src: *mut Ops) {
             return;
         }
         (*dst).func_hash = ptr::addr_of_mut!((*src).local_hash);
-        crate::mutex_init!(
+        crate::sys::mutex_init!(
             ptr::addr_of_mut!((*dst).local_hash.regex_lock),
             "fgraph_regex_lock"
         );
@@ -1065,12 +1068,12 @@ pub unsafe extern "C" fn fgraph_update_pid_func() {
         if !crate::view::has(m, bindings::FTRACE_OPS_FL_INITIALIZED as c_ulong) {
             return;
         }
-        for op in ops::subops(m) {
+        for op in crate::subops::subops(m) {
             if !crate::view::has(op, bindings::FTRACE_OPS_FL_PID as c_ulong) {
                 continue;
             }
             let g = gops_of(op);
-            let f: bindings::trace_func_graph_ent_t = if crate::pid::ftrace_pids_enabled(op) {
+            let f: bindings::trace_func_graph_ent_t = if crate::pidstate::ftrace_pids_enabled(op) {
                 Some(fgraph_pid_func)
             } else {
                 (*g).saved_func

@@ -12,6 +12,7 @@
 
 use core::ptr;
 use kernel::bindings;
+use kernel::error::{code::ENOMEM, Result};
 use kernel::ffi::{c_ulong, c_void};
 
 /// `struct ftrace_hash`.
@@ -38,8 +39,10 @@ fn bucket(ip: u64, bits: c_ulong) -> usize {
         0
     } else {
         // The kernel's hash_64(): multiply by the golden ratio, keep the
-        // top bits.
-        (ip.wrapping_mul(0x61c8_8646_80b5_83eb) >> (64 - bits)) as usize
+        // top bits. Wrapping shift: the dispatcher runs this, and no bit
+        // count (1..=64 here) may make it panic.
+        ip.wrapping_mul(0x61c8_8646_80b5_83eb)
+            .wrapping_shr(64u32.wrapping_sub(bits as u32)) as usize
     }
 }
 
@@ -420,7 +423,7 @@ pub(crate) fn committed_bits(count: usize) -> u32 {
 /// # Safety
 ///
 /// `h` is null or a valid set.
-pub(crate) unsafe fn for_commit(h: *const FtraceHash) -> Result<*mut FtraceHash, ()> {
+pub(crate) unsafe fn for_commit(h: *const FtraceHash) -> Result<*mut FtraceHash> {
     // SAFETY: per the function's contract.
     unsafe {
         if is_empty(h) {
@@ -428,7 +431,7 @@ pub(crate) unsafe fn for_commit(h: *const FtraceHash) -> Result<*mut FtraceHash,
         }
         let c = copy(h, committed_bits((*h).count));
         if c.is_null() {
-            Err(())
+            Err(ENOMEM)
         } else {
             Ok(c)
         }

@@ -6,6 +6,7 @@
 
 use crate::logic::symbols::Lookup;
 use kernel::bindings;
+use kernel::error::code::ESRCH;
 use kernel::ffi::{c_char, c_int, c_ulong, c_void};
 use kernel::str::CStr;
 
@@ -33,7 +34,7 @@ unsafe extern "C" fn offer(data: *mut c_void, name: *const c_char, addr: c_ulong
     let w = unsafe { &mut *data.cast::<Walk<'_>>() };
     // SAFETY: kallsyms passes a NUL-terminated name.
     let name = unsafe { CStr::from_char_ptr(name) }.as_bytes();
-    let traceable = |a: u64| crate::ftrace_location(a as c_ulong) != 0;
+    let traceable = |a: u64| crate::table::ftrace_location(a as c_ulong) != 0;
     c_int::from(w.lookup.offer(name, addr as u64, name_bytes, traceable))
 }
 
@@ -77,5 +78,5 @@ pub unsafe extern "C" fn ftrace_lookup_symbols(
             return 0;
         }
     }
-    -(bindings::ESRCH as c_int)
+    ESRCH.to_errno()
 }

@@ -8,23 +8,24 @@
 //! that runs is traced; ops with `FTRACE_OPS_FL_PID` on such a trace array
 //! call [`ftrace_pid_func`] first, which checks that record.
 
-use crate::ops::{self, Ops};
-use crate::{CGlobal, Guard};
+use crate::ops;
+use crate::pidstate::{
+    __tracepoint_sched_switch, ftrace_pid_func, ftrace_pids_enabled, lists, slot, task_pid,
+    tracepoint_probe_register, tracepoint_probe_unregister, PID_IGNORE,
+};
+use crate::sys::{to_errno, CGlobal, Guard};
 use core::ptr;
-use core::sync::atomic::{AtomicPtr, Ordering};
+use core::sync::atomic::Ordering;
 use kernel::bindings;
+use kernel::error::{to_result, Result};
 use kernel::ffi::{c_char, c_int, c_uint, c_ulong, c_void};
 
-const PID_IGNORE: c_int = -1;
-const PID_TRACE: c_int = -2;
 const TRACE_PIDS: c_int = 1;
 const TRACE_NO_PIDS: c_int = 2;
 
 // Bindgen types of empty C structs are fine behind pointers.
 #[allow(improper_ctypes)]
 extern "C" {
-    fn rftrace_tr_pid_slot(tr: *mut c_void, no: bool) -> *mut *mut c_void;
-    fn rftrace_tr_ignore_pid(tr: *mut c_void) -> c_int;
     fn rftrace_tr_set_ignore_pid(tr: *mut c_void, pid: c_int);
     fn rftrace_tr_reset_ignore_pid(tr: *mut c_void);
     fn trace_ignore_this_task(
@@ -48,102 +49,9 @@ extern "C" {
         -> *mut c_void;
     fn trace_pid_show(m: *mut bindings::seq_file, v: *mut c_void) -> c_int;
     fn trace_pid_list_free(pids: *mut c_void);
-    pub(crate) fn tracepoint_probe_register(
-        tp: *mut bindings::tracepoint,
-        probe: *mut c_void,
-        data: *mut c_void,
-    ) -> c_int;
-    pub(crate) fn tracepoint_probe_unregister(
-        tp: *mut bindings::tracepoint,
-        probe: *mut c_void,
-        data: *mut c_void,
-    ) -> c_int;
-    pub(crate) static mut __tracepoint_sched_switch: bindings::tracepoint;
     static mut __tracepoint_sched_process_fork: bindings::tracepoint;
     static mut __tracepoint_sched_process_free: bindings::tracepoint;
 }
-
-/// The pid list slot of `tr` (`no`: the notrace one).
-fn slot(tr: *mut c_void, no: bool) -> &'static AtomicPtr<c_void> {
-    // SAFETY: the accessor returns the address of a pointer field of the
-    // trace array, which outlives every user here (they hold a reference).
-    unsafe { AtomicPtr::from_ptr(rftrace_tr_pid_slot(tr, no)) }
-}
-
-fn lists(tr: *mut c_void) -> (*mut c_void, *mut c_void) {
-    (
-        slot(tr, false).load(Ordering::Acquire),
-        slot(tr, true).load(Ordering::Acquire),
-    )
-}
-
-/// Whether pid filtering applies to `ops`.
-///
-/// # Safety
-///
-/// `ops` is valid; its `private`, if set, is its trace array.
-#[no_mangle]
-pub unsafe extern "C" fn ftrace_pids_enabled(ops: *mut Ops) -> bool {
-    // SAFETY: per the function's contract.
-    let (flags, tr) = unsafe { (crate::view::flags(ops), (*ops).private) };
-    if flags & bindings::FTRACE_OPS_FL_PID as c_ulong == 0 || tr.is_null() {
-        return false;
-    }
-    let (p, n) = lists(tr);
-    !p.is_null() || !n.is_null()
-}
-
-/// The pid of `t` (through the offset C gives: the Rust bindings'
-/// `task_struct` layout is not to be trusted for it).
-///
-/// # Safety
-///
-/// `t` is a live task.
-unsafe fn task_pid(t: *mut bindings::task_struct) -> c_int {
-    // SAFETY: per the function's contract.
-    unsafe { crate::task::pid(t) }.load(Ordering::Relaxed)
-}
-
-/// Whether trace array `tr` (null: none) traces the current task, as its
-/// `sched_switch` probe recorded for this CPU. Hot path.
-///
-/// # Safety
-///
-/// `tr` is null or a live trace array; preemption is off.
-#[inline(always)]
-pub(crate) unsafe fn traces_current(tr: *mut c_void) -> bool {
-    if tr.is_null() {
-        return true;
-    }
-    // SAFETY: per the function's contract; the accessor is notrace.
-    let pid = unsafe { rftrace_tr_ignore_pid(tr) };
-    // SAFETY: the current task.
-    pid != PID_IGNORE && (pid == PID_TRACE || pid == unsafe { task_pid(crate::task::current()) })
-}
-
-/// The callback of a pid-filtered ops: calls the real one only for the
-/// tasks the trace array traces. Hot path.
-///
-/// # Safety
-///
-/// Called by a trampoline or the list dispatcher with a live ops.
-pub(crate) unsafe extern "C" fn ftrace_pid_func(
-    ip: c_ulong,
-    parent_ip: c_ulong,
-    op: *mut Ops,
-    fregs: *mut bindings::ftrace_regs,
-) {
-    // SAFETY: per the function's contract.
-    unsafe {
-        if !traces_current((*op).private) {
-            return;
-        }
-        if let Some(f) = (*op).saved_func {
-            f(ip, parent_ip, op, fregs);
-        }
-    }
-}
-crate::nokprobe::nokprobe!(ftrace_pid_func);
 
 /// Points every pid-aware ops at the pid filter or back at its own
 /// callback, as the pid lists say.
@@ -335,7 +243,7 @@ unsafe extern "C" fn pid_start(
     // SAFETY: `ftrace_lock` and an RCU-sched section for the walk; the
     // seq_file's private is the trace array.
     unsafe {
-        bindings::mutex_lock(crate::ftrace_lock.get());
+        bindings::mutex_lock(crate::sys::ftrace_lock.get());
         bindings::ftrace_preempt_disable_notrace();
         let tr = (*m).private;
         let l = slot(tr, kind_of(m)).load(Ordering::Acquire);
@@ -374,7 +282,7 @@ unsafe extern "C" fn pid_stop(_m: *mut bindings::seq_file, _v: *mut c_void) {
     // SAFETY: paired with `pid_start`.
     unsafe {
         bindings::ftrace_preempt_enable_notrace();
-        bindings::mutex_unlock(crate::ftrace_lock.get());
+        bindings::mutex_unlock(crate::sys::ftrace_lock.get());
     }
 }
 
@@ -410,14 +318,11 @@ static NO_PID_SOPS: CGlobal<bindings::seq_operations> = CGlobal::new(bindings::s
 ///
 /// Called only through the operations table it is registered in, with
 /// the arguments that table's contract gives.
-unsafe fn pid_open(inode: *mut bindings::inode, file: *mut bindings::file, kind: c_int) -> c_int {
+unsafe fn pid_open(inode: *mut bindings::inode, file: *mut bindings::file, kind: c_int) -> Result {
     // SAFETY: the VFS's inode and file; the inode data is the trace array.
     unsafe {
         let tr = (*inode).i_private;
-        let r = crate::tracing_check_open_get_tr(tr);
-        if r != 0 {
-            return r;
-        }
+        to_result(crate::sys::tracing_check_open_get_tr(tr))?;
         if (*file).f_mode & 2 != 0 && (*file).f_flags & bindings::O_TRUNC != 0 {
             let _g = Guard::lock();
             clear(tr, kind);
@@ -429,9 +334,9 @@ unsafe fn pid_open(inode: *mut bindings::inode, file: *mut bindings::file, kind:
         } else {
             NO_PID_SOPS.get()
         };
-        let r = bindings::seq_open(file, sops);
-        if r < 0 {
-            crate::trace_array_put(tr);
+        let r = to_result(bindings::seq_open(file, sops));
+        if r.is_err() {
+            crate::sys::trace_array_put(tr);
         } else {
             (*(*file).private_data.cast::<bindings::seq_file>()).private = tr;
         }
@@ -448,7 +353,7 @@ unsafe extern "C" fn pid_open_trace(
     file: *mut bindings::file,
 ) -> c_int {
     // SAFETY: per the VFS contract.
-    unsafe { pid_open(inode, file, TRACE_PIDS) }
+    to_errno(unsafe { pid_open(inode, file, TRACE_PIDS) })
 }
 
 /// # Safety
@@ -460,7 +365,7 @@ unsafe extern "C" fn pid_open_notrace(
     file: *mut bindings::file,
 ) -> c_int {
     // SAFETY: per the VFS contract.
-    unsafe { pid_open(inode, file, TRACE_NO_PIDS) }
+    to_errno(unsafe { pid_open(inode, file, TRACE_NO_PIDS) })
 }
 
 /// # Safety
@@ -566,7 +471,7 @@ unsafe extern "C" fn pid_write_notrace(
 unsafe extern "C" fn pid_release(inode: *mut bindings::inode, file: *mut bindings::file) -> c_int {
     // SAFETY: the reference taken at open; then the seq_file goes.
     unsafe {
-        crate::trace_array_put((*inode).i_private);
+        crate::sys::trace_array_put((*inode).i_private);
         bindings::seq_release(inode, file)
     }
 }
@@ -575,18 +480,18 @@ static PID_FOPS: CGlobal<bindings::file_operations> = CGlobal::new(bindings::fil
     open: Some(pid_open_trace),
     write: Some(pid_write_trace),
     read: Some(bindings::seq_read),
-    llseek: Some(crate::tracing_lseek),
+    llseek: Some(crate::sys::tracing_lseek),
     release: Some(pid_release),
-    ..crate::files::zeroed_fops()
+    ..crate::tracefs::zeroed_fops()
 });
 
 static NO_PID_FOPS: CGlobal<bindings::file_operations> = CGlobal::new(bindings::file_operations {
     open: Some(pid_open_notrace),
     write: Some(pid_write_notrace),
     read: Some(bindings::seq_read),
-    llseek: Some(crate::tracing_lseek),
+    llseek: Some(crate::sys::tracing_lseek),
     release: Some(pid_release),
-    ..crate::files::zeroed_fops()
+    ..crate::tracefs::zeroed_fops()
 });
 
 /// The per trace array files of the core.
@@ -596,14 +501,14 @@ static NO_PID_FOPS: CGlobal<bindings::file_operations> = CGlobal::new(bindings::
 /// `tr` is a trace array, `d` its directory.
 #[no_mangle]
 pub unsafe extern "C" fn ftrace_init_tracefs(tr: *mut c_void, d: *mut bindings::dentry) {
-    crate::files::create(
+    crate::tracefs::create(
         kernel::c_str!("set_ftrace_pid"),
         0o640,
         d,
         tr,
         PID_FOPS.get(),
     );
-    crate::files::create(
+    crate::tracefs::create(
         kernel::c_str!("set_ftrace_notrace_pid"),
         0o640,
         d,

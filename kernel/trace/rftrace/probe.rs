@@ -5,16 +5,17 @@
 //! type, calling the probe on the functions of its filter), and the
 //! func mapper (per-function data of probes, looked up on the hot path).
 
-use crate::files::Out;
 use crate::filter::{commit, match_records, match_records_locked};
 use crate::hash::{self, FtraceHash};
 use crate::logic::glob::{Kind, Pattern};
 use crate::logic::parser::BUF_SIZE;
 use crate::logic::recursion;
 use crate::ops::{self, list_add, list_del, list_entries, Ops};
-use crate::{dead, CoreGuard, Guard, Locked, EBUSY, EINVAL, ENODEV, ENOMEM};
+use crate::sys::{dead, to_errno, CoreGuard, Guard, Locked};
+use crate::tracefs::Out;
 use core::ptr;
 use kernel::bindings;
+use kernel::error::to_result;
 use kernel::ffi::{c_char, c_int, c_ulong, c_void};
 use kernel::prelude::*;
 
@@ -98,11 +99,11 @@ pub unsafe extern "C" fn register_ftrace_command(cmd: *mut FtraceFuncCommand) ->
     let name = cname(unsafe { (*cmd).name });
     // SAFETY: as above.
     if name == b"mod" || cmds.iter().any(|&c| cname(unsafe { (*c).name }) == name) {
-        return EBUSY;
+        return EBUSY.to_errno();
     }
     match cmds.push(cmd, GFP_KERNEL) {
         Ok(()) => 0,
-        Err(_) => ENOMEM,
+        Err(_) => ENOMEM.to_errno(),
     }
 }
 
@@ -121,7 +122,7 @@ pub unsafe extern "C" fn unregister_ftrace_command(cmd: *mut FtraceFuncCommand) 
             unsafe { cmds.set_len(last) };
             0
         }
-        None => ENODEV,
+        None => ENODEV.to_errno(),
     }
 }
 
@@ -135,13 +136,13 @@ pub(crate) unsafe fn run_command(
     h: *mut FtraceHash,
     tok: &[u8],
     enable: bool,
-) -> c_int {
+) -> Result {
     // Split in place at the first two colons, as the C core does.
     let mut b = [0u8; BUF_SIZE + 1];
     let n = tok.len().min(BUF_SIZE);
     b[..n].copy_from_slice(&tok[..n]);
     let Some(c1) = b[..n].iter().position(|&x| x == b':') else {
-        return EINVAL;
+        return Err(EINVAL);
     };
     b[c1] = 0;
     let c2 = b[c1 + 1..n]
@@ -162,7 +163,7 @@ pub(crate) unsafe fn run_command(
             .find(|&c| !name.is_empty() && cname(unsafe { (*c).name }) == name)
     };
     let Some(cmd) = found else {
-        return EINVAL;
+        return Err(EINVAL);
     };
     let base = b.as_mut_ptr().cast::<c_char>();
     let param = c2.map_or(ptr::null_mut(), |k| base.wrapping_add(k + 1));
@@ -170,15 +171,15 @@ pub(crate) unsafe fn run_command(
     // of `b`, which outlives the call.
     unsafe {
         match (*cmd).func {
-            Some(f) => f(
+            Some(f) => to_result(f(
                 tr,
                 h,
                 base,
                 base.wrapping_add(c1 + 1),
                 param,
                 c_int::from(enable),
-            ),
-            None => EINVAL,
+            )),
+            None => Err(EINVAL),
         }
     }
 }
@@ -201,7 +202,7 @@ const MOD_LIST_OFF: usize = core::mem::offset_of!(ModLoad, list);
 /// `ftrace_lock` is held; `tr` is valid.
 unsafe fn mods(tr: *mut c_void, notrace: bool) -> impl Iterator<Item = *mut ModLoad> {
     // SAFETY: per the function's contract.
-    unsafe { list_entries::<ModLoad>(crate::rftrace_tr_mod_list(tr, notrace), MOD_LIST_OFF) }
+    unsafe { list_entries::<ModLoad>(crate::sys::rftrace_tr_mod_list(tr, notrace), MOD_LIST_OFF) }
 }
 
 fn module_loaded(module: &[u8]) -> bool {
@@ -230,19 +231,17 @@ pub(crate) unsafe fn mod_command(
     func: &[u8],
     module: Option<&[u8]>,
     enable: bool,
-) -> c_int {
+) -> Result {
     if tr.is_null() {
-        return ENODEV;
+        return Err(ENODEV);
     }
     // A missing module name is refused (the C core dereferences NULL).
     let Some(module) = module else {
-        return EINVAL;
+        return Err(EINVAL);
     };
     // SAFETY: per the function's contract.
-    match unsafe { match_records(h, func, Some(module)) } {
-        Ok(true) => return 0,
-        Err(e) => return e,
-        Ok(false) => {}
+    if unsafe { match_records(h, func, Some(module)) }? {
+        return Ok(());
     }
     // Matching classified the module text in place: a trailing `*` of a
     // prefix or substring pattern is gone from what gets cached.
@@ -267,17 +266,17 @@ pub(crate) unsafe fn mod_command(
                 }
             }
         }
-        return if removed { 0 } else { EINVAL };
+        return if removed { Ok(()) } else { Err(EINVAL) };
     }
     if module_loaded(module) {
-        return EINVAL;
+        return Err(EINVAL);
     }
     let mut fv = KVec::new();
     let mut mv = KVec::new();
     if fv.extend_from_slice(func, GFP_KERNEL).is_err()
         || mv.extend_from_slice(module, GFP_KERNEL).is_err()
     {
-        return ENOMEM;
+        return Err(ENOMEM);
     }
     let Ok(b) = KBox::new(
         ModLoad {
@@ -290,17 +289,17 @@ pub(crate) unsafe fn mod_command(
         },
         GFP_KERNEL,
     ) else {
-        return ENOMEM;
+        return Err(ENOMEM);
     };
     let raw = KBox::into_raw(b);
     // SAFETY: `ftrace_lock` held; the list is the trace array's.
     unsafe {
         list_add(
             ptr::addr_of_mut!((*raw).list),
-            crate::rftrace_tr_mod_list(tr, notrace),
+            crate::sys::rftrace_tr_mod_list(tr, notrace),
         )
     };
-    0
+    Ok(())
 }
 
 /// Drops the cached `:mod:` entries of a filter file (an `O_TRUNC` open).
@@ -390,7 +389,7 @@ pub(crate) unsafe fn scrub_module(m: *mut bindings::module) {
     let mut tr = unsafe { rftrace_tr_next(ptr::null_mut()) };
     while !tr.is_null() {
         // SAFETY: `tr` is live under `trace_types_lock`.
-        let op = unsafe { crate::rftrace_tr_ops(tr) };
+        let op = unsafe { crate::sys::rftrace_tr_ops(tr) };
         // SAFETY: a trace array's ops, initialised when its sets exist.
         if !op.is_null() && unsafe { !(*op).func_hash.is_null() } {
             // SAFETY: as above.
@@ -421,7 +420,7 @@ pub(crate) unsafe fn scrub_module(m: *mut bindings::module) {
 /// `tr` is a live trace array.
 unsafe fn apply_mods(tr: *mut c_void, notrace: bool, name: &[u8]) {
     // SAFETY: per the function's contract.
-    let op = unsafe { crate::rftrace_tr_ops(tr) };
+    let op = unsafe { crate::sys::rftrace_tr_ops(tr) };
     if op.is_null() {
         return;
     }
@@ -516,7 +515,7 @@ unsafe extern "C" fn probe_call(
 /// `ftrace_lock` is held; `tr` is valid.
 unsafe fn probes(tr: *mut c_void) -> impl Iterator<Item = *mut Probe> {
     // SAFETY: per the function's contract.
-    unsafe { list_entries::<Probe>(crate::rftrace_tr_func_probes(tr), PROBE_LIST_OFF) }
+    unsafe { list_entries::<Probe>(crate::sys::rftrace_tr_func_probes(tr), PROBE_LIST_OFF) }
 }
 
 /// Puts `probe_ops` on the functions matching `glob` in `tr`. Returns
@@ -534,12 +533,12 @@ pub unsafe extern "C" fn register_ftrace_function_probe(
     data: *mut c_void,
 ) -> c_int {
     if tr.is_null() || glob.is_null() || dead() {
-        return EINVAL;
+        return EINVAL.to_errno();
     }
     // SAFETY: per the function's contract.
     let g = unsafe { CStr::from_char_ptr(glob) }.as_bytes();
     if g.first() == Some(&b'!') {
-        return EINVAL;
+        return EINVAL.to_errno();
     }
     let _g = Guard::lock();
     // SAFETY: `ftrace_lock` held; `tr` valid.
@@ -548,7 +547,7 @@ pub unsafe extern "C" fn register_ftrace_function_probe(
     if fresh {
         let Ok(b) = KBox::new(
             Probe {
-                ops: crate::zeroed_ops(),
+                ops: crate::sys::zeroed_ops(),
                 probe_ops,
                 tr,
                 list: bindings::list_head {
@@ -559,7 +558,7 @@ pub unsafe extern "C" fn register_ftrace_function_probe(
             },
             GFP_KERNEL,
         ) else {
-            return ENOMEM;
+            return ENOMEM.to_errno();
         };
         let raw = KBox::into_raw(b);
         // SAFETY: fresh; `ftrace_lock` held.
@@ -569,13 +568,13 @@ pub unsafe extern "C" fn register_ftrace_function_probe(
             ops::ops_init(ptr::addr_of_mut!((*raw).ops));
             list_add(
                 ptr::addr_of_mut!((*raw).list),
-                crate::rftrace_tr_func_probes(tr),
+                crate::sys::rftrace_tr_func_probes(tr),
             );
         }
         p = Some(raw);
     }
     let Some(p) = p else {
-        return ENOMEM;
+        return ENOMEM.to_errno();
     };
     // SAFETY: a live probe, `ftrace_lock` held throughout.
     let r = unsafe { add_functions(p, g, data) };
@@ -587,36 +586,38 @@ pub unsafe extern "C" fn register_ftrace_function_probe(
             drop_probe(p);
         }
     }
-    r
+    r.unwrap_or_else(|e| e.to_errno())
 }
 
+/// Adds the functions matching `glob` to probe `p`; returns how many.
+///
 /// # Safety
 ///
 /// `ftrace_lock` held; `p` a live probe.
-unsafe fn add_functions(p: *mut Probe, glob: &[u8], data: *mut c_void) -> c_int {
+unsafe fn add_functions(p: *mut Probe, glob: &[u8], data: *mut c_void) -> Result<c_int> {
     // SAFETY: per the function's contract.
     unsafe {
         let op = ptr::addr_of_mut!((*p).ops);
         let old = ops::sets(op).0;
         let h = hash::copy(old, hash::DEFAULT_BITS);
         if h.is_null() {
-            return ENOMEM;
+            return Err(ENOMEM);
         }
         let r = match match_records_locked(h, glob, None) {
-            Ok(true) => 0,
-            Ok(false) => EINVAL,
-            Err(e) => e,
+            Ok(true) => Ok(()),
+            Ok(false) => Err(EINVAL),
+            Err(e) => Err(e),
         };
-        if r != 0 {
+        if let Err(e) = r {
             hash::free(h);
-            return r;
+            return Err(e);
         }
         let po = (*p).probe_ops;
         let mut count = 0;
-        let mut err = 0;
+        let mut err = Ok(());
         hash::for_each(h, |e| {
             let ip = (*e).ip;
-            if err != 0 || hash::contains(old, ip as u64) {
+            if err.is_err() || hash::contains(old, ip as u64) {
                 return;
             }
             if let Some(init) = (*po).init {
@@ -628,27 +629,23 @@ unsafe fn add_functions(p: *mut Probe, glob: &[u8], data: *mut c_void) -> c_int 
                         }
                     }
                     (*p).data = ptr::null_mut();
-                    err = r;
+                    err = to_result(r);
                     return;
                 }
             }
             count += 1;
         });
-        if err == 0 && count == 0 {
-            err = EINVAL;
+        if err.is_ok() && count == 0 {
+            err = Err(EINVAL);
         }
-        if err == 0 {
+        if err.is_ok() {
             err = commit(op, false, h);
-            if err == 0 && !crate::view::has(op, ops::F_ENABLED) {
+            if err.is_ok() && !crate::view::has(op, ops::F_ENABLED) {
                 err = ops::startup(op);
             }
         }
         hash::free(h);
-        if err != 0 {
-            err
-        } else {
-            count
-        }
+        err.map(|()| count)
     }
 }
 
@@ -681,7 +678,7 @@ pub unsafe extern "C" fn unregister_ftrace_function_probe_func(
     probe_ops: *mut FtraceProbeOps,
 ) -> c_int {
     if tr.is_null() {
-        return EINVAL;
+        return EINVAL.to_errno();
     }
     let g: &[u8] = if glob.is_null() {
         &[]
@@ -693,16 +690,16 @@ pub unsafe extern "C" fn unregister_ftrace_function_probe_func(
     // SAFETY: `ftrace_lock` held.
     let found = unsafe { probes(tr) }.find(|&p| unsafe { (*p).probe_ops } == probe_ops);
     let Some(p) = found else {
-        return ENODEV;
+        return ENODEV.to_errno();
     };
     // SAFETY: a live probe under `ftrace_lock`.
-    unsafe { remove_functions(p, g) }
+    to_errno(unsafe { remove_functions(p, g) })
 }
 
 /// # Safety
 ///
 /// `ftrace_lock` held; `p` a live probe.
-unsafe fn remove_functions(p: *mut Probe, glob: &[u8]) -> c_int {
+unsafe fn remove_functions(p: *mut Probe, glob: &[u8]) -> Result {
     let all = glob.is_empty() || glob == b"*";
     let pat = Pattern::parse(glob);
     // SAFETY: per the function's contract.
@@ -710,11 +707,11 @@ unsafe fn remove_functions(p: *mut Probe, glob: &[u8]) -> c_int {
         let op = ptr::addr_of_mut!((*p).ops);
         let old = ops::sets(op).0;
         if hash::is_empty(old) {
-            return EINVAL;
+            return Err(EINVAL);
         }
         let h = hash::copy(old, hash::DEFAULT_BITS);
         if h.is_null() {
-            return ENOMEM;
+            return Err(ENOMEM);
         }
         let mut removed = KVec::<u64>::new();
         let mut buf = [0u8; bindings::KSYM_NAME_LEN as usize];
@@ -723,7 +720,7 @@ unsafe fn remove_functions(p: *mut Probe, glob: &[u8]) -> c_int {
             let ip = (*e).ip as u64;
             let hit = all
                 || (pat.kind != Kind::Index
-                    && crate::files::lookup(ip, &mut buf).is_some_and(|s| pat.matches(s.name)));
+                    && crate::tracefs::lookup(ip, &mut buf).is_some_and(|s| pat.matches(s.name)));
             if hit {
                 if removed.push(ip, GFP_KERNEL).is_err() {
                     oom = true;
@@ -734,19 +731,19 @@ unsafe fn remove_functions(p: *mut Probe, glob: &[u8]) -> c_int {
         });
         if oom {
             hash::free(h);
-            return ENOMEM;
+            return Err(ENOMEM);
         }
         if removed.is_empty() {
             hash::free(h);
-            return EINVAL;
+            return Err(EINVAL);
         }
         let now_empty = hash::count(h) == 0;
         let mut r = if now_empty && crate::view::has(op, ops::F_ENABLED) {
             ops::shutdown(op)
         } else {
-            0
+            Ok(())
         };
-        if r == 0 {
+        if r.is_ok() {
             r = commit(op, false, h);
         }
         hash::free(h);
@@ -778,7 +775,7 @@ pub unsafe extern "C" fn clear_ftrace_function_probes(tr: *mut c_void) {
             return;
         };
         // SAFETY: a live probe under `ftrace_lock`.
-        if unsafe { remove_functions(p, b"") } != 0 {
+        if unsafe { remove_functions(p, b"") }.is_err() {
             // SAFETY: as above; not registered after a failure to shut down
             // only if it was not registered at all.
             unsafe {
@@ -876,11 +873,11 @@ pub unsafe extern "C" fn ftrace_func_mapper_add_ip(
     // SAFETY: per the function's contract.
     unsafe {
         if hash::contains(m, ip as u64) {
-            return EBUSY;
+            return EBUSY.to_errno();
         }
         let e = hash::insert_sized(m, ip as u64, core::mem::size_of::<MapEntry>());
         if e.is_null() {
-            return ENOMEM;
+            return ENOMEM.to_errno();
         }
         (*e.cast::<MapEntry>()).data = data;
     }

@@ -11,8 +11,8 @@
 
 use crate::fgraph::{ftrace_graph_get_ret_stack, register_ftrace_graph, unregister_ftrace_graph};
 use crate::logic::profile;
+use crate::sys::{CGlobal, Guard};
 use crate::task::current;
-use crate::{CGlobal, Guard, EBUSY};
 use core::cell::UnsafeCell;
 use core::ptr;
 use core::sync::atomic::{AtomicBool, AtomicI32, AtomicPtr, AtomicU32, AtomicUsize, Ordering};
@@ -121,8 +121,14 @@ fn tables(cpu: usize) -> Option<&'static Tables> {
     unsafe { t.as_ref() }
 }
 
+/// The home slot of `ip` in an index of `1 << bits` slots. Runs in the
+/// profiler's callbacks: wrapping arithmetic, no panic for any `bits`.
 fn slot_of(ip: u64, bits: u32) -> usize {
-    (ip.wrapping_mul(0x61c8_8646_80b5_83eb) >> (64 - bits)) as usize
+    if bits == 0 {
+        return 0;
+    }
+    ip.wrapping_mul(0x61c8_8646_80b5_83eb)
+        .wrapping_shr(64u32.wrapping_sub(bits)) as usize
 }
 
 impl Tables {
@@ -162,12 +168,12 @@ impl Tables {
         let bits = n.trailing_zeros();
         let mut s = slot_of(ip, bits);
         for _ in 0..n {
-            let v = self.index[s].load(Ordering::Acquire) as usize;
+            let v = self.index.get(s)?.load(Ordering::Acquire) as usize;
             let r = self.recs.get(v.checked_sub(1)?)?;
             if r.read().ip == ip {
                 return Some(r);
             }
-            s = (s + 1) & (n - 1);
+            s = s.wrapping_add(1) & n.wrapping_sub(1);
         }
         None
     }
@@ -183,12 +189,15 @@ impl Tables {
             let n = self.index.len();
             let r = self.recs.get(i)?;
             r.update(|r| *r = Rec { ip, ..EMPTY });
-            self.used.store(i + 1, Ordering::Release);
+            self.used.store(i.wrapping_add(1), Ordering::Release);
             let mut s = slot_of(ip, n.trailing_zeros());
-            while self.index[s].load(Ordering::Relaxed) != 0 {
-                s = (s + 1) & (n - 1);
+            // The index has more slots than records: a free one is found.
+            while self.index.get(s)?.load(Ordering::Relaxed) != 0 {
+                s = s.wrapping_add(1) & n.wrapping_sub(1);
             }
-            self.index[s].store(i as u32 + 1, Ordering::Release);
+            self.index
+                .get(s)?
+                .store((i as u32).wrapping_add(1), Ordering::Release);
             Some(r)
         });
         self.busy.fetch_sub(1, Ordering::Release);
@@ -378,7 +387,7 @@ unsafe extern "C" fn stat_show(m: *mut bindings::seq_file, v: *mut c_void) -> c_
     let r = unsafe { ptr::read_volatile(v.cast::<Rec>()) };
     if r.hits == 0 {
         // Raced with a reset.
-        return EBUSY;
+        return EBUSY.to_errno();
     }
     // SAFETY: a plain global of the tracing core.
     let thresh = unsafe { tracing_thresh } as u64;
@@ -386,7 +395,7 @@ unsafe extern "C" fn stat_show(m: *mut bindings::seq_file, v: *mut c_void) -> c_
         return 0;
     }
     let mut name = [0u8; bindings::KSYM_NAME_LEN as usize];
-    let n = crate::files::lookup(r.ip, &mut name).map_or(0, |s| s.name.len());
+    let n = crate::tracefs::lookup(r.ip, &mut name).map_or(0, |s| s.name.len());
     let mut line = profile::row(&name[..n], r.hits, r.time, r.time2, true);
     line.push(b"\n");
     let b = line.bytes();
@@ -416,15 +425,17 @@ unsafe extern "C" fn enabled_read(
     unsafe { bindings::simple_read_from_buffer(ubuf.cast(), cnt, ppos, b.as_ptr().cast(), b.len()) }
 }
 
-fn start() -> c_int {
-    let sites = crate::ftrace_update_tot_cnt.load(Ordering::Relaxed).max(1);
+fn start() -> Result {
+    let sites = crate::sys::ftrace_update_tot_cnt
+        .load(Ordering::Relaxed)
+        .max(1);
     for p in cpus() {
         // SAFETY: published tables are never freed.
         match unsafe { p.tables.load(Ordering::Acquire).as_ref() } {
             Some(t) => t.reset(),
             None => {
                 let Ok(t) = Tables::new(sites).and_then(|t| Ok(KBox::new(t, GFP_KERNEL)?)) else {
-                    return crate::ENOMEM;
+                    return Err(ENOMEM);
                 };
                 p.tables.store(KBox::into_raw(t), Ordering::Release);
             }
@@ -434,7 +445,7 @@ fn start() -> c_int {
     // PROFILE_LOCK; its filter is the function tracer's.
     unsafe {
         crate::filter::ftrace_ops_set_global_filter(ptr::addr_of_mut!((*GOPS.get()).ops));
-        register_ftrace_graph(GOPS.get())
+        kernel::error::to_result(register_ftrace_graph(GOPS.get()))
     }
 }
 
@@ -460,11 +471,9 @@ unsafe extern "C" fn enabled_write(
         let _g = Guard::of(PROFILE_LOCK.get());
         if ENABLED.load(Ordering::Relaxed) != on {
             if on {
-                let r = start();
-                if r < 0 {
-                    ret = r as isize;
-                } else {
-                    ENABLED.store(true, Ordering::Release);
+                match start() {
+                    Err(e) => ret = e.to_errno() as isize,
+                    Ok(()) => ENABLED.store(true, Ordering::Release),
                 }
             } else {
                 ENABLED.store(false, Ordering::Release);
@@ -482,13 +491,13 @@ static FOPS: CGlobal<bindings::file_operations> = CGlobal::new(bindings::file_op
     read: Some(enabled_read),
     write: Some(enabled_write),
     llseek: Some(bindings::default_llseek),
-    ..crate::files::zeroed_fops()
+    ..crate::tracefs::zeroed_fops()
 });
 
 /// Boot: the per-CPU stat files and `function_profile_enabled`.
 pub(crate) fn init(d: *mut bindings::dentry) {
     // SAFETY: boot, once.
-    unsafe { crate::mutex_init!(PROFILE_LOCK.get(), "ftrace_profile_lock") };
+    unsafe { crate::sys::mutex_init!(PROFILE_LOCK.get(), "ftrace_profile_lock") };
     // SAFETY: a kernel global, fixed after boot.
     let n = unsafe { bindings::nr_cpu_ids } as usize;
     let Ok(mut v) = KVVec::<CpuProfile>::with_capacity(n, GFP_KERNEL) else {
@@ -536,7 +545,7 @@ pub(crate) fn init(d: *mut bindings::dentry) {
             }
         }
     }
-    crate::files::create(
+    crate::tracefs::create(
         kernel::c_str!("function_profile_enabled"),
         0o640,
         d,

@@ -12,6 +12,7 @@ use core::cell::UnsafeCell;
 use core::ptr;
 use core::sync::atomic::{AtomicPtr, AtomicU32, AtomicUsize, Ordering};
 use kernel::bindings;
+use kernel::ffi::{c_int, c_ulong, c_void};
 use kernel::prelude::*;
 
 /// One record, mutable under `ftrace_lock` while readers look at its
@@ -169,7 +170,7 @@ impl Group {
         self.sites.iter().filter(|c| !c.is_gone())
     }
 
-    /// Marks the records `r` gone, in place: what [`crate::ops::free_range`]
+    /// Marks the records `r` gone, in place: what [`crate::module::free_range`]
     /// does when it has no memory for a smaller group.
     ///
     /// # Safety
@@ -314,4 +315,35 @@ pub(crate) fn location_range(start: u64, end: u64) -> u64 {
 /// `ftrace_lock` is held (the record may go away otherwise).
 pub(crate) unsafe fn find(ip: u64) -> Option<&'static Cell> {
     groups().find_map(|g| g.find(ip))
+}
+
+/// The call-site address of the function at `ip`: `ip` itself when it is a
+/// site, else the site within the function that starts at `ip`; 0 if none.
+#[no_mangle]
+pub extern "C" fn ftrace_location(ip: c_ulong) -> c_ulong {
+    let ip = ip as u64;
+    let loc = location_range(ip, ip);
+    if loc != 0 {
+        return loc as c_ulong;
+    }
+    let (mut size, mut off): (c_ulong, c_ulong) = (0, 0);
+    // SAFETY: plain symbol lookup into locals.
+    let found =
+        unsafe { bindings::kallsyms_lookup_size_offset(ip as c_ulong, &mut size, &mut off) } != 0;
+    if found && off == 0 && size > 0 {
+        return location_range(ip, ip + size as u64 - 1) as c_ulong;
+    }
+    0
+}
+
+/// The address of the first call site in `[start, end]`, or 0.
+#[no_mangle]
+pub extern "C" fn ftrace_location_range(start: c_ulong, end: c_ulong) -> c_ulong {
+    location_range(start as u64, end as u64) as c_ulong
+}
+
+/// Whether `[start, end]` holds a call site (kprobes must not touch it).
+#[no_mangle]
+pub extern "C" fn ftrace_text_reserved(start: *const c_void, end: *const c_void) -> c_int {
+    c_int::from(location_range(start as u64, end as u64) != 0)
 }

@@ -39,9 +39,6 @@ use insn::{Decoded, INT3, NOP5, SITE_SIZE};
 
 const __LOG_PREFIX: &[u8] = b"ftrace\0";
 
-const EINVAL: c_int = bindings::EINVAL as c_int;
-const EFAULT: c_int = bindings::EFAULT as c_int;
-
 /// One site of a batch: where, what must be there now, what comes.
 #[repr(C)]
 #[derive(Clone, Copy)]
@@ -419,18 +416,18 @@ unsafe fn flush_queue() {
 #[cfg_attr(CONFIG_FTRACE_CORE_RUST_GENERIC, allow(dead_code))]
 fn rewrite_site(ip: u64, old: [u8; SITE_SIZE], new: [u8; SITE_SIZE]) -> c_int {
     match read_site(ip) {
-        None => return -EFAULT,
+        None => return EFAULT.to_errno(),
         Some(cur) if cur != old => {
             // SAFETY: `ftrace_expected` is read by `ftrace_bug()` only,
             // which the C core calls right after this returns; point it at
             // static bytes.
             unsafe { bindings::ftrace_expected = expected_bytes(&old) };
-            return -EINVAL;
+            return EINVAL.to_errno();
         }
         Some(_) => {}
     }
     let Some(p) = Poke::new(ip, old, new) else {
-        return -EINVAL;
+        return EINVAL.to_errno();
     };
     if !POKE_LATE.load(Ordering::Relaxed) {
         // SAFETY: early boot or a module whose code does not run yet:
@@ -514,11 +511,11 @@ pub unsafe extern "C" fn ftrace_make_nop(
             ip,
             addr
         );
-        return -EINVAL;
+        return EINVAL.to_errno();
     }
     match call_bytes(ip, addr as u64) {
         Some(old) => rewrite_site(ip, old, NOP5),
-        None => -EINVAL,
+        None => EINVAL.to_errno(),
     }
 }
 
@@ -534,7 +531,7 @@ pub unsafe extern "C" fn ftrace_make_call(rec: *mut bindings::dyn_ftrace, addr: 
     let ip = unsafe { (*rec).ip } as u64;
     match call_bytes(ip, addr as u64) {
         Some(new) => rewrite_site(ip, NOP5, new),
-        None => -EINVAL,
+        None => EINVAL.to_errno(),
     }
 }
 
@@ -553,14 +550,14 @@ pub unsafe extern "C" fn ftrace_modify_call(
     // SAFETY: per the function's contract.
     let ip = unsafe { (*rec).ip };
     pr_err!("ftrace_modify_call({:#x}): not supported on x86_64\n", ip);
-    -EINVAL
+    EINVAL.to_errno()
 }
 
 /// Points the callback calls of both trampolines at `func`.
 #[no_mangle]
 pub extern "C" fn ftrace_update_ftrace_func(func: bindings::ftrace_func_t) -> c_int {
     let Some(func) = func else {
-        return -EINVAL;
+        return EINVAL.to_errno();
     };
     let target = func as usize as u64;
     let mut pokes = [EMPTY_POKE; 2];
@@ -570,15 +567,15 @@ pub extern "C" fn ftrace_update_ftrace_func(func: bindings::ftrace_func_t) -> c_
     ];
     for (p, &ip) in pokes.iter_mut().zip(calls.iter()) {
         let (Some(old), Some(new)) = (read_site(ip), call_bytes(ip, target)) else {
-            return -EFAULT;
+            return EFAULT.to_errno();
         };
         if !matches!(insn::decode(ip, &old), Decoded::Call(_)) {
             pr_err!("trampoline call at {:#x} is not a call\n", ip);
-            return -EINVAL;
+            return EINVAL.to_errno();
         }
         match Poke::new(ip, old, new) {
             Some(x) => *p = x,
-            None => return -EINVAL,
+            None => return EINVAL.to_errno(),
         }
     }
     // SAFETY: the core calls this between `ftrace_arch_code_modify_prepare()`
@@ -586,7 +583,7 @@ pub extern "C" fn ftrace_update_ftrace_func(func: bindings::ftrace_func_t) -> c_
     // context.
     match unsafe { write_batch(&mut pokes) } {
         Ok(()) => 0,
-        Err(_) => -EINVAL,
+        Err(_) => EINVAL.to_errno(),
     }
 }
 
@@ -653,7 +650,14 @@ pub extern "C" fn ftrace_replace_code(mod_flags: c_int) {
                     // here to static bytes, and reports `rec`.
                     unsafe {
                         bindings::ftrace_expected = expected_bytes(&old);
-                        bindings::ftrace_bug(if cur.is_none() { -EFAULT } else { -EINVAL }, rec);
+                        bindings::ftrace_bug(
+                            if cur.is_none() {
+                                EFAULT.to_errno()
+                            } else {
+                                EINVAL.to_errno()
+                            },
+                            rec,
+                        );
                         bindings::ftrace_expected = ptr::null();
                     }
                     return;
@@ -1183,7 +1187,7 @@ pub unsafe extern "C" fn rftrace_arch_apply(
             let Some(p) = poke(c) else {
                 // SAFETY: per the function's contract.
                 unsafe { *bad_ip = c.ip };
-                ret = -EINVAL;
+                ret = EINVAL.to_errno();
                 break 'batches;
             };
             *slot = p;
@@ -1198,9 +1202,9 @@ pub unsafe extern "C" fn rftrace_arch_apply(
                 bindings::ftrace_expected = expected_bytes(&p.old);
             }
             ret = if read_site(p.ip).is_none() {
-                -EFAULT
+                EFAULT.to_errno()
             } else {
-                -EINVAL
+                EINVAL.to_errno()
             };
             break;
         }
@@ -1234,20 +1238,20 @@ pub unsafe extern "C" fn rftrace_arch_init_site(ip: u64, target: u64) -> c_int {
         unsafe { ptr::read_unaligned(ip as *const [u8; SITE_SIZE]) }
     } else {
         let Some(b) = read_site(ip) else {
-            return -EFAULT;
+            return EFAULT.to_errno();
         };
         b
     };
     let Some(fentry) = call_bytes(ip, mcount_addr() as u64) else {
-        return -EINVAL;
+        return EINVAL.to_errno();
     };
     if cur != fentry && cur != NOP5 {
         // SAFETY: read by `ftrace_bug()` only, which the caller calls next.
         unsafe { bindings::ftrace_expected = expected_bytes(&fentry) };
-        return -EINVAL;
+        return EINVAL.to_errno();
     }
     let Some(new) = site_bytes(ip, target) else {
-        return -EINVAL;
+        return EINVAL.to_errno();
     };
     if new == cur {
         return 0;

@@ -366,7 +366,7 @@ impl<M: StackMem> RetStack<M> {
     pub fn add_calltime(&mut self, delta: u64) {
         let mut end = self.walk_top();
         while let Some(start) = frame_below(self, end) {
-            let at = start + FRAME_CALLTIME;
+            let at = start.wrapping_add(FRAME_CALLTIME);
             if let Some(w) = self.word(at) {
                 self.mem.set_word(at, w.wrapping_add(delta));
             }

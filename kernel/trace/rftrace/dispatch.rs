@@ -1,0 +1,151 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The list dispatcher the shared trampolines call, the assist callback,
+//! and the lookups of the trampolines the ops own. Hot path: no locks, no
+//! allocation, nothing traced or kprobed.
+
+use crate::logic::recursion;
+use crate::registry::*;
+use crate::task::guarded as recursion_guarded;
+use crate::view;
+use core::ptr;
+use kernel::bindings;
+use kernel::ffi::{c_int, c_ulong, c_void};
+
+// Bindgen types of empty C structs are fine behind pointers.
+#[allow(improper_ctypes)]
+extern "C" {
+    fn rcu_is_watching() -> bool;
+}
+
+/// The callback of the shared trampolines when several ops, or an ops
+/// without its own trampoline, trace a site: calls every registered ops
+/// that wants `ip`.
+///
+/// # Safety
+///
+/// Called by a trampoline; `fregs` is its frame.
+#[no_mangle]
+pub unsafe extern "C" fn arch_ftrace_ops_list_func(
+    ip: c_ulong,
+    parent_ip: c_ulong,
+    _op: *mut Ops,
+    fregs: *mut bindings::ftrace_regs,
+) {
+    // The list's own recursion bits, as C's list function (the callbacks
+    // take the function bits); preemption off while held.
+    recursion_guarded(crate::task::current(), recursion::LIST_START, || {
+        // A full `pt_regs` is there only when the full-regs trampoline saved
+        // it (it sets `cs`).
+        // SAFETY: `fregs` is the trampoline's frame, a `pt_regs` on x86_64.
+        let has_regs = !fregs.is_null()
+            && unsafe { (*fregs.cast::<bindings::pt_regs>()).__bindgen_anon_1.csx } != 0;
+        for op in list() {
+            // SAFETY: listed ops are valid while preemption is off.
+            let flags = unsafe { view::flags(op) };
+            if flags & F_STUB != 0 || (flags & F_SAVE_REGS != 0 && !has_regs) {
+                continue;
+            }
+            // SAFETY: `rcu_is_watching()` is notrace and callable anywhere.
+            if flags & F_RCU != 0 && !unsafe { rcu_is_watching() } {
+                continue;
+            }
+            // SAFETY: sets are freed only after a grace period.
+            if unsafe { ops_wants(op, ip as u64) } {
+                // SAFETY: listed, as above.
+                if let Some(f) = unsafe { view::func(op) } {
+                    // SAFETY: the ops' callback, called as the ABI says.
+                    unsafe { f(ip, parent_ip, op, fregs) };
+                }
+            }
+        }
+    });
+}
+crate::nokprobe::nokprobe!(arch_ftrace_ops_list_func);
+
+/// Wraps an ops' callback that asks for recursion protection or needs
+/// RCU watching.
+///
+/// # Safety
+///
+/// Called by the trampoline of `op`, with `op` and the trampoline's frame.
+unsafe extern "C" fn ftrace_ops_assist_func(
+    ip: c_ulong,
+    parent_ip: c_ulong,
+    op: *mut Ops,
+    fregs: *mut bindings::ftrace_regs,
+) {
+    // The recursion guard, inlined (the list bits, as C); preemption off
+    // while held.
+    recursion_guarded(crate::task::current(), recursion::LIST_START, || {
+        // SAFETY: the trampoline passes its own, live, ops; notrace,
+        // callable anywhere.
+        if unsafe { !view::has(op, F_RCU) || rcu_is_watching() } {
+            // SAFETY: as above.
+            if let Some(f) = unsafe { view::func(op) } {
+                // SAFETY: the ops' callback, called as the ABI says.
+                unsafe { f(ip, parent_ip, op, fregs) };
+            }
+        }
+    });
+}
+crate::nokprobe::nokprobe!(ftrace_ops_assist_func);
+
+/// What a trampoline dedicated to `ops` calls.
+///
+/// # Safety
+///
+/// `ops` is valid.
+#[no_mangle]
+pub unsafe extern "C" fn ftrace_ops_get_func(ops: *mut Ops) -> bindings::ftrace_func_t {
+    // RECURSION asks the core for recursion protection.
+    // SAFETY: per the function's contract.
+    if unsafe { view::has(ops, F_RECURSION | F_RCU) } {
+        Some(ftrace_ops_assist_func)
+    } else {
+        // SAFETY: as above.
+        unsafe { view::func(ops) }
+    }
+}
+
+/// Whether `ops` traces `ip` (fgraph.c asks this of its sub-ops).
+///
+/// # Safety
+///
+/// `ops` is valid.
+#[no_mangle]
+pub unsafe extern "C" fn ftrace_ops_test(ops: *mut Ops, ip: c_ulong, regs: *mut c_void) -> c_int {
+    // SAFETY: per the function's contract.
+    unsafe {
+        if regs.is_null() && view::has(ops, F_SAVE_REGS) {
+            return 0;
+        }
+        c_int::from(ops_wants(ops, ip as u64))
+    }
+}
+
+/// The registered ops whose own trampoline holds `a`, or null. Any
+/// context; the ops stays valid only while the caller keeps preemption
+/// off (as for `ftrace_ops_trampoline()` in C).
+pub(crate) fn trampoline_ops(a: u64) -> *mut Ops {
+    list()
+        .find(|&op| {
+            // SAFETY: listed ops are valid while preemption is off (see
+            // `list`), which the caller keeps.
+            let (at, size) = unsafe { view::trampoline(op) };
+            at != 0 && a >= at && a < at + size
+        })
+        .unwrap_or(ptr::null_mut())
+}
+
+/// The `n`th (from 0) registered ops with a trampoline of its own, for
+/// kallsyms; the same condition as [`trampoline_ops`] on the caller.
+pub(crate) fn nth_trampoline(n: usize) -> Option<(u64, u64)> {
+    list()
+        .filter_map(|op| {
+            // SAFETY: as in `trampoline_ops`.
+            let (at, size) = unsafe { view::trampoline(op) };
+            (at != 0).then_some((at, size))
+        })
+        .nth(n)
+}

@@ -1,0 +1,183 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The life of the call-site table: the kernel's sites at boot, a
+//! module's when it loads (they get what the registered ops want when it
+//! starts, and leave with its text, the cached `:mod:` filters and the
+//! probes of the module following it), and the sites of init text that
+//! is freed.
+
+use crate::logic::sites::flags as sf;
+use crate::ops;
+use crate::sys::{dead, Guard};
+use crate::table::{self, Cell, Group};
+use crate::update::rftrace_arch_init_site;
+use core::sync::atomic::Ordering;
+use kernel::bindings;
+use kernel::prelude::*;
+use kernel::str::CStr;
+
+/// A module is being loaded: its sites join the table, as NOPs.
+///
+/// # Safety
+///
+/// `m` is a module being loaded, its text not yet running.
+#[no_mangle]
+pub unsafe extern "C" fn ftrace_module_init(m: *mut bindings::module) {
+    if dead() {
+        return;
+    }
+    // SAFETY: per the function's contract.
+    let (locs, n) = unsafe { ((*m).ftrace_callsites, (*m).num_ftrace_callsites as usize) };
+    if locs.is_null() || n == 0 {
+        return;
+    }
+    let mut ips = KVVec::<u64>::new();
+    for i in 0..n {
+        // SAFETY: the module loader gives `n` entries.
+        let ip = unsafe { *locs.add(i) } as u64;
+        if ips.push(ip, GFP_KERNEL).is_err() {
+            pr_err!("out of memory for the call sites of a module\n");
+            return;
+        }
+    }
+    let k = crate::logic::sites::sort_unique(&mut ips);
+    let _g = Guard::lock();
+    // SAFETY: `ftrace_lock` held; the module's text does not run yet.
+    if let Err(e) = unsafe { add_sites(m, &ips[..k]) } {
+        pr_err!("cannot add the call sites of a module: {:?}\n", e);
+    }
+}
+
+/// A module is about to run: its sites get what the registered ops want.
+///
+/// # Safety
+///
+/// `m` is a module.
+#[no_mangle]
+pub unsafe extern "C" fn ftrace_module_enable(m: *mut bindings::module) {
+    {
+        let _g = Guard::lock();
+        let Some(g) = table::of_module(m) else {
+            return;
+        };
+        for c in g.live() {
+            // SAFETY: `ftrace_lock` is held.
+            unsafe { c.update(|s| s.flags &= !sf::DISABLED) };
+        }
+        // SAFETY: `ftrace_lock` is held; sleepable. Failures are reported.
+        let _ = unsafe { ops::update_sites() };
+    }
+    // SAFETY: per the function's contract `m` is a module; its name is
+    // NUL-terminated.
+    let name = unsafe { CStr::from_char_ptr((*m).name.as_ptr()) }.as_bytes();
+    // SAFETY: no core lock is held here.
+    unsafe { crate::probe::process_cached_mods(name) };
+}
+
+/// A module is gone: so are its sites.
+///
+/// # Safety
+///
+/// `m` is a module.
+#[no_mangle]
+pub unsafe extern "C" fn ftrace_release_mod(m: *mut bindings::module) {
+    // SAFETY: per the function's contract; no core lock is held yet.
+    unsafe { crate::probe::scrub_module(m) };
+    let _g = Guard::lock();
+    if let Some(g) = table::of_module(m) {
+        // SAFETY: `ftrace_lock` is held; sleepable.
+        unsafe { table::replace(g, None) };
+        update_counts();
+    }
+}
+
+pub(crate) fn update_counts() {
+    let (mut pages, mut groups, mut total) = (0usize, 0usize, 0usize);
+    for g in table::groups() {
+        groups += 1;
+        total += g.live_len();
+        pages += (g.sites.len() * core::mem::size_of::<Cell>()).div_ceil(bindings::PAGE_SIZE);
+    }
+    crate::sys::ftrace_update_tot_cnt.store(total, Ordering::Relaxed);
+    crate::sys::ftrace_number_of_pages.store(pages, Ordering::Relaxed);
+    crate::sys::ftrace_number_of_groups.store(groups, Ordering::Relaxed);
+}
+
+/// Makes the sites `ips` (sorted, unique) NOPs and adds them to the table
+/// as a group of module `m` (null: the kernel). Module sites stay
+/// disabled until the module is enabled. Returns how many were added and
+/// how many of them had to be rewritten (the rest were NOPs already).
+///
+/// # Safety
+///
+/// `ftrace_lock` is held; the sites' code does not run yet and is still
+/// writable.
+pub(crate) unsafe fn add_sites(m: *mut bindings::module, ips: &[u64]) -> Result<(usize, usize)> {
+    let g = Group::new(m, ips)?;
+    let mut written = 0;
+    for c in g.sites.iter() {
+        // SAFETY: per the function's contract.
+        let r = unsafe { rftrace_arch_init_site(c.ip(), 0) };
+        if r > 0 {
+            written += 1;
+        }
+        let add = if r < 0 {
+            crate::sys::report_bug(Error::from_errno(r), c.ip());
+            sf::DISABLED
+        } else if !m.is_null() {
+            sf::DISABLED | sf::INIT
+        } else {
+            0
+        };
+        // SAFETY: the group is ours until published.
+        unsafe { c.update(|s| s.flags |= add) };
+    }
+    let n = g.sites.len();
+    // SAFETY: `ftrace_lock` is held.
+    unsafe { table::publish(g) };
+    update_counts();
+    Ok((n, written))
+}
+
+/// Drops the sites in `[start, end)` of module `m` (null: the kernel),
+/// whose text is being freed.
+pub(crate) fn free_range(m: *mut bindings::module, start: u64, end: u64) {
+    let _g = Guard::lock();
+    let g = if m.is_null() {
+        table::core_group()
+    } else {
+        table::of_module(m)
+    };
+    let Some(g) = g else {
+        return;
+    };
+    let r = crate::logic::sites::range(&g.sites, start, end);
+    if r.is_empty() {
+        return;
+    }
+    // The records that stay go to a new, smaller group; without memory
+    // for it they stay where they are, marked gone, which needs none.
+    let stays = |i: &usize| !r.contains(i) && !g.sites[*i].is_gone();
+    let mut keep = KVVec::<u64>::new();
+    let mut oom = false;
+    for (i, c) in g.sites.iter().enumerate() {
+        if stays(&i) && keep.push(c.ip(), GFP_KERNEL).is_err() {
+            oom = true;
+            break;
+        }
+    }
+    let new = if oom { None } else { Group::new(m, &keep).ok() };
+    let Some(new) = new else {
+        // SAFETY: `ftrace_lock` is held; `r` is a range of the group.
+        unsafe { g.mark_gone(r) };
+        update_counts();
+        return;
+    };
+    for (c, i) in new.sites.iter().zip((0..g.sites.len()).filter(stays)) {
+        // SAFETY: `ftrace_lock` is held; `new` is unpublished.
+        unsafe { c.set(g.sites[i].read()) };
+    }
+    // SAFETY: `ftrace_lock` is held; sleepable.
+    unsafe { table::replace(g, Some(new)) };
+    update_counts();
+}

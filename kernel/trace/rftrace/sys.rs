@@ -1,0 +1,335 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The bottom layer of the generic core: the C-visible globals of the
+//! core, the cells and lock guards that state behind `ftrace_lock`
+//! requires, the error conversion at the C boundary, the way tracing is
+//! stopped for good, and the helpers of the tracing core the rest calls.
+//! Every other module builds on this one; it uses none of them but
+//! `hash` (the type of the graph filter globals).
+
+use crate::hash;
+use core::cell::UnsafeCell;
+use core::ptr;
+use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering};
+use kernel::bindings;
+use kernel::c_str;
+use kernel::ffi::{c_int, c_ulong, c_void};
+use kernel::prelude::*;
+
+/// The C boundary's form of a result: 0, or the negative errno.
+#[inline(always)]
+pub(crate) fn to_errno(r: Result) -> c_int {
+    match r {
+        Ok(()) => 0,
+        Err(e) => e.to_errno(),
+    }
+}
+
+/// A C-visible global with interior mutability: same layout as `T`.
+#[repr(transparent)]
+pub struct CGlobal<T>(UnsafeCell<T>);
+
+// SAFETY: every access goes through raw pointers, under the locking rule
+// stated where each global is defined.
+unsafe impl<T> Sync for CGlobal<T> {}
+
+impl<T> CGlobal<T> {
+    /// A global holding `v`.
+    pub const fn new(v: T) -> Self {
+        CGlobal(UnsafeCell::new(v))
+    }
+    /// Where the value is.
+    pub const fn get(&self) -> *mut T {
+        self.0.get()
+    }
+}
+
+/// Data of the core only touched with `ftrace_lock` held.
+pub(crate) struct Locked<T>(UnsafeCell<T>);
+
+// SAFETY: every access goes through `get`, whose callers hold `ftrace_lock`.
+unsafe impl<T> Sync for Locked<T> {}
+
+impl<T> Locked<T> {
+    pub(crate) const fn new(v: T) -> Self {
+        Locked(UnsafeCell::new(v))
+    }
+    /// The data, for as long as the guard of `ftrace_lock` is borrowed
+    /// mutably: the guard proves the lock held, and its one mutable borrow
+    /// makes this the only reference reached through it.
+    pub(crate) fn access<'a>(&'a self, _g: &'a mut CoreGuard) -> &'a mut T {
+        // SAFETY: `ftrace_lock` is held while `_g` lives (`CoreGuard`'s
+        // invariant) and `_g` is borrowed mutably for as long as the
+        // result: no other `access` can run meanwhile; `get`'s callers
+        // (the paths not yet holding a `CoreGuard`) promise not to run
+        // while a reference from here is alive.
+        unsafe { &mut *self.0.get() }
+    }
+
+    /// # Safety
+    ///
+    /// `ftrace_lock` is held for as long as the reference lives, and no
+    /// other reference from `get` or [`Locked::access`] is alive.
+    #[allow(clippy::mut_from_ref)]
+    pub(crate) unsafe fn get(&self) -> &mut T {
+        // Lockdep checks the contract where it runs (a warning if not).
+        assert_held(ftrace_lock.get());
+        // SAFETY: per the function's contract.
+        unsafe { &mut *self.0.get() }
+    }
+}
+
+/// `lockdep_assert_held(m)`: warns when lockdep runs and `m` is not held
+/// by this task (nothing without lockdep).
+pub(crate) fn assert_held(m: *mut bindings::mutex) {
+    extern "C" {
+        fn rftrace_assert_held(m: *mut bindings::mutex);
+    }
+    // SAFETY: the C helper only reads the lock's lockdep map; `m` is one
+    // of our static mutexes.
+    unsafe { rftrace_assert_held(m) };
+}
+
+pub(crate) const fn zeroed_ops() -> bindings::ftrace_ops {
+    // SAFETY: all-zero is a valid `ftrace_ops` (null pointers, no
+    // function, no flags); the core initialises it before use.
+    unsafe { core::mem::zeroed() }
+}
+
+// --- The C core's global data (include/linux/ftrace.h, ftrace_internal.h) --
+
+/// `ftrace_enabled`, the sysctl: read fresh at every update (the boot
+/// selftests store to it directly).
+#[no_mangle]
+pub static ftrace_enabled: CGlobal<c_int> = CGlobal::new(0);
+
+/// Set by `ftrace_filter=` / `ftrace_notrace=` on the command line.
+#[no_mangle]
+pub static ftrace_filter_param: CGlobal<bool> = CGlobal::new(false);
+
+/// The function graph filter sets, read by the inline helpers of trace.h.
+#[no_mangle]
+pub static ftrace_graph_hash: AtomicPtr<hash::FtraceHash> = AtomicPtr::new(ptr::null_mut());
+/// The function graph notrace set.
+#[no_mangle]
+pub static ftrace_graph_notrace_hash: AtomicPtr<hash::FtraceHash> = AtomicPtr::new(ptr::null_mut());
+
+/// `dyn_ftrace_total_info`: records, and the pages and groups they use.
+#[no_mangle]
+pub static ftrace_update_tot_cnt: AtomicUsize = AtomicUsize::new(0);
+/// Pages the call-site records take.
+#[no_mangle]
+pub static ftrace_number_of_pages: AtomicUsize = AtomicUsize::new(0);
+/// Groups of call-site records (the kernel, each module).
+#[no_mangle]
+pub static ftrace_number_of_groups: AtomicUsize = AtomicUsize::new(0);
+
+/// What the shared trampolines pass their callback as the ops.
+#[no_mangle]
+pub static function_trace_op: CGlobal<*mut bindings::ftrace_ops> = CGlobal::new(ptr::null_mut());
+
+/// What the shared trampolines call (the list dispatcher once an ops is
+/// registered).
+#[no_mangle]
+pub static ftrace_trace_function: CGlobal<bindings::ftrace_func_t> =
+    CGlobal::new(Some(bindings::ftrace_stub));
+
+/// The end of the ops list: a stub ops.
+#[no_mangle]
+pub static ftrace_list_end: CGlobal<bindings::ftrace_ops> = CGlobal::new(bindings::ftrace_ops {
+    func: Some(bindings::ftrace_stub),
+    flags: (bindings::FTRACE_OPS_FL_STUB | bindings::FTRACE_OPS_FL_INITIALIZED) as c_ulong,
+    ..zeroed_ops()
+});
+
+/// The registered ops, newest first, ending at `ftrace_list_end`. Written
+/// under `ftrace_lock`, read locklessly by the dispatcher.
+#[no_mangle]
+pub static ftrace_ops_list: AtomicPtr<bindings::ftrace_ops> = AtomicPtr::new(ftrace_list_end.get());
+
+/// The core's mutex; fgraph.c takes it too. Initialised by `ftrace_init()`.
+#[no_mangle]
+pub static ftrace_lock: CGlobal<bindings::mutex> = CGlobal::new(
+    // SAFETY: all-zero, then initialised by `ftrace_init()` before use.
+    unsafe { core::mem::zeroed() },
+);
+
+/// The ops of the function tracer's top-level trace array.
+#[no_mangle]
+pub static global_ops: CGlobal<bindings::ftrace_ops> = CGlobal::new(bindings::ftrace_ops {
+    func: Some(bindings::ftrace_stub),
+    ..zeroed_ops()
+});
+
+/// The bytes a failed site check expected, for `ftrace_bug()`.
+#[no_mangle]
+pub static ftrace_expected: CGlobal<*const c_void> = CGlobal::new(ptr::null());
+
+/// What `ftrace_bug()` reports; nobody else reads it.
+#[no_mangle]
+pub static ftrace_bug_type: CGlobal<c_int> = CGlobal::new(0);
+
+/// Set when the core met something it cannot trust (`ftrace_kill()`).
+pub(crate) static DEAD: AtomicBool = AtomicBool::new(false);
+
+pub(crate) fn dead() -> bool {
+    DEAD.load(Ordering::Relaxed)
+}
+
+pub(crate) fn enabled() -> bool {
+    // SAFETY: a plain int other code stores to at any time; read it fresh.
+    unsafe { ptr::read_volatile(ftrace_enabled.get()) != 0 }
+}
+
+/// Initialises a mutex of ours in a lockdep class of its own, keyed by a
+/// static key of the call site: what `DEFINE_MUTEX()` and `mutex_init()`
+/// give C (every ops' `regex_lock` shares the class of the one place that
+/// initialises them, as in C).
+///
+/// # Safety
+///
+/// `$m` is valid and not in use.
+macro_rules! mutex_init {
+    ($m:expr, $name:literal) => {{
+        let key: &'static kernel::sync::LockClassKey = kernel::static_lock_class!();
+        $crate::sys::mutex_init_keyed($m, kernel::c_str!($name), key)
+    }};
+}
+pub(crate) use mutex_init;
+
+/// The body of [`mutex_init!`].
+///
+/// # Safety
+///
+/// `m` is valid and not in use.
+pub(crate) unsafe fn mutex_init_keyed(
+    m: *mut bindings::mutex,
+    name: &'static CStr,
+    key: &'static kernel::sync::LockClassKey,
+) {
+    // `LockClassKey` is a transparent wrapper of an `Opaque` key, itself
+    // transparent: the cast gives the C key.
+    let key = ptr::from_ref(key)
+        .cast_mut()
+        .cast::<bindings::lock_class_key>();
+    // SAFETY: `m` is valid and unused (the contract); the key is static,
+    // as lockdep requires of a class key, and names this call site only.
+    unsafe { bindings::__mutex_init(m, name.as_char_ptr(), key) };
+}
+
+/// `ftrace_lock`, held for the life of the guard.
+pub(crate) struct Guard(*mut bindings::mutex);
+
+impl Guard {
+    pub(crate) fn lock() -> Guard {
+        Self::of(ftrace_lock.get())
+    }
+    pub(crate) fn of(m: *mut bindings::mutex) -> Guard {
+        // SAFETY: our mutexes are initialised in `ftrace_init()`, before
+        // anything can call into the core; callers may sleep.
+        unsafe { bindings::mutex_lock(m) };
+        Guard(m)
+    }
+}
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        // SAFETY: locked by `Guard::of`.
+        unsafe { bindings::mutex_unlock(self.0) };
+    }
+}
+
+/// `ftrace_lock`, held for the life of the guard: what [`Locked::access`]
+/// asks for.
+///
+/// # Invariants
+///
+/// `ftrace_lock` is held by this task while the value lives.
+pub(crate) struct CoreGuard {
+    _held: Guard,
+}
+
+impl CoreGuard {
+    pub(crate) fn lock() -> CoreGuard {
+        CoreGuard {
+            _held: Guard::lock(),
+        }
+    }
+}
+
+/// A function's address.
+pub(crate) fn addr(f: unsafe extern "C" fn()) -> u64 {
+    f as *const () as u64
+}
+
+// Bindgen types of empty C structs are fine behind pointers.
+#[allow(improper_ctypes)]
+extern "C" {
+    fn kprobe_ftrace_kill();
+    pub(crate) fn rftrace_tr_ops(tr: *mut c_void) -> *mut bindings::ftrace_ops;
+    pub(crate) fn rftrace_tr_func_probes(tr: *mut c_void) -> *mut bindings::list_head;
+    pub(crate) fn rftrace_tr_mod_list(tr: *mut c_void, notrace: bool) -> *mut bindings::list_head;
+    pub(crate) fn tracing_check_open_get_tr(tr: *mut c_void) -> c_int;
+    pub(crate) fn tracing_lseek(
+        file: *mut bindings::file,
+        off: bindings::loff_t,
+        whence: c_int,
+    ) -> bindings::loff_t;
+    pub(crate) fn trace_array_put(tr: *mut c_void);
+}
+
+/// Stops all function tracing for good, after something went wrong.
+#[no_mangle]
+pub extern "C" fn ftrace_kill() {
+    DEAD.store(true, Ordering::Relaxed);
+    // SAFETY: the kprobes core's hook for exactly this.
+    unsafe { kprobe_ftrace_kill() };
+}
+
+/// Whether tracing was stopped for good by [`ftrace_kill`].
+#[no_mangle]
+pub extern "C" fn ftrace_is_dead() -> c_int {
+    c_int::from(dead())
+}
+
+/// Reports a site that could not be patched, as the C core does, and
+/// stops tracing.
+///
+/// # Safety
+///
+/// `rec` is null or points to a record (only its `ip` is read).
+#[no_mangle]
+pub unsafe extern "C" fn ftrace_bug(failed: c_int, rec: *mut bindings::dyn_ftrace) {
+    // SAFETY: per the function's contract.
+    let ip = unsafe { rec.as_ref() }.map_or(0, |r| r.ip as u64);
+    report_bug(Error::from_errno(failed), ip);
+}
+
+pub(crate) fn report_bug(failed: Error, ip: u64) {
+    let mut cur = [0u8; 5];
+    // SAFETY: reads 5 bytes of text without faulting.
+    let ok = unsafe {
+        bindings::copy_from_kernel_nofault(cur.as_mut_ptr().cast(), ip as *const c_void, 5)
+    } == 0;
+    // SAFETY: set by the arch layer to 5 static bytes, or null.
+    let exp = unsafe { *ftrace_expected.get() }.cast::<[u8; 5]>();
+    // SAFETY: as above.
+    let exp = unsafe { exp.as_ref() };
+    let what = match failed {
+        e if e == EFAULT => "faulted on modifying",
+        e if e == EINVAL => "failed to modify",
+        e if e == EPERM => "faulted on writing",
+        _ => "failed on",
+    };
+    pr_err!(
+        "ftrace {} [<{:#x}>]: actual {:02x?}, expected {:02x?}\n",
+        what,
+        ip,
+        if ok { Some(cur) } else { None },
+        exp
+    );
+    ftrace_kill();
+}
+
+/// kallsyms' name of an ops trampoline.
+pub(crate) const TRAMPOLINE_SYM: &CStr = c_str!("ftrace_trampoline");
