@@ -6,7 +6,7 @@
 use crate::hash;
 use crate::ops::{ftrace_free_filter, shutdown, startup, DIRECT_LOCK};
 use crate::registry::*;
-use crate::sys::{addr, assert_held, to_errno, Guard};
+use crate::sys::{addr, assert_held, to_errno, Guard, Held};
 use crate::update::{own_sites, slot_of, update_scope, SLOTS};
 use crate::view;
 use core::ptr;
@@ -76,9 +76,9 @@ unsafe fn register_direct(ops: *mut Ops, target: c_ulong) -> Result {
         let (mut busy, mut shared) = (false, false);
         hash::for_each(f, |e| {
             let ip = (*e).ip as u64;
-            for x in list().filter(|&x| x != ops && ops_wants(x, ip)) {
-                busy |= view::has(x, F_DIRECT);
-                shared |= view::has(x, F_IPMODIFY);
+            for x in list(Held::assume()).filter(|x| x.as_ptr() != ops && x.wants(ip)) {
+                busy |= x.has(F_DIRECT);
+                shared |= x.has(F_IPMODIFY);
             }
         });
         if busy {

@@ -6,9 +6,9 @@
 
 use crate::logic::recursion;
 use crate::registry::*;
+use crate::sys::Keeps;
 use crate::task::guarded as recursion_guarded;
 use crate::view;
-use core::ptr;
 use kernel::bindings;
 use kernel::ffi::{c_int, c_ulong, c_void};
 
@@ -34,15 +34,14 @@ pub unsafe extern "C" fn arch_ftrace_ops_list_func(
 ) {
     // The list's own recursion bits, as C's list function (the callbacks
     // take the function bits); preemption off while held.
-    recursion_guarded(crate::task::current(), recursion::LIST_START, || {
+    recursion_guarded(crate::task::current(), recursion::LIST_START, |np| {
         // A full `pt_regs` is there only when the full-regs trampoline saved
         // it (it sets `cs`).
         // SAFETY: `fregs` is the trampoline's frame, a `pt_regs` on x86_64.
         let has_regs = !fregs.is_null()
             && unsafe { (*fregs.cast::<bindings::pt_regs>()).__bindgen_anon_1.csx } != 0;
-        for op in list() {
-            // SAFETY: listed ops are valid while preemption is off.
-            let flags = unsafe { view::flags(op) };
+        for op in list(np) {
+            let flags = op.flags();
             if flags & F_STUB != 0 || (flags & F_SAVE_REGS != 0 && !has_regs) {
                 continue;
             }
@@ -50,13 +49,9 @@ pub unsafe extern "C" fn arch_ftrace_ops_list_func(
             if flags & F_RCU != 0 && !unsafe { rcu_is_watching() } {
                 continue;
             }
-            // SAFETY: sets are freed only after a grace period.
-            if unsafe { ops_wants(op, ip as u64) } {
-                // SAFETY: listed, as above.
-                if let Some(f) = unsafe { view::func(op) } {
-                    // SAFETY: the ops' callback, called as the ABI says.
-                    unsafe { f(ip, parent_ip, op, fregs) };
-                }
+            if let (true, Some(f)) = (op.wants(ip as u64), op.func()) {
+                // SAFETY: the ops' callback, called as the ABI says.
+                unsafe { f(ip, parent_ip, op.as_ptr(), fregs) };
             }
         }
     });
@@ -77,7 +72,7 @@ unsafe extern "C" fn ftrace_ops_assist_func(
 ) {
     // The recursion guard, inlined (the list bits, as C); preemption off
     // while held.
-    recursion_guarded(crate::task::current(), recursion::LIST_START, || {
+    recursion_guarded(crate::task::current(), recursion::LIST_START, |_| {
         // SAFETY: the trampoline passes its own, live, ops; notrace,
         // callable anywhere.
         if unsafe { !view::has(op, F_RCU) || rcu_is_watching() } {
@@ -124,28 +119,19 @@ pub unsafe extern "C" fn ftrace_ops_test(ops: *mut Ops, ip: c_ulong, regs: *mut 
     }
 }
 
-/// The registered ops whose own trampoline holds `a`, or null. Any
-/// context; the ops stays valid only while the caller keeps preemption
-/// off (as for `ftrace_ops_trampoline()` in C).
-pub(crate) fn trampoline_ops(a: u64) -> *mut Ops {
-    list()
-        .find(|&op| {
-            // SAFETY: listed ops are valid while preemption is off (see
-            // `list`), which the caller keeps.
-            let (at, size) = unsafe { view::trampoline(op) };
-            at != 0 && a >= at && a < at + size
-        })
-        .unwrap_or(ptr::null_mut())
+/// The registered ops whose own trampoline holds `a`.
+pub(crate) fn trampoline_ops(k: &impl Keeps, a: u64) -> Option<OpsRef<'_>> {
+    list(k).find(|op| {
+        let (at, size) = op.trampoline();
+        at != 0 && a >= at && a - at < size
+    })
 }
 
 /// The `n`th (from 0) registered ops with a trampoline of its own, for
-/// kallsyms; the same condition as [`trampoline_ops`] on the caller.
-pub(crate) fn nth_trampoline(n: usize) -> Option<(u64, u64)> {
-    list()
-        .filter_map(|op| {
-            // SAFETY: as in `trampoline_ops`.
-            let (at, size) = unsafe { view::trampoline(op) };
-            (at != 0).then_some((at, size))
-        })
+/// kallsyms.
+pub(crate) fn nth_trampoline(k: &impl Keeps, n: usize) -> Option<(u64, u64)> {
+    list(k)
+        .map(OpsRef::trampoline)
+        .filter(|&(at, _)| at != 0)
         .nth(n)
 }

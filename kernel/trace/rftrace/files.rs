@@ -6,13 +6,13 @@
 
 use crate::logic::sites::flags as sf;
 use crate::ops;
-use crate::sys::{dead, CGlobal, Guard};
+use crate::sys::{dead, CGlobal, CoreGuard};
 use crate::table;
-use crate::tracefs::{create, serve, zeroed_fops, Out, Text};
+use crate::tracefs::{create, fops, OpenMode, Out, TextFile};
 use core::fmt::Write;
 use kernel::bindings;
 use kernel::c_str;
-use kernel::ffi::{c_char, c_int, c_void};
+use kernel::ffi::c_void;
 use kernel::prelude::*;
 
 /// What a read-only file of ours lists.
@@ -25,7 +25,7 @@ enum Kind {
 }
 
 fn render(kind: Kind, o: &mut Out) {
-    let _g = Guard::lock();
+    let g = CoreGuard::lock();
     if dead() {
         return;
     }
@@ -53,7 +53,7 @@ fn render(kind: Kind, o: &mut Out) {
                 f(sf::MODIFIED, " M ", "   ")
             );
             if s.has(sf::DIRECT_OPS) {
-                ops::describe_tramp(o, s.ip);
+                ops::describe_tramp(g.held(), o, s.ip);
             } else if s.has(sf::ENABLED) {
                 o.bytes(b" ->");
                 o.sym(ops::arch_ftrace_ops_list_func as *const () as u64, true);
@@ -63,69 +63,29 @@ fn render(kind: Kind, o: &mut Out) {
     }
 }
 
-/// # Safety
-///
-/// Called only through the operations table it is registered in, with
-/// the arguments that table's contract gives.
-unsafe extern "C" fn ro_open(inode: *mut bindings::inode, file: *mut bindings::file) -> c_int {
-    // SAFETY: the VFS passes a live inode and file.
-    let kind = unsafe { (*inode).i_private } as usize;
-    if matches!(kind, 0 | 1) && dead() {
-        return ENODEV.to_errno();
+/// An open listing: which one (the inode data, 0 to 3).
+struct Listing(Kind);
+
+impl TextFile for Listing {
+    fn open(data: *mut c_void, _mode: OpenMode) -> Result<Self> {
+        let kind = match data as usize {
+            0 => Kind::Avail,
+            1 => Kind::AvailAddrs,
+            2 => Kind::Enabled,
+            _ => Kind::Touched,
+        };
+        if matches!(kind, Kind::Avail | Kind::AvailAddrs) && dead() {
+            return Err(ENODEV);
+        }
+        Ok(Listing(kind))
     }
-    let Ok(t) = KBox::new(Text { out: None }, GFP_KERNEL) else {
-        return ENOMEM.to_errno();
-    };
-    // SAFETY: as above.
-    unsafe { (*file).private_data = KBox::into_raw(t).cast() };
-    0
+
+    fn render(&self, o: &mut Out) {
+        render(self.0, o);
+    }
 }
 
-/// # Safety
-///
-/// Called only through the operations table it is registered in, with
-/// the arguments that table's contract gives.
-unsafe extern "C" fn ro_read(
-    file: *mut bindings::file,
-    ubuf: *mut c_char,
-    cnt: usize,
-    ppos: *mut bindings::loff_t,
-) -> isize {
-    // SAFETY: set by `ro_open`, freed by `ro_release`; the VFS serializes
-    // reads of one file position.
-    let (t, kind) = unsafe {
-        (
-            &mut *(*file).private_data.cast::<Text>(),
-            (*(*file).f_inode).i_private as usize,
-        )
-    };
-    let kind = match kind {
-        0 => Kind::Avail,
-        1 => Kind::AvailAddrs,
-        2 => Kind::Enabled,
-        _ => Kind::Touched,
-    };
-    // SAFETY: per the VFS contract.
-    unsafe { serve(t, ubuf, cnt, ppos, |o| render(kind, o)) }
-}
-
-/// # Safety
-///
-/// Called only through the operations table it is registered in, with
-/// the arguments that table's contract gives.
-unsafe extern "C" fn ro_release(_inode: *mut bindings::inode, file: *mut bindings::file) -> c_int {
-    // SAFETY: made by `ro_open`.
-    drop(unsafe { KBox::from_raw((*file).private_data.cast::<Text>()) });
-    0
-}
-
-static RO_FOPS: CGlobal<bindings::file_operations> = CGlobal::new(bindings::file_operations {
-    open: Some(ro_open),
-    read: Some(ro_read),
-    llseek: Some(bindings::default_llseek),
-    release: Some(ro_release),
-    ..zeroed_fops()
-});
+static RO_FOPS: CGlobal<bindings::file_operations> = CGlobal::new(fops::<Listing>(false));
 
 /// Creates the listings in the top-level directory `d`.
 pub(crate) fn create_listings(d: *mut bindings::dentry) {

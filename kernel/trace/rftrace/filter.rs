@@ -5,11 +5,11 @@
 //! with the C core's semantics (Documentation/design/filter-files.md).
 //! The files that edit filters are in `filterfile` and `graphfile`.
 
-use crate::hash::{self, FtraceHash};
+use crate::hash::{self, FnSet, FtraceHash};
 use crate::logic::glob::{Kind, Pattern};
 use crate::logic::sites::flags as sf;
 use crate::ops::{self, Ops};
-use crate::sys::{dead, global_ops, to_errno, Guard};
+use crate::sys::{dead, global_ops, to_errno, CoreGuard, Guard, Held};
 use crate::{table, tracefs};
 use core::ptr;
 use kernel::bindings;
@@ -17,38 +17,21 @@ use kernel::ffi::{c_char, c_int, c_uchar, c_ulong};
 use kernel::prelude::*;
 
 /// Adds `ip` to, or with `clear` removes it from, `h`.
-///
-/// # Safety
-///
-/// `h` is a private set.
-unsafe fn enter(h: *mut FtraceHash, ip: u64, clear: bool) -> Result {
-    // SAFETY: per the function's contract.
-    unsafe {
-        if clear {
-            hash::remove(h, ip);
-            Ok(())
-        } else if hash::add(h, ip) {
-            Ok(())
-        } else {
-            Err(ENOMEM)
-        }
+fn enter(h: &mut FnSet, ip: u64, clear: bool) -> Result {
+    if clear {
+        h.remove(ip);
+        Ok(())
+    } else {
+        h.add(ip)
     }
 }
 
 /// `match_records()`: adds to (or, for a `!` pattern, removes from) `h`
 /// the sites whose function matches `func` (and `module`, when given).
 /// Returns whether any matched.
-///
-/// # Safety
-///
-/// `h` is a private set.
-pub(crate) unsafe fn match_records(
-    h: *mut FtraceHash,
-    func: &[u8],
-    module: Option<&[u8]>,
-) -> Result<bool> {
+pub(crate) fn match_records(h: &mut FnSet, func: &[u8], module: Option<&[u8]>) -> Result<bool> {
     let _g = Guard::lock();
-    // SAFETY: per the function's contract; `ftrace_lock` is held.
+    // SAFETY: `ftrace_lock` is held.
     unsafe { match_records_locked(h, func, module) }
 }
 
@@ -56,9 +39,9 @@ pub(crate) unsafe fn match_records(
 ///
 /// # Safety
 ///
-/// `ftrace_lock` is held; `h` is a private set.
+/// `ftrace_lock` is held.
 pub(crate) unsafe fn match_records_locked(
-    h: *mut FtraceHash,
+    h: &mut FnSet,
     func: &[u8],
     module: Option<&[u8]>,
 ) -> Result<bool> {
@@ -72,8 +55,7 @@ pub(crate) unsafe fn match_records_locked(
         let Some(c) = pat.index().and_then(|i| table::all().nth(i)) else {
             return Ok(false);
         };
-        // SAFETY: per the function's contract.
-        unsafe { enter(h, c.ip(), clear)? };
+        enter(h, c.ip(), clear)?;
         return Ok(true);
     }
     let mut found = false;
@@ -104,8 +86,7 @@ pub(crate) unsafe fn match_records_locked(
         };
         if hit {
             found = true;
-            // SAFETY: per the function's contract.
-            unsafe { enter(h, s.ip, clear)? };
+            enter(h, s.ip, clear)?;
         }
     }
     Ok(found)
@@ -116,16 +97,15 @@ pub(crate) unsafe fn match_records_locked(
 ///
 /// # Safety
 ///
-/// `ftrace_lock` is held; `ops` is initialised; `private` is null or a
-/// valid set, which stays the caller's.
-pub(crate) unsafe fn commit(ops: *mut Ops, notrace: bool, private: *const FtraceHash) -> Result {
+/// `ftrace_lock` is held; `ops` is initialised.
+pub(crate) unsafe fn commit(ops: *mut Ops, notrace: bool, private: &FnSet) -> Result {
     // SAFETY: per the function's contract.
     unsafe {
         let flags = crate::view::flags(ops);
         if notrace && flags & ops::F_IPMODIFY != 0 {
             return Err(EINVAL);
         }
-        let new = hash::for_commit(private)?;
+        let new = private.for_commit()?;
         if !notrace && flags & ops::F_IPMODIFY != 0 && flags & ops::F_ENABLED != 0 {
             if hash::is_empty(new) {
                 hash::free(new);
@@ -138,7 +118,7 @@ pub(crate) unsafe fn commit(ops: *mut Ops, notrace: bool, private: *const Ftrace
         }
         let old = ops::set_hash(ops, notrace, new);
         // Registered ops that use these sets (`global_ops`' may be shared).
-        let users = ops::list().any(|o| (*o).func_hash == (*ops).func_hash);
+        let users = ops::list(Held::assume()).any(|o| o.func_hash() == (*ops).func_hash);
         let r = match crate::subops::refresh_managers() {
             // Nothing registered uses these sets: no site changes.
             Ok(0) if !users => Ok(()),
@@ -199,22 +179,18 @@ unsafe fn set_hash(
             return r;
         }
     }
-    let h = if reset {
-        hash::alloc(hash::DEFAULT_BITS)
+    let mut h = if reset {
+        FnSet::new()?
     } else {
         // SAFETY: a published set, stable while we hold the regex lock.
-        unsafe { hash::copy(orig, hash::DEFAULT_BITS) }
+        unsafe { FnSet::copy_of(orig) }?
     };
-    if h.is_null() {
-        return Err(ENOMEM);
-    }
-    let ret = (|| {
+    let mut edit = || {
         if !buf.is_null() && len > 0 {
             // SAFETY: per the function's contract.
             let pat = unsafe { core::slice::from_raw_parts(buf, len as usize) };
             let pat = pat.split(|&b| b == 0).next().unwrap_or(&[]);
-            // SAFETY: `h` is private.
-            if !unsafe { match_records(h, pat, None) }? {
+            if !match_records(&mut h, pat, None)? {
                 return Err(EINVAL);
             }
         }
@@ -225,25 +201,21 @@ unsafe fn set_hash(
                 if ip == 0 {
                     return Err(EINVAL);
                 }
-                // SAFETY: `h` is private.
-                unsafe {
-                    if remove {
-                        if !hash::remove(h, ip) {
-                            return Err(ENOENT);
-                        }
-                    } else if !hash::add(h, ip) {
-                        return Err(ENOMEM);
+                if remove {
+                    if !h.remove(ip) {
+                        return Err(ENOENT);
                     }
+                } else {
+                    h.add(ip)?;
                 }
             }
         }
         let _g = Guard::lock();
-        // SAFETY: `ftrace_lock` held; `h` valid.
-        unsafe { commit(ops, notrace, h) }
-    })();
-    // SAFETY: private, and `commit` copied what it published.
-    unsafe { hash::free(h) };
-    ret
+        // SAFETY: `ftrace_lock` held; `ops` initialised above.
+        unsafe { commit(ops, notrace, &h) }
+    };
+    // `h` is freed when it goes: `commit` published a copy.
+    edit()
 }
 
 /// The most addresses [`remove_in_place`] takes at once.
@@ -283,9 +255,8 @@ unsafe fn remove_in_place(
         }
     }
     let at = &at[..cnt];
-    let g = Guard::lock();
-    // SAFETY: `ftrace_lock` is held.
-    if unsafe { ops::any_manager() } {
+    let g = CoreGuard::lock();
+    if ops::any_manager(g.held()) {
         return None;
     }
     // Each address must be there, once, or nothing changes (ENOENT, as
@@ -299,8 +270,15 @@ unsafe fn remove_in_place(
     }
     // SAFETY: `ftrace_lock`, held, keeps the flags and the published
     // filter as they are.
-    let (flags, count) = unsafe { (crate::view::flags(ops), hash::count(orig)) };
-    if flags & ops::F_ENABLED != 0 && count == at.len() {
+    let (flags, count, cached) = unsafe {
+        (
+            crate::view::flags(ops),
+            hash::count(orig),
+            (*orig).flags & hash::FL_MOD != 0,
+        )
+    };
+    let emptied = count == at.len();
+    if flags & ops::F_ENABLED != 0 && emptied {
         // An enabled IPMODIFY ops may not trace every function (EINVAL,
         // as C answers, nothing changed).
         return if flags & ops::F_IPMODIFY != 0 {
@@ -308,6 +286,25 @@ unsafe fn remove_in_place(
         } else {
             None
         };
+    }
+    if emptied && cached {
+        return None;
+    }
+    if emptied {
+        // The filter of an ops not registered (livepatch takes its
+        // function off after unregistering) empties: it goes whole, as
+        // the copying path publishes an empty filter (null), and with no
+        // memory either; no site changes. Emptied in place instead, the
+        // set would stay with the ops, which its owner frees (a leak
+        // kmemleak showed under `make test KASAN=1`).
+        // SAFETY: `ftrace_lock` and the regex lock are held; `ops` is
+        // initialised.
+        let old = unsafe { ops::set_hash(ops, false, ptr::null_mut()) };
+        drop(g);
+        // SAFETY: unpublished; readers that still see it are RCU or
+        // preempt-off readers, which the deferred free waits out.
+        unsafe { hash::free_rcu(old) };
+        return Some(Ok(()));
     }
     let mut gone = [ptr::null_mut(); IN_PLACE_MAX];
     for (e, &ip) in gone.iter_mut().zip(at) {

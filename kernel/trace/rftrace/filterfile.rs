@@ -6,11 +6,11 @@
 //! the C core's semantics (Documentation/design/filter-files.md).
 
 use crate::filter::{commit, match_records};
-use crate::hash::{self, FtraceHash};
-use crate::logic::parser::{Parser, Token, BUF_SIZE};
+use crate::hash::{self, FnSet};
+use crate::logic::parser::{Parser, Token};
 use crate::ops::{self, Ops};
-use crate::sys::{dead, global_ops, CGlobal, Guard};
-use crate::tracefs::{self, Lines, Out};
+use crate::sys::{dead, global_ops, CGlobal, Guard, TraceArray};
+use crate::tracefs::{self, copy_chunk, write_token, Lines, Out};
 use crate::{probe, table};
 use core::ptr;
 use kernel::bindings;
@@ -42,12 +42,14 @@ const FLAG_PROBES: c_int = bindings::FTRACE_ITER_DO_PROBES as c_int;
 struct RegexFile {
     lines: Lines,
     ops: *mut Ops,
-    tr: *mut c_void,
+    /// The trace array (none: the file of an ops without one), referenced
+    /// until release.
+    tr: Option<TraceArray>,
     notrace: bool,
     probes: bool,
     write: bool,
     /// The set being edited (or, read-only, shown).
-    hash: *mut FtraceHash,
+    hash: FnSet,
     parser: Parser,
     /// A token could not be entered for want of memory: the set may hold
     /// part of what was asked, so it is not committed (the C core commits
@@ -90,15 +92,16 @@ pub unsafe extern "C" fn ftrace_regex_open(
     if unsafe { crate::sys::tracing_check_open_get_tr(tr) } != 0 {
         return ENODEV.to_errno();
     }
+    // SAFETY: null, or referenced just above until release.
+    let tr = unsafe { TraceArray::from_raw(tr) };
     let put = || {
-        if !tr.is_null() {
+        if let Some(tr) = tr {
             // SAFETY: taken above.
-            unsafe { crate::sys::trace_array_put(tr) };
+            unsafe { crate::sys::trace_array_put(tr.as_ptr()) };
         }
     };
     if ops.is_null() {
-        // SAFETY: `tr` is referenced.
-        ops = unsafe { crate::sys::rftrace_tr_ops(tr) };
+        ops = tr.map_or(ptr::null_mut(), TraceArray::ops);
     }
     if ops.is_null() {
         put();
@@ -118,21 +121,21 @@ pub unsafe extern "C" fn ftrace_regex_open(
         let (f, n) = unsafe { ops::sets(ops) };
         let live = if notrace { n } else { f };
         if write && fflags & bindings::O_TRUNC != 0 {
-            if !tr.is_null() {
+            if let Some(tr) = tr {
                 let _g = Guard::lock();
-                // SAFETY: `tr` is referenced; `ftrace_lock` held.
+                // SAFETY: `ftrace_lock` held.
                 unsafe { probe::clear_mod_list(tr, notrace) };
             }
-            hash::alloc(hash::DEFAULT_BITS)
+            FnSet::new()
         } else {
             // SAFETY: a published set, stable under the regex lock.
-            unsafe { hash::copy(live, hash::DEFAULT_BITS) }
+            unsafe { FnSet::copy_of(live) }
         }
     };
-    if h.is_null() {
+    let Ok(h) = h else {
         put();
         return ENOMEM.to_errno();
-    }
+    };
     let f = RegexFile {
         lines: Lines::new(),
         ops,
@@ -145,8 +148,6 @@ pub unsafe extern "C" fn ftrace_regex_open(
         oom: false,
     };
     let Ok(b) = KBox::new(f, GFP_KERNEL) else {
-        // SAFETY: private.
-        unsafe { hash::free(h) };
         put();
         return ENOMEM.to_errno();
     };
@@ -157,10 +158,7 @@ pub unsafe extern "C" fn ftrace_regex_open(
         let r = unsafe { bindings::seq_open(file, REGEX_SOPS.get()) };
         if r != 0 {
             // SAFETY: ours, not published.
-            unsafe {
-                hash::free((*raw).hash);
-                drop(KBox::from_raw(raw));
-            }
+            drop(unsafe { KBox::from_raw(raw) });
             put();
             return r;
         }
@@ -202,7 +200,7 @@ unsafe extern "C" fn rx_start(
 ) -> *mut c_void {
     // SAFETY: our seq_file; its private is the file state.
     let f = unsafe { &mut *(*m).private.cast::<RegexFile>() };
-    let (h, notrace, probes, tr) = (f.hash, f.notrace, f.probes, f.tr);
+    let (h, notrace, probes, tr) = (&f.hash, f.notrace, f.probes, f.tr);
     // SAFETY: seq_file's position.
     let p = unsafe { *pos };
     f.lines
@@ -252,12 +250,11 @@ static REGEX_SOPS: CGlobal<bindings::seq_operations> = CGlobal::new(bindings::se
 ///
 /// # Safety
 ///
-/// `h` is an open filter file's private set, `tr` its trace array.
-unsafe fn process(h: *mut FtraceHash, tr: *mut c_void, notrace: bool, tok: &[u8]) -> Result {
+/// `tr` is the open filter file's, referenced.
+unsafe fn process(h: &mut FnSet, tr: Option<TraceArray>, notrace: bool, tok: &[u8]) -> Result {
     let t = Token::split(tok);
     let Some(cmd) = t.command else {
-        // SAFETY: `h` is private to the file.
-        return match unsafe { match_records(h, t.func, None) }? {
+        return match match_records(h, t.func, None)? {
             true => Ok(()),
             false => Err(EINVAL),
         };
@@ -288,91 +285,27 @@ pub unsafe extern "C" fn ftrace_filter_write(
     if dead() {
         return ENODEV.to_errno() as isize;
     }
-    // SAFETY: per the function's contract.
-    let f = unsafe { regex_file(file) };
-    let (h, tr, notrace) = (f.hash, f.tr, f.notrace);
-    // SAFETY: per the function's contract.
-    let chunk = unsafe { copy_chunk(ubuf, cnt) };
+    // SAFETY: per the function's contract: the file's state and position,
+    // and a user buffer of `cnt` bytes.
+    let (f, pos, chunk) = unsafe { (regex_file(file), &mut *ppos, copy_chunk(ubuf, cnt)) };
+    let (h, tr, notrace) = (&mut f.hash, f.tr, f.notrace);
     let _p = Guard::of(PARSER_LOCK.get());
-    // SAFETY: per the function's contract; `h` is the file's private set.
-    let r = unsafe {
-        write_token(&mut f.parser, chunk, ppos, |tok| {
-            process(h, tr, notrace, tok)
-        })
-    };
+    let r = write_token(&mut f.parser, chunk, pos, |tok| {
+        // SAFETY: `tr` is the file's trace array, referenced while open.
+        unsafe { process(h, tr, notrace, tok) }
+    });
     if r == ENOMEM.to_errno() as isize {
         f.oom = true;
     }
     r
 }
 
-/// One write's worth of user bytes, copied before any lock is taken.
-pub(crate) struct Chunk {
-    buf: [u8; BUF_SIZE + 64],
-    len: usize,
-}
-
-/// Copies the start of a write from user space (`None`: a fault). No lock
-/// of the core is held here: a writer whose buffer faults slowly (swap,
-/// userfaultfd) then blocks no other filter file.
-///
-/// # Safety
-///
-/// `ubuf` is a user pointer of `cnt` bytes.
-pub(crate) unsafe fn copy_chunk(ubuf: *const c_char, cnt: usize) -> Option<Chunk> {
-    let mut c = Chunk {
-        buf: [0u8; BUF_SIZE + 64],
-        len: cnt.min(BUF_SIZE + 64),
-    };
-    // SAFETY: `buf` has room for `len` bytes; the user copy checks the
-    // source.
-    let left = unsafe {
-        bindings::_copy_from_user(c.buf.as_mut_ptr().cast(), ubuf.cast(), c.len as c_ulong)
-    };
-    (left == 0).then_some(c)
-}
-
-/// Feeds the bytes of a write (copied by [`copy_chunk`]) into `parser` and
-/// hands a complete token to `done`.
-///
-/// # Safety
-///
-/// `ppos` is valid.
-pub(crate) unsafe fn write_token(
-    parser: &mut Parser,
-    chunk: Option<Chunk>,
-    ppos: *mut bindings::loff_t,
-    done: impl FnOnce(&[u8]) -> Result,
-) -> isize {
-    let Some(chunk) = chunk else {
-        parser.set_failed();
-        return EFAULT.to_errno() as isize;
-    };
-    // SAFETY: per the function's contract.
-    let pos = unsafe { *ppos };
-    let n = match parser.scan(&chunk.buf[..chunk.len], pos as u64) {
-        Ok(n) => n,
-        Err(_) => return EINVAL.to_errno() as isize,
-    };
-    // SAFETY: as above.
-    unsafe { *ppos += n as bindings::loff_t };
-    if parser.loaded() && !parser.pending() {
-        let r = done(parser.token());
-        parser.clear();
-        if let Err(e) = r {
-            return e.to_errno() as isize;
-        }
-    }
-    n as isize
-}
-
-fn render_filter(o: &mut Out, h: *const FtraceHash, notrace: bool, probes: bool, tr: *mut c_void) {
+fn render_filter(o: &mut Out, h: &FnSet, notrace: bool, probes: bool, tr: Option<TraceArray>) {
     let _g = Guard::lock();
     if dead() {
         return;
     }
-    // SAFETY: the file's private set.
-    if unsafe { hash::is_empty(h) } {
+    if h.is_empty() {
         o.bytes(if notrace {
             b"#### no functions disabled ####\n"
         } else {
@@ -380,19 +313,18 @@ fn render_filter(o: &mut Out, h: *const FtraceHash, notrace: bool, probes: bool,
         });
     } else {
         for c in table::all() {
-            // SAFETY: as above.
-            if unsafe { hash::contains(h, c.ip()) } {
+            if h.contains(c.ip()) {
                 o.rec(c.ip());
                 o.bytes(b"\n");
             }
         }
     }
-    if !tr.is_null() {
-        // SAFETY: `tr` is referenced by the open file; `ftrace_lock` held.
+    if let Some(tr) = tr {
+        // SAFETY: `ftrace_lock` held.
         unsafe { probe::render_mods(o, tr, notrace) };
         if probes {
             // SAFETY: as above.
-            unsafe { probe::render_probes(o, tr) };
+            unsafe { crate::funcprobe::render_probes(o, tr) };
         }
     }
 }
@@ -420,9 +352,10 @@ pub unsafe extern "C" fn ftrace_regex_release(
     {
         let _p = Guard::of(PARSER_LOCK.get());
         if f.parser.loaded() {
+            let st = &mut *f;
             // SAFETY: the file's state. The result is ignored, as in C,
             // but for a want of memory (see `oom`).
-            let r = unsafe { process(f.hash, f.tr, f.notrace, f.parser.token()) };
+            let r = unsafe { process(&mut st.hash, st.tr, st.notrace, st.parser.token()) };
             f.oom |= r == Err(ENOMEM);
         }
     }
@@ -432,25 +365,17 @@ pub unsafe extern "C" fn ftrace_regex_release(
         // SAFETY: the ops is initialised.
         let _r = Guard::of(unsafe { ptr::addr_of_mut!((*(*f.ops).func_hash).regex_lock) });
         let _g = Guard::lock();
-        if !f.notrace && !f.tr.is_null() {
-            // SAFETY: `tr` is referenced; `ftrace_lock` held; the set is
-            // private.
-            unsafe {
-                if probe::has_mods(f.tr, false) {
-                    (*f.hash).flags |= hash::FL_MOD;
-                } else {
-                    (*f.hash).flags &= !hash::FL_MOD;
-                }
-            }
+        if let (false, Some(tr)) = (f.notrace, f.tr) {
+            // SAFETY: `ftrace_lock` held.
+            let mods = unsafe { probe::has_mods(tr, false) };
+            f.hash.set_mod(mods);
         }
         // SAFETY: `ftrace_lock` held; the result is ignored, as in C.
-        let _ = unsafe { commit(f.ops, f.notrace, f.hash) };
+        let _ = unsafe { commit(f.ops, f.notrace, &f.hash) };
     }
-    // SAFETY: private.
-    unsafe { hash::free(f.hash) };
-    if !f.tr.is_null() {
+    if let Some(tr) = f.tr {
         // SAFETY: taken at open.
-        unsafe { crate::sys::trace_array_put(f.tr) };
+        unsafe { crate::sys::trace_array_put(tr.as_ptr()) };
     }
     0
 }

@@ -438,6 +438,132 @@ pub(crate) unsafe fn for_commit(h: *const FtraceHash) -> Result<*mut FtraceHash>
     }
 }
 
+/// A private set: made here, edited by its one owner, freed when
+/// dropped, unless [`FnSet::publish`] gives it away. What the filter
+/// files, the filter APIs, probes and the sub-ops edit before they
+/// publish a set.
+///
+/// # Invariants
+///
+/// `0` is a valid set (from [`alloc`] or [`copy`]) that nothing else
+/// references: no reader can see it.
+pub(crate) struct FnSet(ptr::NonNull<FtraceHash>);
+
+impl FnSet {
+    /// An empty set.
+    pub(crate) fn new() -> Result<Self> {
+        ptr::NonNull::new(alloc(DEFAULT_BITS))
+            .map(Self)
+            .ok_or(ENOMEM)
+    }
+
+    /// A private copy of `src` (null: the empty set), flags included.
+    ///
+    /// # Safety
+    ///
+    /// `src` is null or a valid set that stays valid for the call.
+    pub(crate) unsafe fn copy_of(src: *const FtraceHash) -> Result<Self> {
+        // SAFETY: per the function's contract.
+        let h = unsafe { copy(src, DEFAULT_BITS) };
+        ptr::NonNull::new(h).map(Self).ok_or(ENOMEM)
+    }
+
+    /// The set, for what reads it through a pointer (C callbacks, the
+    /// published-set helpers); valid while `self` is.
+    pub(crate) fn as_ptr(&self) -> *mut FtraceHash {
+        self.0.as_ptr()
+    }
+
+    /// Adds `ip` unless it is there.
+    pub(crate) fn add(&mut self, ip: u64) -> Result {
+        // SAFETY: valid and private (the type's invariants).
+        if unsafe { add(self.as_ptr(), ip) } {
+            Ok(())
+        } else {
+            Err(ENOMEM)
+        }
+    }
+
+    /// Removes `ip`; whether it was there.
+    pub(crate) fn remove(&mut self, ip: u64) -> bool {
+        // SAFETY: as above.
+        unsafe { remove(self.as_ptr(), ip) }
+    }
+
+    /// Keeps the addresses `keep` says yes to.
+    pub(crate) fn retain(&mut self, mut keep: impl FnMut(u64) -> bool) {
+        let h = self.as_ptr();
+        // SAFETY: as above; `Entries` reads an entry's successor before it
+        // yields the entry, which may then be freed.
+        for e in unsafe { entries(h) } {
+            // SAFETY: a live entry of the set.
+            if !keep(unsafe { (*e).ip } as u64) {
+                // SAFETY: an entry of the private set.
+                unsafe { remove_entry(h, e) };
+            }
+        }
+    }
+
+    /// Whether the set holds `ip`.
+    pub(crate) fn contains(&self, ip: u64) -> bool {
+        // SAFETY: as above.
+        unsafe { contains(self.as_ptr(), ip) }
+    }
+
+    /// Whether the set is empty (no address, no cached `:mod:` entry).
+    pub(crate) fn is_empty(&self) -> bool {
+        // SAFETY: as above.
+        unsafe { is_empty(self.as_ptr()) }
+    }
+
+    /// How many addresses the set holds.
+    pub(crate) fn count(&self) -> usize {
+        // SAFETY: as above.
+        unsafe { count(self.as_ptr()) }
+    }
+
+    /// The addresses, in bucket order.
+    pub(crate) fn ips(&self) -> impl Iterator<Item = u64> + '_ {
+        // SAFETY: valid while `self` is borrowed, which outlasts the
+        // iterator.
+        unsafe { SetRef::new(self.as_ptr()) }.ips()
+    }
+
+    /// Marks the set as standing for cached `:mod:` entries (or not).
+    pub(crate) fn set_mod(&mut self, on: bool) {
+        // SAFETY: as above.
+        let f = unsafe { &mut (*self.as_ptr()).flags };
+        if on {
+            *f |= FL_MOD;
+        } else {
+            *f &= !FL_MOD;
+        }
+    }
+
+    /// The set to publish for this one: null when it is empty (and not
+    /// standing for cached `:mod:` entries), else a copy sized for its
+    /// count, which the caller publishes and later frees with
+    /// [`free_rcu`].
+    pub(crate) fn for_commit(&self) -> Result<*mut FtraceHash> {
+        // SAFETY: as above.
+        unsafe { for_commit(self.as_ptr()) }
+    }
+
+    /// Gives the set away (to be published); the caller frees it.
+    pub(crate) fn publish(self) -> *mut FtraceHash {
+        let h = self.as_ptr();
+        core::mem::forget(self);
+        h
+    }
+}
+
+impl Drop for FnSet {
+    fn drop(&mut self) {
+        // SAFETY: private (the type's invariants): nobody can be reading.
+        unsafe { free(self.as_ptr()) };
+    }
+}
+
 /// A set as the planner reads it (`logic::plan::SiteSet`): a copyable
 /// handle on a set that is null (empty) or valid for as long as the
 /// handle is used.

@@ -6,7 +6,7 @@
 //! registry, the plan, sub-ops and the direct calls are re-exported here.
 
 use crate::hash;
-use crate::sys::{assert_held, dead, enabled, ftrace_ops_list, to_errno, Guard};
+use crate::sys::{assert_held, dead, enabled, ftrace_ops_list, to_errno, CoreGuard, Guard, Held};
 use crate::update::*;
 use crate::view;
 use core::ptr;
@@ -17,7 +17,7 @@ use kernel::ffi::{c_int, c_void};
 use kernel::prelude::*;
 
 pub(crate) use crate::clist::{list_add, list_del, list_entries, list_init};
-pub(crate) use crate::dispatch::{arch_ftrace_ops_list_func, nth_trampoline, trampoline_ops};
+pub(crate) use crate::dispatch::arch_ftrace_ops_list_func;
 pub(crate) use crate::registry::*;
 pub(crate) use crate::update::{
     any_manager, ipmodify_conflict, update_ips, update_scope, update_sites,
@@ -159,9 +159,10 @@ unsafe fn remove(ops: *mut Ops) -> bool {
         ftrace_ops_list.store(next, Ordering::Release);
         return true;
     }
-    for p in list() {
-        // SAFETY: listed ops are valid under `ftrace_lock`.
-        let s = unsafe { slot(ptr::addr_of_mut!((*p).next)) };
+    // SAFETY: per the function's contract.
+    for p in list(unsafe { Held::assume() }) {
+        // SAFETY: a listed ops, live under `ftrace_lock`.
+        let s = unsafe { slot(ptr::addr_of_mut!((*p.as_ptr()).next)) };
         if s.load(Ordering::Acquire) == ops {
             s.store(next, Ordering::Release);
             return true;
@@ -371,9 +372,11 @@ unsafe fn share_with_direct(ops: *mut Ops, what: Share) -> Result {
             }
             let ip = (*e).ip as u64;
             let peer = {
-                let _g = Guard::lock();
-                // SAFETY: listed ops are valid under `ftrace_lock`.
-                list().find(|&x| view::has(x, F_DIRECT) && ops_wants(x, ip))
+                let g = CoreGuard::lock();
+                let found = list(g.held())
+                    .find(|x| x.has(F_DIRECT) && x.wants(ip))
+                    .map(OpsRef::as_ptr);
+                found
             };
             // A direct ops found stays registered: the direct lock keeps
             // the direct API out until this returns.
@@ -395,13 +398,10 @@ unsafe fn share_with_direct(ops: *mut Ops, what: Share) -> Result {
 
 /// `enabled_functions`: the trampoline of the one ops a site calls, and
 /// the function it calls.
-pub(crate) fn describe_tramp(o: &mut crate::tracefs::Out, ip: u64) {
-    // Under `ftrace_lock` (the caller renders with it held).
-    for op in list() {
-        // SAFETY: listed ops are valid under `ftrace_lock`.
-        let (tramp, func, wants) =
-            unsafe { (view::trampoline(op).0, view::func(op), ops_wants(op, ip)) };
-        if tramp == 0 || !wants {
+pub(crate) fn describe_tramp(held: &Held, o: &mut crate::tracefs::Out, ip: u64) {
+    for op in list(held) {
+        let (tramp, func) = (op.trampoline().0, op.func());
+        if tramp == 0 || !op.wants(ip) {
             continue;
         }
         o.bytes(b"\ttramp: ");
@@ -410,7 +410,7 @@ pub(crate) fn describe_tramp(o: &mut crate::tracefs::Out, ip: u64) {
         o.sym(func.map_or(0, |f| f as *const () as u64), true);
         o.bytes(b")");
         // SAFETY: `op` is a listed ops.
-        let t = unsafe { bindings::arch_ftrace_trampoline_func(op, ptr::null_mut()) };
+        let t = unsafe { bindings::arch_ftrace_trampoline_func(op.as_ptr(), ptr::null_mut()) };
         if !t.is_null() {
             o.bytes(b" ->");
             o.sym(t as u64, true);

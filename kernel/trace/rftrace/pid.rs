@@ -13,11 +13,11 @@ use crate::pidstate::{
     __tracepoint_sched_switch, ftrace_pid_func, ftrace_pids_enabled, lists, slot, task_pid,
     tracepoint_probe_register, tracepoint_probe_unregister, PID_IGNORE,
 };
-use crate::sys::{to_errno, CGlobal, Guard};
+use crate::sys::{to_errno, CGlobal, Guard, Held, TraceArray};
 use core::ptr;
 use core::sync::atomic::Ordering;
 use kernel::bindings;
-use kernel::error::{to_result, Result};
+use kernel::error::{code::EINVAL, to_result, Result};
 use kernel::ffi::{c_char, c_int, c_uint, c_ulong, c_void};
 
 const TRACE_PIDS: c_int = 1;
@@ -60,8 +60,10 @@ extern "C" {
 ///
 /// `ftrace_lock` is held.
 pub(crate) unsafe fn update_pid_funcs() {
-    for op in ops::list() {
-        // SAFETY: listed ops are valid under `ftrace_lock`.
+    // SAFETY: per the function's contract.
+    for op in ops::list(unsafe { Held::assume() }) {
+        let op = op.as_ptr();
+        // SAFETY: a listed ops, live under `ftrace_lock`.
         unsafe {
             if !crate::view::has(op, bindings::FTRACE_OPS_FL_PID as c_ulong) {
                 continue;
@@ -96,7 +98,12 @@ unsafe extern "C" fn sched_switch_probe(
     next: *mut bindings::task_struct,
     _prev_state: c_uint,
 ) {
-    let (p, n) = lists(data);
+    // SAFETY: the probe's data is the trace array that registered it,
+    // which unregisters it before it goes.
+    let Some(tr) = (unsafe { TraceArray::from_raw(data) }) else {
+        return;
+    };
+    let (p, n) = lists(tr);
     // SAFETY: a tracepoint probe: preemption is off, the lists are freed
     // after a grace period; `next` is the task switched to.
     unsafe {
@@ -117,7 +124,11 @@ unsafe extern "C" fn fork_probe(
     selff: *mut bindings::task_struct,
     task: *mut bindings::task_struct,
 ) {
-    let (p, n) = lists(data);
+    // SAFETY: as for `sched_switch_probe`.
+    let Some(tr) = (unsafe { TraceArray::from_raw(data) }) else {
+        return;
+    };
+    let (p, n) = lists(tr);
     // SAFETY: a tracepoint probe; the lists are live (see above).
     unsafe {
         trace_filter_add_remove_task(p, selff, task);
@@ -130,7 +141,11 @@ unsafe extern "C" fn fork_probe(
 /// Called only through the operations table it is registered in, with
 /// the arguments that table's contract gives.
 unsafe extern "C" fn exit_probe(data: *mut c_void, task: *mut bindings::task_struct) {
-    let (p, n) = lists(data);
+    // SAFETY: as for `sched_switch_probe`.
+    let Some(tr) = (unsafe { TraceArray::from_raw(data) }) else {
+        return;
+    };
+    let (p, n) = lists(tr);
     // SAFETY: as above.
     unsafe {
         trace_filter_add_remove_task(p, ptr::null_mut(), task);
@@ -160,14 +175,18 @@ pub unsafe extern "C" fn ftrace_pid_follow_fork(tr: *mut c_void, enable: bool) {
     }
 }
 
-fn switch_probe(tr: *mut c_void, on: bool) {
-    // SAFETY: as above.
+fn switch_probe(tr: TraceArray, on: bool) {
+    let (tp, probe) = (
+        ptr::addr_of_mut!(__tracepoint_sched_switch),
+        sched_switch_probe as *mut c_void,
+    );
+    // SAFETY: the tracepoint is static; the probe matches its prototype;
+    // the array outlives the registration (it unregisters on its way).
     unsafe {
-        let tp = ptr::addr_of_mut!(__tracepoint_sched_switch);
         if on {
-            tracepoint_probe_register(tp, sched_switch_probe as *mut c_void, tr);
+            tracepoint_probe_register(tp, probe, tr.as_ptr());
         } else {
-            tracepoint_probe_unregister(tp, sched_switch_probe as *mut c_void, tr);
+            tracepoint_probe_unregister(tp, probe, tr.as_ptr());
         }
     }
 }
@@ -176,8 +195,8 @@ fn switch_probe(tr: *mut c_void, on: bool) {
 ///
 /// # Safety
 ///
-/// `ftrace_lock` is held; `tr` valid.
-unsafe fn clear(tr: *mut c_void, kind: c_int) {
+/// `ftrace_lock` is held.
+unsafe fn clear(tr: TraceArray, kind: c_int) {
     let (p, n) = lists(tr);
     let has =
         (kind & TRACE_PIDS != 0 && !p.is_null()) || (kind & TRACE_NO_PIDS != 0 && !n.is_null());
@@ -188,8 +207,8 @@ unsafe fn clear(tr: *mut c_void, kind: c_int) {
         (kind & TRACE_PIDS == 0 && !p.is_null()) || (kind & TRACE_NO_PIDS == 0 && !n.is_null());
     if !keep {
         switch_probe(tr, false);
-        // SAFETY: per the function's contract.
-        unsafe { rftrace_tr_reset_ignore_pid(tr) };
+        // SAFETY: a live trace array, `ftrace_lock` held.
+        unsafe { rftrace_tr_reset_ignore_pid(tr.as_ptr()) };
     }
     if kind & TRACE_PIDS != 0 {
         slot(tr, false).store(ptr::null_mut(), Ordering::Release);
@@ -218,7 +237,11 @@ unsafe fn clear(tr: *mut c_void, kind: c_int) {
 pub unsafe extern "C" fn ftrace_clear_pids(tr: *mut c_void) {
     let _g = Guard::lock();
     // SAFETY: per the function's contract; `ftrace_lock` held.
-    unsafe { clear(tr, TRACE_PIDS | TRACE_NO_PIDS) };
+    unsafe {
+        if let Some(tr) = TraceArray::from_raw(tr) {
+            clear(tr, TRACE_PIDS | TRACE_NO_PIDS);
+        }
+    }
 }
 
 /// The pid list a file shows: the seq_file private is the trace array,
@@ -245,8 +268,9 @@ unsafe extern "C" fn pid_start(
     unsafe {
         bindings::mutex_lock(crate::sys::ftrace_lock.get());
         bindings::ftrace_preempt_disable_notrace();
-        let tr = (*m).private;
-        let l = slot(tr, kind_of(m)).load(Ordering::Acquire);
+        let l = TraceArray::from_raw((*m).private).map_or(ptr::null_mut(), |tr| {
+            slot(tr, kind_of(m)).load(Ordering::Acquire)
+        });
         if l.is_null() {
             return if *pos == 0 { NO_PIDS } else { ptr::null_mut() };
         }
@@ -269,7 +293,9 @@ unsafe extern "C" fn pid_next(
             *pos += 1;
             return ptr::null_mut();
         }
-        let l = slot((*m).private, kind_of(m)).load(Ordering::Acquire);
+        let l = TraceArray::from_raw((*m).private).map_or(ptr::null_mut(), |tr| {
+            slot(tr, kind_of(m)).load(Ordering::Acquire)
+        });
         trace_pid_next(l, v, pos)
     }
 }
@@ -325,7 +351,9 @@ unsafe fn pid_open(inode: *mut bindings::inode, file: *mut bindings::file, kind:
         to_result(crate::sys::tracing_check_open_get_tr(tr))?;
         if (*file).f_mode & 2 != 0 && (*file).f_flags & bindings::O_TRUNC != 0 {
             let _g = Guard::lock();
-            clear(tr, kind);
+            if let Some(tr) = TraceArray::from_raw(tr) {
+                clear(tr, kind);
+            }
             update_pid_funcs();
             let _ = ops::update_sites();
         }
@@ -373,7 +401,12 @@ unsafe extern "C" fn pid_open_notrace(
 /// Called only through the operations table it is registered in, with
 /// the arguments that table's contract gives.
 unsafe extern "C" fn ignore_task_cpu(data: *mut c_void) {
-    let (p, n) = lists(data);
+    // SAFETY: the data is the writer's trace array, referenced by its
+    // open file while the call waits for every CPU.
+    let Some(tr) = (unsafe { TraceArray::from_raw(data) }) else {
+        return;
+    };
+    let (p, n) = lists(tr);
     // SAFETY: runs on each CPU with the lists stable (`ftrace_lock`).
     unsafe {
         let cur = crate::task::current();
@@ -399,8 +432,14 @@ unsafe fn pid_write(
     if cnt == 0 {
         return 0;
     }
-    // SAFETY: a seq file opened by `pid_open`.
-    let tr = unsafe { (*(*file).private_data.cast::<bindings::seq_file>()).private };
+    // SAFETY: a seq file opened by `pid_open`, whose private is the
+    // trace array it holds a reference to.
+    let tr = unsafe {
+        TraceArray::from_raw((*(*file).private_data.cast::<bindings::seq_file>()).private)
+    };
+    let Some(tr) = tr else {
+        return EINVAL.to_errno() as isize;
+    };
     let no = kind == TRACE_NO_PIDS;
     let _g = Guard::lock();
     let filtered = slot(tr, no).load(Ordering::Acquire);
@@ -423,7 +462,7 @@ unsafe fn pid_write(
         bindings::on_each_cpu_cond_mask(
             None,
             Some(ignore_task_cpu),
-            tr,
+            tr.as_ptr(),
             true,
             ptr::addr_of!(bindings::__cpu_online_mask),
         );

@@ -6,6 +6,7 @@
 //! registry, which installs [`ftrace_pid_func`]; the files and probes
 //! that keep the lists and verdicts are in `pid`.
 
+use crate::sys::TraceArray;
 use core::sync::atomic::{AtomicPtr, Ordering};
 use kernel::bindings;
 use kernel::bindings::ftrace_ops as Ops;
@@ -33,13 +34,15 @@ extern "C" {
 }
 
 /// The pid list slot of `tr` (`no`: the notrace one).
-pub(crate) fn slot(tr: *mut c_void, no: bool) -> &'static AtomicPtr<c_void> {
+pub(crate) fn slot(tr: TraceArray, no: bool) -> &'static AtomicPtr<c_void> {
     // SAFETY: the accessor returns the address of a pointer field of the
-    // trace array, which outlives every user here (they hold a reference).
-    unsafe { AtomicPtr::from_ptr(rftrace_tr_pid_slot(tr, no)) }
+    // live trace array (the handle's invariants), which outlives every
+    // user here.
+    unsafe { AtomicPtr::from_ptr(rftrace_tr_pid_slot(tr.as_ptr(), no)) }
 }
 
-pub(crate) fn lists(tr: *mut c_void) -> (*mut c_void, *mut c_void) {
+/// Its pid list and notrace pid list (null: none).
+pub(crate) fn lists(tr: TraceArray) -> (*mut c_void, *mut c_void) {
     (
         slot(tr, false).load(Ordering::Acquire),
         slot(tr, true).load(Ordering::Acquire),
@@ -53,11 +56,17 @@ pub(crate) fn lists(tr: *mut c_void) -> (*mut c_void, *mut c_void) {
 /// `ops` is valid; its `private`, if set, is its trace array.
 #[no_mangle]
 pub unsafe extern "C" fn ftrace_pids_enabled(ops: *mut Ops) -> bool {
-    // SAFETY: per the function's contract.
-    let (flags, tr) = unsafe { (crate::view::flags(ops), (*ops).private) };
-    if flags & bindings::FTRACE_OPS_FL_PID as c_ulong == 0 || tr.is_null() {
+    // SAFETY: per the function's contract, `private` is null or the
+    // trace array, which the tracing core keeps while the ops lives.
+    let (flags, tr) = unsafe {
+        (
+            crate::view::flags(ops),
+            TraceArray::from_raw((*ops).private),
+        )
+    };
+    let Some(tr) = tr.filter(|_| flags & bindings::FTRACE_OPS_FL_PID as c_ulong != 0) else {
         return false;
-    }
+    };
     let (p, n) = lists(tr);
     !p.is_null() || !n.is_null()
 }
@@ -73,19 +82,15 @@ pub(crate) unsafe fn task_pid(t: *mut bindings::task_struct) -> c_int {
     unsafe { crate::task::pid(t) }.load(Ordering::Relaxed)
 }
 
-/// Whether trace array `tr` (null: none) traces the current task, as its
-/// `sched_switch` probe recorded for this CPU. Hot path.
-///
-/// # Safety
-///
-/// `tr` is null or a live trace array; preemption is off.
+/// Whether trace array `tr` (none: no filter) traces the current task,
+/// as its `sched_switch` probe recorded for this CPU. Hot path.
 #[inline(always)]
-pub(crate) unsafe fn traces_current(tr: *mut c_void) -> bool {
-    if tr.is_null() {
+pub(crate) fn traces_current(tr: Option<TraceArray>) -> bool {
+    let Some(tr) = tr else {
         return true;
-    }
-    // SAFETY: per the function's contract; the accessor is notrace.
-    let pid = unsafe { rftrace_tr_ignore_pid(tr) };
+    };
+    // SAFETY: a live trace array; the accessor is notrace.
+    let pid = unsafe { rftrace_tr_ignore_pid(tr.as_ptr()) };
     // SAFETY: the current task.
     pid != PID_IGNORE && (pid == PID_TRACE || pid == unsafe { task_pid(crate::task::current()) })
 }
@@ -102,9 +107,10 @@ pub(crate) unsafe extern "C" fn ftrace_pid_func(
     op: *mut Ops,
     fregs: *mut bindings::ftrace_regs,
 ) {
-    // SAFETY: per the function's contract.
+    // SAFETY: per the function's contract; `private` is the ops' trace
+    // array, kept while the ops is.
     unsafe {
-        if !traces_current((*op).private) {
+        if !traces_current(TraceArray::from_raw((*op).private)) {
             return;
         }
         if let Some(f) = (*op).saved_func {

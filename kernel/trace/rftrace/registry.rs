@@ -6,8 +6,9 @@
 
 use crate::clist::list_init;
 use crate::hash::{self, FtraceHash};
-use crate::sys::{ftrace_list_end, ftrace_ops_list, Guard};
+use crate::sys::{ftrace_list_end, ftrace_ops_list, Guard, Keeps};
 use crate::view;
+use core::marker::PhantomData;
 use core::ptr;
 use core::sync::atomic::{AtomicPtr, Ordering};
 use kernel::bindings;
@@ -136,19 +137,94 @@ pub(crate) unsafe fn ops_wants(ops: *const Ops, ip: u64) -> bool {
     }
 }
 
-/// The registered ops, newest first. Under `ftrace_lock`, or with
-/// preemption off (an unregistered dynamic ops is freed only after every
-/// CPU scheduled).
-pub(crate) fn list() -> impl Iterator<Item = *mut Ops> {
+/// A registered ops, alive for `'a`: the lock or preempt-off section it
+/// was listed in ([`list`]).
+///
+/// # Invariants
+///
+/// `0` points to an ops that is live, and whose published sets stay
+/// valid, for `'a`; every access to its shared fields is atomic
+/// (`opsview`).
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) struct OpsRef<'a>(ptr::NonNull<Ops>, PhantomData<&'a Ops>);
+
+impl<'a> OpsRef<'a> {
+    /// The ops, for what takes it by pointer.
+    #[inline(always)]
+    pub(crate) fn as_ptr(self) -> *mut Ops {
+        self.0.as_ptr()
+    }
+
+    /// Its flags (`FTRACE_OPS_FL_*`).
+    #[inline(always)]
+    pub(crate) fn flags(self) -> c_ulong {
+        // SAFETY: live for `'a` (the type's invariants).
+        unsafe { view::flags(self.as_ptr()) }
+    }
+
+    /// Whether any of `f` is set.
+    #[inline(always)]
+    pub(crate) fn has(self, f: c_ulong) -> bool {
+        self.flags() & f != 0
+    }
+
+    /// Its callback.
+    #[inline(always)]
+    pub(crate) fn func(self) -> bindings::ftrace_func_t {
+        // SAFETY: as above.
+        unsafe { view::func(self.as_ptr()) }
+    }
+
+    /// Its own trampoline, `(address, size)`; address 0 for none.
+    pub(crate) fn trampoline(self) -> (u64, u64) {
+        // SAFETY: as above.
+        unsafe { view::trampoline(self.as_ptr()) }
+    }
+
+    /// Its filter and notrace sets (null: empty), valid for `'a`.
+    #[inline(always)]
+    pub(crate) fn sets(self) -> (*mut FtraceHash, *mut FtraceHash) {
+        // SAFETY: as above; the sets stay for `'a`.
+        unsafe { sets(self.as_ptr()) }
+    }
+
+    /// Whether `ip` passes its sets.
+    #[inline(always)]
+    pub(crate) fn wants(self, ip: u64) -> bool {
+        // SAFETY: as above.
+        unsafe { ops_wants(self.as_ptr(), ip) }
+    }
+
+    /// Whether it manages sub-ops.
+    pub(crate) fn is_manager(self) -> bool {
+        // SAFETY: live, and initialised before it was listed; the sub-op
+        // list changes under `ftrace_lock` only.
+        unsafe { !crate::clist::list_empty(ptr::addr_of!((*self.as_ptr()).subop_list)) }
+    }
+
+    /// The sets it reads (shared by several ops for a trace array).
+    pub(crate) fn func_hash(self) -> *mut bindings::ftrace_ops_hash {
+        // SAFETY: live; `func_hash` is set before the ops is listed and
+        // not changed while it is.
+        unsafe { (*self.as_ptr()).func_hash }
+    }
+}
+
+/// The registered ops, newest first, alive while `_k` is: under
+/// `ftrace_lock`, or with preemption off (an unregistered dynamic ops is
+/// freed only after every CPU scheduled).
+#[inline(always)]
+pub(crate) fn list<'a>(_k: &'a impl Keeps) -> impl Iterator<Item = OpsRef<'a>> {
     let end = ftrace_list_end.get();
     let mut p = ftrace_ops_list.load(Ordering::Acquire);
     core::iter::from_fn(move || {
-        if p.is_null() || p == end {
+        if p == end {
             return None;
         }
-        let cur = p;
-        // SAFETY: a listed ops is valid; see above.
-        p = unsafe { slot(ptr::addr_of_mut!((*cur).next)) }.load(Ordering::Acquire);
-        Some(cur)
+        let cur = ptr::NonNull::new(p)?;
+        // SAFETY: a listed ops is live while `_k` is (see above).
+        p = unsafe { slot(ptr::addr_of_mut!((*cur.as_ptr()).next)) }.load(Ordering::Acquire);
+        // INVARIANT: listed, so live for `'a`, and its sets with it.
+        Some(OpsRef(cur, PhantomData))
     })
 }

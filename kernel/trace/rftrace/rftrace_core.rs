@@ -9,9 +9,10 @@
 //! [`hash`], [`tracefs`], [`task`], [`opsview`], [`clist`], [`shadow`],
 //! [`layout`], [`nokprobe`]); the ops layer ([`registry`], [`pidstate`],
 //! [`dispatch`], [`update`], [`ops`], [`subops`], [`direct`],
-//! [`sysctl`]); its users ([`filter`], [`fgraph`], [`pid`]); [`probe`],
-//! [`profile`]; the files ([`files`], [`filterfile`], [`graphfile`],
-//! [`lookup`]); and at the top [`module`] and this root (boot, the
+//! [`sysctl`]); its users ([`filter`], [`fgstacks`], [`fgraph`],
+//! [`pid`]); [`probe`], [`funcprobe`], [`mapper`], [`profile`]; the
+//! files ([`files`], [`filterfile`], [`graphfile`], [`lookup`]); and at
+//! the top [`module`] and this root (boot, the
 //! tracefs top level, the trace arrays' entry points).
 //!
 //! It serves the unchanged C callers through `include/linux/ftrace.h`;
@@ -36,10 +37,6 @@ mod logic {
     pub mod fgraph;
     #[path = "glob.rs"]
     pub mod glob;
-    // The x86_64 crate's instruction encoding: here only its site size.
-    #[allow(dead_code)]
-    #[path = "insn.rs"]
-    pub mod insn;
     #[path = "parser.rs"]
     pub mod parser;
     #[path = "plan.rs"]
@@ -59,13 +56,17 @@ mod logic {
 
 #[cfg(CONFIG_FUNCTION_GRAPH_TRACER)]
 mod fgraph;
+#[cfg(CONFIG_FUNCTION_GRAPH_TRACER)]
+mod fgstacks;
 mod files;
 mod filter;
 mod filterfile;
+mod funcprobe;
 mod graphfile;
 pub mod hash;
 mod layout;
 mod lookup;
+mod mapper;
 mod module;
 mod nokprobe;
 mod ops;
@@ -97,6 +98,7 @@ mod update;
 
 const __LOG_PREFIX: &[u8] = b"ftrace\0";
 
+use registry::OpsRef;
 use sys::*;
 
 // Bindgen types of empty C structs are fine behind pointers.
@@ -131,7 +133,7 @@ pub extern "C" fn ftrace_init() {
         graphfile::init_locks();
         ops::init_locks();
         #[cfg(CONFIG_FUNCTION_GRAPH_TRACER)]
-        fgraph::init_locks();
+        fgstacks::init_locks();
         ops::ops_init(global_ops.get());
         crate::view::set(global_ops.get(), bindings::FTRACE_OPS_FL_PID as c_ulong);
     }
@@ -340,12 +342,8 @@ pub extern "C" fn ftrace_mod_address_lookup(
 /// through it. Callers keep preemption off while they use the ops.
 #[no_mangle]
 pub extern "C" fn ftrace_ops_trampoline(addr: c_ulong) -> *mut bindings::ftrace_ops {
-    // SAFETY: preemption off keeps the listed ops alive while we look.
-    unsafe { bindings::ftrace_preempt_disable_notrace() };
-    let op = ops::trampoline_ops(addr as u64);
-    // SAFETY: paired with the disable above.
-    unsafe { bindings::ftrace_preempt_enable_notrace() };
-    op
+    let p = PreemptOff::new();
+    dispatch::trampoline_ops(p.token(), addr as u64).map_or(ptr::null_mut(), OpsRef::as_ptr)
 }
 
 /// The symbol `symnum` (from 0) of the core's trampolines for kallsyms:
@@ -365,11 +363,7 @@ pub unsafe extern "C" fn ftrace_mod_get_kallsym(
     module_name: *mut c_char,
     exported: *mut c_int,
 ) -> c_int {
-    // SAFETY: preemption off keeps the listed ops alive while we look.
-    unsafe { bindings::ftrace_preempt_disable_notrace() };
-    let found = ops::nth_trampoline(symnum as usize);
-    // SAFETY: paired with the disable above.
-    unsafe { bindings::ftrace_preempt_enable_notrace() };
+    let found = dispatch::nth_trampoline(PreemptOff::new().token(), symnum as usize);
     let Some((start, _)) = found else {
         return ERANGE.to_errno();
     };

@@ -4,10 +4,10 @@
 //! sub-ops' filters.
 
 use crate::clist::*;
-use crate::hash::{self, FtraceHash};
+use crate::hash::{self, FnSet, SetRef};
 use crate::ops::{shutdown, startup};
 use crate::registry::*;
-use crate::sys::dead;
+use crate::sys::{dead, Held};
 use crate::update::update_sites;
 use crate::view;
 use core::ptr;
@@ -32,8 +32,8 @@ pub(crate) unsafe fn subops(m: *mut Ops) -> impl Iterator<Item = *mut Ops> {
 ///
 /// `ftrace_lock` is held; `m` is initialised.
 unsafe fn rebuild_manager(m: *mut Ops) -> Result {
-    let mut filter: *mut FtraceHash = ptr::null_mut();
-    let mut notrace: *mut FtraceHash = ptr::null_mut();
+    let mut filter: Option<FnSet> = None;
+    let mut notrace: Option<FnSet> = None;
     let mut any_empty_filter = false;
     let mut any_empty_notrace = false;
     // SAFETY: per the function's contract.
@@ -46,56 +46,37 @@ unsafe fn rebuild_manager(m: *mut Ops) -> Result {
             any_empty_notrace |= hash::is_empty(n);
         }
     }
-    let fail = |f: *mut FtraceHash, n: *mut FtraceHash| {
-        // SAFETY: private sets.
-        unsafe {
-            hash::free(f);
-            hash::free(n);
-        }
-        ENOMEM
-    };
+    // A set that cannot be made is freed with what was made before it.
     if !any_empty_filter {
-        filter = hash::alloc(hash::DEFAULT_BITS);
-        if filter.is_null() {
-            return Err(ENOMEM);
-        }
-        let mut ok = true;
-        // SAFETY: as above; `filter` is private.
+        let mut union = FnSet::new()?;
+        // SAFETY: as above.
         for s in unsafe { subops(m) } {
-            // SAFETY: listed sub-ops are valid; `filter` is private.
-            unsafe {
-                let (f, _) = sets(s);
-                hash::for_each(f, |e| ok &= hash::add(filter, (*e).ip as u64));
+            // SAFETY: listed sub-ops are valid, their sets stable under
+            // `ftrace_lock`.
+            let (f, _) = unsafe { sets(s) };
+            // SAFETY: as above.
+            for ip in unsafe { SetRef::new(f) }.ips() {
+                union.add(ip)?;
             }
         }
-        if !ok {
-            return Err(fail(filter, notrace));
-        }
+        filter = Some(union);
     }
     if !any_empty_notrace {
         // SAFETY: as above.
         let first = unsafe { subops(m) }.next();
         if let Some(first) = first {
             // SAFETY: as above.
-            notrace = unsafe { hash::copy(sets(first).1, hash::DEFAULT_BITS) };
-            if notrace.is_null() {
-                return Err(fail(filter, notrace));
-            }
-            // SAFETY: as above; `notrace` is private.
-            unsafe {
-                hash::for_each(notrace, |e| {
-                    let ip = (*e).ip as u64;
-                    if subops(m).any(|s| !hash::contains(sets(s).1, ip)) {
-                        hash::remove_entry(notrace, e);
-                    }
-                });
-            }
+            let mut common = unsafe { FnSet::copy_of(sets(first).1) }?;
+            // SAFETY: as above.
+            common.retain(|ip| unsafe { subops(m).all(|s| hash::contains(sets(s).1, ip)) });
+            notrace = Some(common);
         }
     }
+    let publish = |s: Option<FnSet>| s.map_or(ptr::null_mut(), FnSet::publish);
     // SAFETY: `ftrace_lock` is held; the old sets are unpublished.
     unsafe {
-        hash::free_rcu(set_hash(m, false, filter));
-        hash::free_rcu(set_hash(m, true, notrace));
+        hash::free_rcu(set_hash(m, false, publish(filter)));
+        hash::free_rcu(set_hash(m, true, publish(notrace)));
     }
     Ok(())
 }
@@ -109,13 +90,12 @@ unsafe fn rebuild_manager(m: *mut Ops) -> Result {
 /// `ftrace_lock` is held.
 pub(crate) unsafe fn refresh_managers() -> Result<usize> {
     let mut n = 0;
-    for op in list() {
-        // SAFETY: listed ops are valid and initialised.
-        unsafe {
-            if !list_empty(ptr::addr_of!((*op).subop_list)) {
-                rebuild_manager(op)?;
-                n += 1;
-            }
+    // SAFETY: per the function's contract.
+    for op in list(unsafe { Held::assume() }) {
+        if op.is_manager() {
+            // SAFETY: `ftrace_lock` is held; a listed ops is initialised.
+            unsafe { rebuild_manager(op.as_ptr()) }?;
+            n += 1;
         }
     }
     Ok(n)

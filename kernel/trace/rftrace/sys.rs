@@ -255,6 +255,84 @@ impl CoreGuard {
             _held: Guard::lock(),
         }
     }
+
+    /// The proof that the lock is held, for as long as the guard is
+    /// borrowed.
+    pub(crate) fn held(&self) -> &Held {
+        &Held(())
+    }
+}
+
+/// What keeps the registered ops, and the sets they publish, alive while
+/// a reference to it lives: `ftrace_lock` ([`Held`]), under which they
+/// change, or preemption off ([`NoPreempt`]): an unregistered ops and a
+/// replaced set are freed only after every CPU scheduled.
+pub(crate) trait Keeps: private::Sealed {}
+
+mod private {
+    pub(crate) trait Sealed {}
+}
+
+/// `ftrace_lock` is held by this task while a reference to this lives:
+/// borrowed from a [`CoreGuard`], or asserted with [`Held::assume`] by a
+/// path entered with the lock held (the callers that hold no guard yet).
+pub(crate) struct Held(());
+
+impl Held {
+    /// # Safety
+    ///
+    /// `ftrace_lock` is held by this task for as long as `'a`.
+    pub(crate) unsafe fn assume<'a>() -> &'a Held {
+        // Lockdep checks the contract where it runs (a warning if not).
+        assert_held(ftrace_lock.get());
+        &Held(())
+    }
+}
+
+impl private::Sealed for Held {}
+impl Keeps for Held {}
+
+/// Preemption is off on this CPU while a reference to this lives:
+/// handed out by the recursion guard (`task::guarded`) and by
+/// [`PreemptOff`].
+pub(crate) struct NoPreempt(());
+
+impl NoPreempt {
+    /// # Safety
+    ///
+    /// Preemption is off on this CPU for as long as `'a`.
+    #[inline(always)]
+    pub(crate) unsafe fn assume<'a>() -> &'a NoPreempt {
+        &NoPreempt(())
+    }
+}
+
+impl private::Sealed for NoPreempt {}
+impl Keeps for NoPreempt {}
+
+/// Preemption off (notrace, as the tracer's own paths need) for the life
+/// of the guard.
+pub(crate) struct PreemptOff(());
+
+impl PreemptOff {
+    pub(crate) fn new() -> Self {
+        // SAFETY: a notrace helper, callable in any context; paired with
+        // the enable in `drop`.
+        unsafe { bindings::ftrace_preempt_disable_notrace() };
+        PreemptOff(())
+    }
+
+    /// The proof, for as long as the guard is borrowed.
+    pub(crate) fn token(&self) -> &NoPreempt {
+        &NoPreempt(())
+    }
+}
+
+impl Drop for PreemptOff {
+    fn drop(&mut self) {
+        // SAFETY: disabled in `new`.
+        unsafe { bindings::ftrace_preempt_enable_notrace() };
+    }
 }
 
 /// A function's address.
@@ -329,6 +407,56 @@ pub(crate) fn report_bug(failed: Error, ip: u64) {
         exp
     );
     ftrace_kill();
+}
+
+/// A trace array (`struct trace_array`, private to kernel/trace/trace.h):
+/// only the tracing core's accessors touch it.
+///
+/// # Invariants
+///
+/// `0` points to a trace array that lives while the handle, or a copy of
+/// it, is used: the creator holds a reference, or the tracing core keeps
+/// the array for as long (an ops' `private`, a probe's data, the data of
+/// a file in its directory).
+#[derive(Clone, Copy, PartialEq, Eq)]
+#[repr(transparent)]
+pub(crate) struct TraceArray(core::ptr::NonNull<c_void>);
+
+impl TraceArray {
+    /// The handle of `tr`, `None` for null.
+    ///
+    /// # Safety
+    ///
+    /// `tr` is null or a trace array that lives while the handle (and its
+    /// copies) are used; see the type's invariants.
+    #[inline(always)]
+    pub(crate) unsafe fn from_raw(tr: *mut c_void) -> Option<Self> {
+        core::ptr::NonNull::new(tr).map(Self)
+    }
+
+    /// The array, for C.
+    #[inline(always)]
+    pub(crate) fn as_ptr(self) -> *mut c_void {
+        self.0.as_ptr()
+    }
+
+    /// Its function tracer's ops (null: none).
+    pub(crate) fn ops(self) -> *mut bindings::ftrace_ops {
+        // SAFETY: a live trace array (the type's invariants).
+        unsafe { rftrace_tr_ops(self.as_ptr()) }
+    }
+
+    /// Its list of function probes.
+    pub(crate) fn func_probes(self) -> *mut bindings::list_head {
+        // SAFETY: as above.
+        unsafe { rftrace_tr_func_probes(self.as_ptr()) }
+    }
+
+    /// Its list of cached `:mod:` entries (`notrace`: of the notrace file).
+    pub(crate) fn mod_list(self, notrace: bool) -> *mut bindings::list_head {
+        // SAFETY: as above.
+        unsafe { rftrace_tr_mod_list(self.as_ptr(), notrace) }
+    }
 }
 
 /// kallsyms' name of an ops trampoline.

@@ -3,9 +3,8 @@
 //! /proc/sys/kernel/ftrace_enabled.
 
 use crate::registry::*;
-use crate::sys::{dead, enabled, to_errno, Guard};
+use crate::sys::{dead, enabled, to_errno, CoreGuard};
 use crate::update::update_sites;
-use crate::view;
 use core::ptr;
 use kernel::bindings;
 use kernel::ffi::{c_int, c_void};
@@ -25,7 +24,7 @@ unsafe extern "C" fn enabled_sysctl(
     lenp: *mut usize,
     ppos: *mut bindings::loff_t,
 ) -> c_int {
-    let _g = Guard::lock();
+    let g = CoreGuard::lock();
     if dead() {
         return ENODEV.to_errno();
     }
@@ -36,8 +35,7 @@ unsafe extern "C" fn enabled_sysctl(
     if r != 0 || write == 0 || last == enabled() {
         return r;
     }
-    // SAFETY: listed ops are valid under `ftrace_lock`.
-    if !enabled() && list().any(|o| unsafe { view::has(o, F_PERMANENT) }) {
+    if !enabled() && list(g.held()).any(|o| o.has(F_PERMANENT)) {
         // SAFETY: `ftrace_lock` serializes writers.
         unsafe { ptr::write_volatile(crate::sys::ftrace_enabled.get(), 1) };
         return EBUSY.to_errno();

@@ -7,6 +7,7 @@
 
 use crate::logic::recursion;
 use crate::percpu;
+use crate::sys::NoPreempt;
 use core::sync::atomic::{compiler_fence, AtomicI32, AtomicPtr, AtomicU64, Ordering};
 use kernel::bindings;
 
@@ -77,7 +78,7 @@ pub(crate) fn current() -> Task {
 /// `trace_clear_recursion()`, inlined); `None`, without running it, when
 /// the caller is recursing.
 #[inline(always)]
-pub(crate) fn guarded<R>(t: Task, start: u32, f: impl FnOnce() -> R) -> Option<R> {
+pub(crate) fn guarded<R>(t: Task, start: u32, f: impl FnOnce(&NoPreempt) -> R) -> Option<R> {
     // SAFETY: `t` is the current task, alive while this runs.
     let rec = unsafe { recursion(t) };
     let val = rec.load(Ordering::Relaxed);
@@ -85,7 +86,8 @@ pub(crate) fn guarded<R>(t: Task, start: u32, f: impl FnOnce() -> R) -> Option<R
     rec.store(val | (1 << bit), Ordering::Relaxed);
     compiler_fence(Ordering::SeqCst);
     percpu::preempt_disable();
-    let r = f();
+    // SAFETY: preemption is off until after `f` returns.
+    let r = f(unsafe { NoPreempt::assume() });
     percpu::preempt_enable();
     compiler_fence(Ordering::SeqCst);
     rec.store(rec.load(Ordering::Relaxed) & !(1 << bit), Ordering::Relaxed);

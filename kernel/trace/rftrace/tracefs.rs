@@ -4,10 +4,11 @@
 //! of a read and served from memory (whole, or line by line through a
 //! seq_file), the symbol names of call sites, and file creation.
 
+use crate::logic::parser::{Parser, BUF_SIZE};
 use core::fmt::Write;
 use core::ptr;
 use kernel::bindings;
-use kernel::ffi::{c_char, c_ulong, c_void};
+use kernel::ffi::{c_char, c_int, c_ulong, c_void};
 use kernel::prelude::*;
 
 /// A text being built; writes fail once memory ran out.
@@ -252,6 +253,197 @@ impl Lines {
 pub(crate) const fn zeroed_fops() -> bindings::file_operations {
     // SAFETY: all-zero is a valid `file_operations` (no methods).
     unsafe { core::mem::zeroed() }
+}
+
+/// One write's worth of user bytes, copied before any lock is taken.
+pub(crate) struct Chunk {
+    buf: [u8; BUF_SIZE + 64],
+    len: usize,
+}
+
+/// Copies the start of a write from user space (`None`: a fault). No lock
+/// of the core is held here: a writer whose buffer faults slowly (swap,
+/// userfaultfd) then blocks no other filter file.
+///
+/// # Safety
+///
+/// `ubuf` is a user pointer of `cnt` bytes.
+pub(crate) unsafe fn copy_chunk(ubuf: *const c_char, cnt: usize) -> Option<Chunk> {
+    let mut c = Chunk {
+        buf: [0u8; BUF_SIZE + 64],
+        len: cnt.min(BUF_SIZE + 64),
+    };
+    // SAFETY: `buf` has room for `len` bytes; the user copy checks the
+    // source.
+    let left = unsafe {
+        bindings::_copy_from_user(c.buf.as_mut_ptr().cast(), ubuf.cast(), c.len as c_ulong)
+    };
+    (left == 0).then_some(c)
+}
+
+/// Feeds the bytes of a write (copied by [`copy_chunk`]) at file
+/// position `pos` into `parser` and hands a complete token to `done`;
+/// advances `pos` by the bytes taken.
+pub(crate) fn write_token(
+    parser: &mut Parser,
+    chunk: Option<Chunk>,
+    pos: &mut bindings::loff_t,
+    done: impl FnOnce(&[u8]) -> Result,
+) -> isize {
+    let Some(chunk) = chunk else {
+        parser.set_failed();
+        return EFAULT.to_errno() as isize;
+    };
+    let n = match parser.scan(&chunk.buf[..chunk.len], *pos as u64) {
+        Ok(n) => n,
+        Err(_) => return EINVAL.to_errno() as isize,
+    };
+    *pos = pos.wrapping_add(n as bindings::loff_t);
+    if parser.loaded() && !parser.pending() {
+        let r = done(parser.token());
+        parser.clear();
+        if let Err(e) = r {
+            return e.to_errno() as isize;
+        }
+    }
+    n as isize
+}
+
+/// How a file was opened.
+#[derive(Clone, Copy)]
+pub(crate) struct OpenMode {
+    pub(crate) write: bool,
+    pub(crate) trunc: bool,
+}
+
+const FMODE_WRITE: u32 = 2;
+
+/// A tracefs file of the core served as a text built when a read starts,
+/// and written one token per `write()`: each file operation of
+/// [`fops`] borrows the per-open state and calls one of these safe
+/// methods (the thunks below are the only unsafe code of such a file).
+pub(crate) trait TextFile: Sized {
+    /// The per-open state of a file whose inode holds `data`.
+    fn open(data: *mut c_void, mode: OpenMode) -> Result<Self>;
+
+    /// The text a read serves.
+    fn render(&self, o: &mut Out);
+
+    /// One `write()`: its user bytes (`None`: the copy faulted) at file
+    /// position `pos`, which it advances; the bytes taken, or an errno.
+    fn write(&mut self, _chunk: Option<Chunk>, _pos: &mut bindings::loff_t) -> isize {
+        EINVAL.to_errno() as isize
+    }
+
+    /// The last close.
+    fn release(self) {}
+}
+
+/// The state of an open [`TextFile`]: the text served and the file's own.
+struct Open<T> {
+    text: Text,
+    state: T,
+}
+
+/// # Safety
+///
+/// `file` was opened by [`open_thunk::<T>`] and not released; the VFS
+/// serializes the calls that use its state (one reader or writer of a
+/// file position at a time).
+unsafe fn open_state<'a, T>(file: *mut bindings::file) -> &'a mut Open<T> {
+    // SAFETY: per the function's contract, `private_data` is the state
+    // `open_thunk` made.
+    unsafe { &mut *(*file).private_data.cast::<Open<T>>() }
+}
+
+/// # Safety
+///
+/// Called only through [`fops::<T>`], by the VFS, with a live inode and
+/// file.
+unsafe extern "C" fn open_thunk<T: TextFile>(
+    inode: *mut bindings::inode,
+    file: *mut bindings::file,
+) -> c_int {
+    // SAFETY: the VFS passes a live inode and file.
+    let (data, fmode, fflags) = unsafe { ((*inode).i_private, (*file).f_mode, (*file).f_flags) };
+    let mode = OpenMode {
+        write: fmode & FMODE_WRITE != 0,
+        trunc: fflags & bindings::O_TRUNC != 0,
+    };
+    let opened = T::open(data, mode).and_then(|state| {
+        let text = Text { out: None };
+        Ok(KBox::new(Open { text, state }, GFP_KERNEL)?)
+    });
+    match opened {
+        Ok(b) => {
+            // SAFETY: the file is the VFS's and ours until release, which
+            // takes the state back.
+            unsafe { (*file).private_data = KBox::into_raw(b).cast() };
+            0
+        }
+        Err(e) => e.to_errno(),
+    }
+}
+
+/// # Safety
+///
+/// Called only through [`fops::<T>`], by the VFS, on a file it opened;
+/// `ubuf` is a user buffer of `cnt` bytes and `ppos` the file position.
+unsafe extern "C" fn read_thunk<T: TextFile>(
+    file: *mut bindings::file,
+    ubuf: *mut c_char,
+    cnt: usize,
+    ppos: *mut bindings::loff_t,
+) -> isize {
+    // SAFETY: per the function's contract.
+    let Open { text, state } = unsafe { open_state::<T>(file) };
+    // SAFETY: per the function's contract.
+    unsafe { serve(text, ubuf, cnt, ppos, |o| state.render(o)) }
+}
+
+/// # Safety
+///
+/// As for [`read_thunk`], `ubuf` holding `cnt` bytes to write.
+unsafe extern "C" fn write_thunk<T: TextFile>(
+    file: *mut bindings::file,
+    ubuf: *const c_char,
+    cnt: usize,
+    ppos: *mut bindings::loff_t,
+) -> isize {
+    if cnt == 0 {
+        return 0;
+    }
+    // SAFETY: per the function's contract.
+    let (f, pos) = unsafe { (open_state::<T>(file), &mut *ppos) };
+    // SAFETY: a user buffer of `cnt` bytes.
+    let chunk = unsafe { copy_chunk(ubuf, cnt) };
+    f.state.write(chunk, pos)
+}
+
+/// # Safety
+///
+/// Called only through [`fops::<T>`], by the VFS, at the last close of a
+/// file it opened.
+unsafe extern "C" fn release_thunk<T: TextFile>(
+    _inode: *mut bindings::inode,
+    file: *mut bindings::file,
+) -> c_int {
+    // SAFETY: made by `open_thunk`; this is its last use.
+    let f = unsafe { KBox::from_raw((*file).private_data.cast::<Open<T>>()) };
+    KBox::into_inner(f).state.release();
+    0
+}
+
+/// The file operations of a [`TextFile`] (`write`: it can be written).
+pub(crate) const fn fops<T: TextFile>(write: bool) -> bindings::file_operations {
+    bindings::file_operations {
+        open: Some(open_thunk::<T>),
+        read: Some(read_thunk::<T>),
+        write: if write { Some(write_thunk::<T>) } else { None },
+        llseek: Some(bindings::default_llseek),
+        release: Some(release_thunk::<T>),
+        ..zeroed_fops()
+    }
 }
 
 /// Creates a tracefs file.

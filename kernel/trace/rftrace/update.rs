@@ -12,15 +12,13 @@
 //! batch by the arch layer.
 
 use crate::archif::Change;
-use crate::clist::*;
 use crate::dispatch::arch_ftrace_ops_list_func;
 use crate::hash::{self, FtraceHash, SetRef};
 use crate::logic::plan::{self, OpsSites, Shared};
 use crate::logic::sites::{flags as sf, Site};
 use crate::registry::*;
-use crate::sys::{addr, dead, enabled, ftrace_list_end, Locked};
+use crate::sys::{addr, dead, enabled, ftrace_list_end, Held, Locked};
 use crate::table::{self, Cell};
-use crate::view;
 use core::ptr;
 use core::sync::atomic::{AtomicBool, Ordering};
 use kernel::bindings;
@@ -204,8 +202,8 @@ static PLANNED: Locked<KVec<Planned>> = Locked::new(KVec::new());
 /// `ftrace_lock` is held.
 pub(crate) unsafe fn reserve_plan(extra: usize) -> Result {
     // SAFETY: per the function's contract.
-    let planned = unsafe { PLANNED.get() };
-    let want = list().count() + extra;
+    let (planned, held) = unsafe { (PLANNED.get(), Held::assume()) };
+    let want = list(held).count().saturating_add(extra);
     planned
         .reserve(want.saturating_sub(planned.len()), GFP_KERNEL)
         .map_err(|_| ENOMEM)
@@ -334,19 +332,17 @@ pub(crate) unsafe fn update_ips(ips: &[u64]) -> Result {
 /// `ftrace_lock` is held, and the plan is not borrowed elsewhere.
 unsafe fn fill_plan() -> Result<&'static [Planned]> {
     // SAFETY: per the function's contract.
-    let planned = unsafe { PLANNED.get() };
+    let (planned, held) = unsafe { (PLANNED.get(), Held::assume()) };
     // SAFETY: `Planned` is `Copy` (no drop glue); length 0 is in bounds.
     unsafe { planned.set_len(0) };
-    for op in list() {
-        // SAFETY: listed ops are valid under `ftrace_lock`.
-        let flags = unsafe { view::flags(op) };
+    for op in list(held) {
+        let flags = op.flags();
         if flags & F_STUB != 0 {
             continue;
         }
-        // SAFETY: as above.
-        let (filter, notrace) = unsafe { sets(op) };
+        let (filter, notrace) = op.sets();
         // SAFETY: `ftrace_lock` is held.
-        let slot = unsafe { slot_of(op) };
+        let slot = unsafe { slot_of(op.as_ptr()) };
         // Within the capacity reserved for every listed ops: no allocation.
         planned
             .push(
@@ -375,13 +371,8 @@ unsafe fn fill_plan() -> Result<&'static [Planned]> {
 
 /// Whether any registered ops manages sub-ops (their filters are then
 /// rebuilt from the sub-ops' on every change).
-///
-/// # Safety
-///
-/// `ftrace_lock` is held.
-pub(crate) unsafe fn any_manager() -> bool {
-    // SAFETY: listed ops are valid and initialised under `ftrace_lock`.
-    list().any(|op| unsafe { !list_empty(ptr::addr_of!((*op).subop_list)) })
+pub(crate) fn any_manager(held: &Held) -> bool {
+    list(held).any(OpsRef::is_manager)
 }
 
 /// Plans one site: its record is set at once when its instruction stays,
@@ -436,15 +427,14 @@ unsafe fn plan_site(cell: &'static Cell, on: bool, planned: &[Planned], b: &mut 
 /// `ftrace_lock` is held; `filter` is null or a valid set.
 pub(crate) unsafe fn ipmodify_conflict(ops: *mut Ops, filter: *const FtraceHash) -> bool {
     // SAFETY: per the function's contract, `filter` stays for the call.
-    let candidates = unsafe { SetRef::new(filter) }.ips();
+    let (candidates, held) = unsafe { (SetRef::new(filter).ips(), Held::assume()) };
     let others = || {
-        list()
-            // SAFETY: listed ops are valid under `ftrace_lock`.
-            .filter(move |&o| o != ops && unsafe { view::has(o, F_IPMODIFY) })
+        list(held)
+            .filter(move |o| o.as_ptr() != ops && o.has(F_IPMODIFY))
             .map(|o| {
-                // SAFETY: as above; their sets stay while the lock is held.
-                let (f, n) = unsafe { sets(o) };
-                // SAFETY: as above.
+                let (f, n) = o.sets();
+                // SAFETY: the sets of a listed ops stay while the lock,
+                // held for the call, is.
                 unsafe {
                     OpsSites {
                         filter: SetRef::new(f),

@@ -24,7 +24,7 @@ use kernel::prelude::*;
 
 #[cfg(CONFIG_FTRACE_CORE_RUST_GENERIC)]
 mod archif;
-#[allow(dead_code, unreachable_pub, missing_docs)]
+#[allow(unreachable_pub, missing_docs)]
 #[path = "../../../../kernel/trace/rftrace/logic/insn.rs"]
 mod insn;
 #[path = "../../../../kernel/trace/rftrace/nokprobe.rs"]
@@ -35,7 +35,7 @@ mod view;
 
 #[cfg(CONFIG_FTRACE_CORE_RUST_GENERIC)]
 use archif::Change;
-use insn::{Decoded, INT3, NOP5, SITE_SIZE};
+use insn::{Decoded, Emulate, INT3, NOP5, SITE_SIZE};
 
 const __LOG_PREFIX: &[u8] = b"ftrace\0";
 
@@ -55,10 +55,9 @@ impl Poke {
     /// A rewrite of the site at `ip` from `old` to `new`; `None` when `new`
     /// is neither a call nor the NOP.
     fn new(ip: u64, old: [u8; SITE_SIZE], new: [u8; SITE_SIZE]) -> Option<Self> {
-        let emulate_call = match insn::decode(ip, &new) {
-            Decoded::Nop => 0,
-            Decoded::Call(t) => t,
-            Decoded::Other => return None,
+        let emulate_call = match insn::emulate(ip, &new)? {
+            Emulate::Skip => 0,
+            Emulate::Call(t) => t,
         };
         Some(Poke {
             ip,

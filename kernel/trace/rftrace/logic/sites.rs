@@ -3,7 +3,9 @@
 //! kept sorted by address in groups (the kernel image, each module), and
 //! the searches the rest of the kernel asks of it.
 
-use super::insn::SITE_SIZE;
+/// The bytes of a call site: `call rel32` or the 5-byte NOP (the x86_64
+/// encoding's `SITE_SIZE`, which the tests check this against).
+pub const SITE_SIZE: usize = 5;
 
 /// Flags of a call site. The low bits say what the site is patched to now;
 /// the others what it is and what happened to it.
@@ -162,6 +164,11 @@ pub fn range<S: SiteIp>(sites: &[S], start: u64, end: u64) -> core::ops::Range<u
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn site_size_is_the_encodings() {
+        assert_eq!(SITE_SIZE, crate::insn::SITE_SIZE);
+    }
 
     #[test]
     fn retain_drops_entries_outside_text_in_order() {

@@ -31,12 +31,13 @@ read -r line < /proc/version
 echo 0 > $T/tracing_on
 # The frames: the " => " lines after the <stack trace> event; other lines
 # of the function_graph output may come between the event and its frames.
-awk '/<stack trace>/ { s = 1; next } s && /^ => / { print $2; f = 1; next } f { exit }' $T/trace > /tmp/gst.frames
+cat $T/trace > /tmp/gst.trace
+awk '/<stack trace>/ { s = 1; next } s && /^ => / { print $2; f = 1; next } f { exit }' /tmp/gst.trace > /tmp/gst.frames
 echo '!vfs_read:stacktrace:1' >> $T/set_ftrace_filter || fail "cannot remove the probe"
 echo nop > $T/current_tracer
 echo > $T/set_ftrace_filter
 echo > $T/set_graph_function
-[ -s /tmp/gst.frames ] || fail "no stack trace in the trace"
+[ -s /tmp/gst.frames ] || fail "no stack trace in the trace ($(grep -c . /tmp/gst.trace) lines, $(grep -c '<stack trace>' /tmp/gst.trace) stack traces, $(grep -c 'vfs_read' /tmp/gst.trace) with vfs_read; buffer $(cat $T/buffer_size_kb) KiB; last: $(grep -v '^#' /tmp/gst.trace | tail -3 | tr '\n' '|'))"
 sed -n '/^vfs_read/,$p' /tmp/gst.frames | grep -q '^return_to_handler' &&
 	fail "return_to_handler below vfs_read in the stack trace"
 grep -q '^ksys_read' /tmp/gst.frames || fail "ksys_read missing from the stack trace"
