@@ -6,9 +6,8 @@
 
 use crate::logic::recursion;
 use crate::registry::*;
-use crate::sys::Keeps;
+use crate::sys::{Keeps, PreemptOff};
 use crate::task::guarded as recursion_guarded;
-use crate::view;
 use kernel::bindings;
 use kernel::ffi::{c_int, c_ulong, c_void};
 
@@ -16,6 +15,13 @@ use kernel::ffi::{c_int, c_ulong, c_void};
 #[allow(improper_ctypes)]
 extern "C" {
     fn rcu_is_watching() -> bool;
+}
+
+/// Whether RCU watches this CPU (notrace, callable anywhere).
+#[inline(always)]
+fn rcu_watching() -> bool {
+    // SAFETY: a notrace query, callable in any context.
+    unsafe { rcu_is_watching() }
 }
 
 /// The callback of the shared trampolines when several ops, or an ops
@@ -34,7 +40,7 @@ pub unsafe extern "C" fn arch_ftrace_ops_list_func(
 ) {
     // The list's own recursion bits, as C's list function (the callbacks
     // take the function bits); preemption off while held.
-    recursion_guarded(crate::task::current(), recursion::LIST_START, |np| {
+    recursion_guarded(recursion::LIST_START, |np| {
         // A full `pt_regs` is there only when the full-regs trampoline saved
         // it (it sets `cs`).
         // SAFETY: `fregs` is the trampoline's frame, a `pt_regs` on x86_64.
@@ -45,11 +51,10 @@ pub unsafe extern "C" fn arch_ftrace_ops_list_func(
             if flags & F_STUB != 0 || (flags & F_SAVE_REGS != 0 && !has_regs) {
                 continue;
             }
-            // SAFETY: `rcu_is_watching()` is notrace and callable anywhere.
-            if flags & F_RCU != 0 && !unsafe { rcu_is_watching() } {
+            if flags & F_RCU != 0 && !rcu_watching() {
                 continue;
             }
-            if let (true, Some(f)) = (op.wants(ip as u64), op.func()) {
+            if let (true, Some(f)) = (op.wants(np, ip as u64), op.func()) {
                 // SAFETY: the ops' callback, called as the ABI says.
                 unsafe { f(ip, parent_ip, op.as_ptr(), fregs) };
             }
@@ -72,12 +77,11 @@ unsafe extern "C" fn ftrace_ops_assist_func(
 ) {
     // The recursion guard, inlined (the list bits, as C); preemption off
     // while held.
-    recursion_guarded(crate::task::current(), recursion::LIST_START, |_| {
-        // SAFETY: the trampoline passes its own, live, ops; notrace,
-        // callable anywhere.
-        if unsafe { !view::has(op, F_RCU) || rcu_is_watching() } {
-            // SAFETY: as above.
-            if let Some(f) = unsafe { view::func(op) } {
+    // SAFETY: the trampoline passes its own, live, ops.
+    let ops = unsafe { OpsRef::from_raw(op) };
+    recursion_guarded(recursion::LIST_START, |_| {
+        if !ops.has(F_RCU) || rcu_watching() {
+            if let Some(f) = ops.func() {
                 // SAFETY: the ops' callback, called as the ABI says.
                 unsafe { f(ip, parent_ip, op, fregs) };
             }
@@ -93,13 +97,13 @@ crate::nokprobe::nokprobe!(ftrace_ops_assist_func);
 /// `ops` is valid.
 #[no_mangle]
 pub unsafe extern "C" fn ftrace_ops_get_func(ops: *mut Ops) -> bindings::ftrace_func_t {
-    // RECURSION asks the core for recursion protection.
     // SAFETY: per the function's contract.
-    if unsafe { view::has(ops, F_RECURSION | F_RCU) } {
+    let ops = unsafe { OpsRef::from_raw(ops) };
+    // RECURSION asks the core for recursion protection.
+    if ops.has(F_RECURSION | F_RCU) {
         Some(ftrace_ops_assist_func)
     } else {
-        // SAFETY: as above.
-        unsafe { view::func(ops) }
+        ops.func()
     }
 }
 
@@ -111,12 +115,16 @@ pub unsafe extern "C" fn ftrace_ops_get_func(ops: *mut Ops) -> bindings::ftrace_
 #[no_mangle]
 pub unsafe extern "C" fn ftrace_ops_test(ops: *mut Ops, ip: c_ulong, regs: *mut c_void) -> c_int {
     // SAFETY: per the function's contract.
-    unsafe {
-        if regs.is_null() && view::has(ops, F_SAVE_REGS) {
-            return 0;
-        }
-        c_int::from(ops_wants(ops, ip as u64))
-    }
+    let ops = unsafe { OpsRef::from_raw(ops) };
+    let p = PreemptOff::new();
+    c_int::from(ops_test(p.token(), ops, ip as u64, !regs.is_null()))
+}
+
+/// Whether `ops` traces `ip`, asked with or without a full `pt_regs`
+/// (`regs`): what the graph entry asks of its graph ops. Hot path.
+#[inline(always)]
+pub(crate) fn ops_test(k: &impl Keeps, ops: OpsRef<'_>, ip: u64, regs: bool) -> bool {
+    (regs || !ops.has(F_SAVE_REGS)) && ops.wants(k, ip)
 }
 
 /// The registered ops whose own trampoline holds `a`.

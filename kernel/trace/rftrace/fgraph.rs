@@ -38,9 +38,11 @@ use crate::pidstate::{
     __tracepoint_sched_switch, tracepoint_probe_register, tracepoint_probe_unregister,
     traces_current,
 };
+use crate::registry::OpsRef;
 use crate::shadow::{Shadow, TaskStack};
-use crate::sys::{to_errno, CGlobal, CoreGuard, Locked, TraceArray};
-use crate::task::{self as field, current, guarded, Task};
+use crate::sys::{to_errno, CGlobal, CoreGuard, Held, Locked};
+use crate::sys::{NoPreempt, PreemptOff};
+use crate::task::{guarded, Current, Task, TaskRef};
 use core::ptr;
 use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU16, AtomicU64, Ordering};
 use kernel::bindings;
@@ -48,7 +50,7 @@ use kernel::c_str;
 use kernel::ffi::{c_int, c_uint, c_ulong, c_void};
 use kernel::prelude::*;
 
-type Gops = bindings::fgraph_ops;
+use crate::gops::{Gops, GopsRef};
 
 // Bindgen types of C structs are fine behind pointers.
 #[allow(improper_ctypes)]
@@ -104,17 +106,14 @@ fn live_ops() -> Option<u16> {
     (live != 0 && !DEAD.load(Ordering::Relaxed)).then_some(live)
 }
 
-/// Asks graph ops `g` whether it wants this call.
-///
-/// # Safety
-///
-/// `g` is a registered graph ops (it stays valid until its unregistering
-/// has waited for the entries in flight, which run with preemption off).
+/// The registered graph ops of index `i`, alive while `_k` keeps it
+/// (preemption off: its unregistration waits for the entries and returns
+/// in flight).
 #[inline(always)]
-unsafe fn wants(g: *mut Gops, trace: &mut bindings::ftrace_graph_ent) -> bool {
-    // SAFETY: per the function's contract; the pid filter may change the
-    // callback meanwhile, hence the atomic view.
-    unsafe { matches!(crate::view::graph_entry(g), Some(f) if f(trace, g) != 0) }
+fn listed(_k: &NoPreempt, i: usize) -> Option<GopsRef<'_>> {
+    let g = ARRAY.get(i)?.load(Ordering::Acquire);
+    // SAFETY: registered (published in `ARRAY`), alive while `_k` is.
+    (!g.is_null()).then(|| unsafe { GopsRef::from_raw(g) })
 }
 
 // --- entry and return (hot path) ---------------------------------------
@@ -134,16 +133,15 @@ pub unsafe extern "C" fn rftrace_graph_entry(func: c_ulong, parent: *mut c_ulong
     let Some(live) = live_ops() else {
         return;
     };
-    let t = current();
-    // SAFETY: `t` is the current task.
-    if unsafe { field::pause(t) }.load(Ordering::Relaxed) != 0 {
+    let cur = Current::get();
+    if cur.task().pause().load(Ordering::Relaxed) != 0 {
         return;
     }
-    guarded(t, recursion::FTRACE_START, |_| {
+    guarded(recursion::FTRACE_START, |np| {
         // SAFETY: per the function's contract `parent` is the return slot.
         unsafe {
             let ret = *parent;
-            if enter(t, live, ret, func, parent).is_ok() {
+            if enter(&cur, np, live, ret, func, parent).is_ok() {
                 *parent = return_handler() as c_ulong;
             }
         }
@@ -170,8 +168,9 @@ pub unsafe extern "C" fn function_graph_enter(
     let Some(live) = live_ops() else {
         return BUSY;
     };
-    // SAFETY: per the function's contract.
-    match unsafe { enter(current(), live, ret, func, retp) } {
+    let cur = Current::get();
+    // SAFETY: per the function's contract (preemption is off).
+    match unsafe { enter(&cur, NoPreempt::assume(), live, ret, func, retp) } {
         Ok(()) => 0,
         Err(_) => BUSY,
     }
@@ -181,37 +180,30 @@ crate::nokprobe::nokprobe!(function_graph_enter);
 /// The entry: pushes the frame, asks the graph ops (the generic
 /// [`RetStack::enter`](crate::logic::retstack::RetStack::enter)).
 ///
-/// # Safety
-///
-/// As for [`function_graph_enter`]; `t` is the current task; `live` is
-/// [`LIVE`] as just read, not 0.
+/// `live` is [`LIVE`] as just read, not 0; `retp` is the return address
+/// slot the frame records (only its address is used).
 #[inline(always)]
-unsafe fn enter(t: Task, live: u16, ret: c_ulong, func: c_ulong, retp: *mut c_ulong) -> Result {
-    // SAFETY: the current task, preemption off (the contract).
-    let Some(mut s) = (unsafe { TaskStack::of(t) }) else {
+fn enter(
+    cur: &Current,
+    np: &NoPreempt,
+    live: u16,
+    ret: c_ulong,
+    func: c_ulong,
+    retp: *mut c_ulong,
+) -> Result {
+    let Some(mut s) = TaskStack::of_current(cur) else {
         return Err(EBUSY);
     };
     // One graph ops: the manager's filter is that ops' filter.
     let single = live & live.wrapping_sub(1) == 0;
     let mut trace = bindings::ftrace_graph_ent { func, depth: 0 };
     let entered = s.enter(ret as u64, func as u64, now(), retp as u64, live, |c| {
-        let Some(g) = ARRAY.get(c.idx()).map(|a| a.load(Ordering::Acquire)) else {
+        let Some(g) = listed(np, c.idx()) else {
             return false;
         };
-        if g.is_null() {
-            return false;
-        }
         trace.depth = c.depth();
-        // SAFETY: a listed graph ops (preemption is off here).
-        unsafe {
-            (single
-                || crate::dispatch::ftrace_ops_test(
-                    ptr::addr_of_mut!((*g).ops),
-                    func,
-                    ptr::null_mut(),
-                ) != 0)
-                && wants(g, &mut trace)
-        }
+        (single || crate::dispatch::ops_test(np, g.ops(), func as u64, false))
+            && g.call_entry(g.entry(), &mut trace)
     });
     entered.map(|_| ()).map_err(|_| EBUSY)
 }
@@ -239,8 +231,8 @@ fn bad_return(top: Option<usize>) -> c_ulong {
 pub unsafe extern "C" fn ftrace_return_to_handler(fregs: *mut bindings::ftrace_regs) -> c_ulong {
     // The clock first: fewer values live across the call.
     let rettime = now();
-    // SAFETY: the current task.
-    let Some(mut s) = (unsafe { TaskStack::of(current()) }) else {
+    let cur = Current::get();
+    let Some(mut s) = TaskStack::of_current(&cur) else {
         return bad_return(None);
     };
     // The callbacks of the ops the frame names that are still registered;
@@ -254,11 +246,13 @@ pub unsafe extern "C" fn ftrace_return_to_handler(fregs: *mut bindings::ftrace_r
         if g.is_null() {
             return;
         }
-        // SAFETY: a listed graph ops is valid (see the entry); its return
-        // callback is not changed while it is registered.
-        let Some(f) = (unsafe { (*g).retfunc }) else {
+        // SAFETY: a listed graph ops is valid: its unregistration waits,
+        // as C's does, for every CPU to schedule (rude RCU-tasks) before
+        // its owner may free it.
+        let g = unsafe { GopsRef::from_raw(g) };
+        if !g.has_ret() {
             return;
-        };
+        }
         let t = trace.get_or_insert_with(|| bindings::ftrace_graph_ret {
             func: r.frame.func as c_ulong,
             // SAFETY: on x86_64 `struct ftrace_regs` is a `struct pt_regs`;
@@ -269,8 +263,7 @@ pub unsafe extern "C" fn ftrace_return_to_handler(fregs: *mut bindings::ftrace_r
             calltime: r.frame.calltime,
             rettime,
         });
-        // SAFETY: the callback's contract.
-        unsafe { f(t, g) };
+        g.call_ret(t);
     });
     match left {
         Ok(r) => r.frame.ret as c_ulong,
@@ -291,16 +284,12 @@ unsafe extern "C" fn fgraph_pid_func(
     gops: *mut Gops,
 ) -> c_int {
     // SAFETY: called from the entry path, preemption off, with a live
-    // graph ops whose `private` is null or its trace array.
-    unsafe {
-        if !traces_current(TraceArray::from_raw((*gops).ops.private)) {
-            return 0;
-        }
-        match (*gops).saved_func {
-            Some(f) => f(trace, gops),
-            None => 0,
-        }
+    // graph ops and its entry record.
+    let (g, trace) = unsafe { (GopsRef::from_raw(gops), &mut *trace) };
+    if !traces_current(g.trace_array()) {
+        return 0;
     }
+    c_int::from(g.call_entry(g.saved(), trace))
 }
 
 // --- what callbacks and unwinders ask --------------------------------------
@@ -313,8 +302,8 @@ pub extern "C" fn fgraph_reserve_data(idx: c_int, size_bytes: c_int) -> *mut c_v
     let (Ok(idx), Ok(size)) = (usize::try_from(idx), usize::try_from(size_bytes)) else {
         return ptr::null_mut();
     };
-    // SAFETY: the current task.
-    let Some(mut s) = (unsafe { TaskStack::of(current()) }) else {
+    let cur = Current::get();
+    let Some(mut s) = TaskStack::of_current(&cur) else {
         return ptr::null_mut();
     };
     match s.reserve(idx, size) {
@@ -334,8 +323,8 @@ pub unsafe extern "C" fn fgraph_retrieve_data(idx: c_int, size_bytes: *mut c_int
     let Ok(idx) = usize::try_from(idx) else {
         return ptr::null_mut();
     };
-    // SAFETY: the current task.
-    let Some(s) = (unsafe { TaskStack::of(current()) }) else {
+    let cur = Current::get();
+    let Some(s) = TaskStack::of_current(&cur) else {
         return ptr::null_mut();
     };
     let Some((first, n)) = s.retrieve(idx) else {
@@ -360,11 +349,13 @@ static SPARE_TASK_VAR: AtomicU64 = AtomicU64::new(0);
 /// `gops` is a registered graph ops.
 #[no_mangle]
 pub unsafe extern "C" fn fgraph_get_task_var(gops: *mut Gops) -> *mut c_ulong {
-    // SAFETY: per the function's contract; registration gave it an
-    // index below `OPS_SLOTS` (the mask keeps any other value in range).
-    let idx = unsafe { (*gops).idx } as usize & (OPS_SLOTS - 1);
-    // SAFETY: the current task.
-    let stack = unsafe { TaskStack::of(current()) };
+    // SAFETY: per the function's contract.
+    let g = unsafe { GopsRef::from_raw(gops) };
+    // Registration gave it an index below `OPS_SLOTS` (the mask keeps any
+    // other value in range).
+    let idx = g.idx() as usize & (OPS_SLOTS - 1);
+    let cur = Current::get();
+    let stack = TaskStack::of_current(&cur);
     match (stack, Shadow::task_var_offset(idx)) {
         (Some(s), Some(at)) => s.mem().word_ptr(at).cast(),
         _ => SPARE_TASK_VAR.as_ptr().cast(),
@@ -383,7 +374,9 @@ pub unsafe extern "C" fn ftrace_graph_get_ret_stack(
     idx: c_int,
 ) -> *mut bindings::ftrace_ret_stack {
     // SAFETY: per the function's contract.
-    let Some(s) = (unsafe { TaskStack::of(task) }) else {
+    let t = unsafe { TaskRef::from_raw(task) };
+    let p = PreemptOff::new();
+    let Some(s) = TaskStack::of(t, p.token()) else {
         return ptr::null_mut();
     };
     let depth = usize::try_from(idx).unwrap_or(0);
@@ -413,20 +406,16 @@ pub unsafe extern "C" fn ftrace_graph_ret_addr(
     }
     // Preemption off: a stack given back is freed only after the RCU
     // grace period that waits for this.
-    // SAFETY: paired below.
-    unsafe { bindings::ftrace_preempt_disable_notrace() };
+    let p = PreemptOff::new();
     // SAFETY: per the function's contract.
-    let (stack, from) = unsafe { (TaskStack::of(task), *idx) };
+    let (t, from) = unsafe { (TaskRef::from_raw(task), &mut *idx) };
     let mut real = ret;
-    if let (Some(s), Ok(mut at)) = (stack, usize::try_from(from)) {
+    if let (Some(s), Ok(mut at)) = (TaskStack::of(t, p.token()), usize::try_from(*from)) {
         real = s.ret_addr(Some(&mut at), ret as u64, retp as u64, handler) as c_ulong;
         if let Ok(at) = c_int::try_from(at) {
-            // SAFETY: per the function's contract.
-            unsafe { *idx = at };
+            *from = at;
         }
     }
-    // SAFETY: paired with the disable above.
-    unsafe { bindings::ftrace_preempt_enable_notrace() };
     real
 }
 
@@ -471,16 +460,22 @@ unsafe extern "C" fn sched_switch_probe(
         return;
     }
     let ts = now();
-    // SAFETY: the scheduler's tasks, alive during the switch.
-    unsafe {
-        field::timestamp(prev).store(ts, Ordering::Relaxed);
-        let then = field::timestamp(next).load(Ordering::Relaxed);
-        if then == 0 {
-            return;
-        }
-        if let Some(mut s) = TaskStack::of(next) {
-            s.add_calltime(ts.wrapping_sub(then));
-        }
+    // SAFETY: the scheduler's tasks, alive during the switch, which runs
+    // with preemption off.
+    let (prev, next, np) = unsafe {
+        (
+            TaskRef::from_raw(prev),
+            TaskRef::from_raw(next),
+            NoPreempt::assume(),
+        )
+    };
+    prev.timestamp().store(ts, Ordering::Relaxed);
+    let then = next.timestamp().load(Ordering::Relaxed);
+    if then == 0 {
+        return;
+    }
+    if let Some(mut s) = TaskStack::of(next, np) {
+        s.add_calltime(ts.wrapping_sub(then));
     }
 }
 
@@ -489,13 +484,8 @@ fn sched_switch_tp() -> *mut bindings::tracepoint {
 }
 
 /// First graph ops: stacks for all and the sleep-time probe.
-///
-/// # Safety
-///
-/// `ftrace_lock` is held.
-unsafe fn start_graph(st: &mut State) -> Result {
-    // SAFETY: per the function's contract.
-    unsafe { give_stacks() }?;
+fn start_graph(held: &Held, st: &mut State) -> Result {
+    give_stacks(held)?;
     // SAFETY: the probe matches the tracepoint's prototype.
     let r = unsafe {
         tracepoint_probe_register(
@@ -512,12 +502,8 @@ unsafe fn start_graph(st: &mut State) -> Result {
     Ok(())
 }
 
-/// Last graph ops gone: the probe off, stacks back.
-///
-/// # Safety
-///
-/// `ftrace_lock` is held; no graph ops is registered.
-unsafe fn stop_graph(st: &mut State) {
+/// Last graph ops gone (none is registered): the probe off, stacks back.
+fn stop_graph(held: &Held, st: &mut State) {
     if st.probe {
         // SAFETY: registered by `start_graph()`.
         unsafe {
@@ -532,22 +518,12 @@ unsafe fn stop_graph(st: &mut State) {
     // Entries in flight read `LIVE` as non-zero with preemption off, some
     // where RCU does not watch (the rude grace period waits for every CPU
     // to schedule, which ends those too).
-    // SAFETY: may sleep, under a mutex.
-    unsafe {
-        bindings::synchronize_rcu_tasks_rude();
-        bindings::synchronize_rcu();
-    }
-    // SAFETY: per the function's contract.
-    unsafe { take_stacks() };
+    crate::sys::synchronize_rcu_tasks_rude();
+    crate::sys::synchronize_rcu();
+    take_stacks(held);
 }
 
 // --- registration --------------------------------------------------------
-
-fn gops_of(op: *mut Ops) -> *mut Gops {
-    op.cast::<u8>()
-        .wrapping_sub(core::mem::offset_of!(Gops, ops))
-        .cast()
-}
 
 /// Registers a graph ops: its callbacks run at the entry and return of
 /// the functions its filter selects.
@@ -557,8 +533,14 @@ fn gops_of(op: *mut Ops) -> *mut Gops {
 /// `gops` is valid and not registered; it stays valid until unregistered.
 #[no_mangle]
 pub unsafe extern "C" fn register_ftrace_graph(gops: *mut Gops) -> c_int {
-    let mut g = CoreGuard::lock();
-    let st = STATE.access(&mut g);
+    // SAFETY: per the function's contract.
+    let g = unsafe { GopsRef::from_raw(gops) };
+    let guard = CoreGuard::lock();
+    let held = guard.held();
+    let mut st = match STATE.borrow(held) {
+        Ok(st) => st,
+        Err(e) => return e.to_errno(),
+    };
     if !st.cpuhp {
         // SAFETY: registers a callback that matches.
         let r = unsafe {
@@ -586,39 +568,32 @@ pub unsafe extern "C" fn register_ftrace_graph(gops: *mut Gops) -> c_int {
     }
     let active = ftrace_graph_active.load(Ordering::Relaxed) + 1;
     ftrace_graph_active.store(active, Ordering::Relaxed);
-    // SAFETY: per the function's contract.
-    let r = unsafe {
-        (*gops).idx = i as c_int;
-        (*gops).saved_func = (*gops).entryfunc;
-        if crate::pidstate::ftrace_pids_enabled(ptr::addr_of_mut!((*gops).ops)) {
-            (*gops).entryfunc = Some(fgraph_pid_func);
-        }
-        let mut r = Ok(());
-        if active == 1 {
-            r = start_graph(st);
-        } else {
-            zero_task_vars(i);
-        }
-        if r.is_ok() {
-            r = crate::subops::startup_subops(GRAPH_OPS.get(), ptr::addr_of_mut!((*gops).ops));
-        }
-        r
-    };
+    g.set_idx(held, i as c_int);
+    g.set_saved(g.entry());
+    let sub = g.ops();
+    if crate::pidstate::pids_enabled(sub) {
+        g.set_entry(Some(fgraph_pid_func));
+    }
+    let mut r = Ok(());
+    if active == 1 {
+        r = start_graph(held, &mut st);
+    } else {
+        zero_task_vars(held, i);
+    }
     if r.is_ok() {
-        ARRAY[i].store(gops, Ordering::Release);
+        r = crate::subops::startup_subops(held, OpsRef::of_static(&GRAPH_OPS), sub);
+    }
+    if r.is_ok() {
+        ARRAY[i].store(g.as_ptr(), Ordering::Release);
         LIVE.fetch_or(1 << i, Ordering::Release);
         return 0;
     }
     ftrace_graph_active.store(active - 1, Ordering::Relaxed);
-    // SAFETY: per the function's contract.
-    unsafe {
-        (*gops).entryfunc = (*gops).saved_func;
-        (*gops).saved_func = None;
-    }
+    g.set_entry(g.saved());
+    g.set_saved(None);
     st.slots.release(i);
     if active == 1 {
-        // SAFETY: `ftrace_lock` is held, nothing registered.
-        unsafe { stop_graph(st) };
+        stop_graph(held, &mut st);
     }
     to_errno(r)
 }
@@ -630,11 +605,14 @@ pub unsafe extern "C" fn register_ftrace_graph(gops: *mut Gops) -> c_int {
 /// `gops` is valid.
 #[no_mangle]
 pub unsafe extern "C" fn unregister_ftrace_graph(gops: *mut Gops) {
-    let mut g = CoreGuard::lock();
-    let st = STATE.access(&mut g);
     // SAFETY: per the function's contract.
-    let idx = unsafe { (*gops).idx };
-    let listed = usize::try_from(idx)
+    let g = unsafe { GopsRef::from_raw(gops) };
+    let guard = CoreGuard::lock();
+    let held = guard.held();
+    let Ok(mut st) = STATE.borrow(held) else {
+        return;
+    };
+    let listed = usize::try_from(g.idx())
         .ok()
         .filter(|&i| i < OPS_SLOTS && ARRAY[i].load(Ordering::Relaxed) == gops);
     if let Some(i) = listed {
@@ -643,23 +621,16 @@ pub unsafe extern "C" fn unregister_ftrace_graph(gops: *mut Gops) {
             ARRAY[i].store(ptr::null_mut(), Ordering::Release);
             let active = ftrace_graph_active.load(Ordering::Relaxed) - 1;
             ftrace_graph_active.store(active, Ordering::Relaxed);
-            // SAFETY: registered with this manager.
-            let _ = unsafe {
-                crate::subops::shutdown_subops(GRAPH_OPS.get(), ptr::addr_of_mut!((*gops).ops))
-            };
+            let _ = crate::subops::shutdown_subops(held, OpsRef::of_static(&GRAPH_OPS), g.ops());
             if active == 0 {
-                // SAFETY: `ftrace_lock` is held, nothing registered.
-                unsafe { stop_graph(st) };
+                stop_graph(held, &mut st);
             }
         }
     }
-    // SAFETY: per the function's contract.
-    unsafe {
-        if (*gops).saved_func.is_some() {
-            (*gops).entryfunc = (*gops).saved_func;
-        }
-        (*gops).saved_func = None;
+    if g.saved().is_some() {
+        g.set_entry(g.saved());
     }
+    g.set_saved(None);
 }
 
 /// Sets up the ops inside a graph ops of a trace array: it shares the
@@ -682,37 +653,39 @@ pub unsafe extern "C" fn fgraph_init_ops(dst: *mut Ops, src: *mut Ops) {
             "fgraph_regex_lock"
         );
         ops::list_init(ptr::addr_of_mut!((*dst).subop_list));
-        crate::view::set(dst, bindings::FTRACE_OPS_FL_INITIALIZED as c_ulong);
+        OpsRef::from_raw(dst).set(bindings::FTRACE_OPS_FL_INITIALIZED as c_ulong);
         (*dst).private = (*src).private;
     }
 }
 
 /// The pid lists changed: points each pid-aware graph ops at the pid
 /// filter or back at its own entry callback.
+pub(crate) fn update_pid_funcs(held: &Held) {
+    let m = OpsRef::of_static(&GRAPH_OPS);
+    if !m.has(bindings::FTRACE_OPS_FL_INITIALIZED as c_ulong) {
+        return;
+    }
+    for op in m.subops(held) {
+        if !op.has(bindings::FTRACE_OPS_FL_PID as c_ulong) {
+            continue;
+        }
+        let g = GopsRef::of_ops(op);
+        g.set_entry(if crate::pidstate::pids_enabled(op) {
+            Some(fgraph_pid_func)
+        } else {
+            g.saved()
+        });
+    }
+}
+
+/// [`update_pid_funcs`] for C.
 ///
 /// # Safety
 ///
 /// `ftrace_lock` is held.
 #[no_mangle]
 pub unsafe extern "C" fn fgraph_update_pid_func() {
-    let m = GRAPH_OPS.get();
-    // SAFETY: `ftrace_lock` is held; listed sub-ops are graph ops.
-    unsafe {
-        if !crate::view::has(m, bindings::FTRACE_OPS_FL_INITIALIZED as c_ulong) {
-            return;
-        }
-        for op in crate::subops::subops(m) {
-            if !crate::view::has(op, bindings::FTRACE_OPS_FL_PID as c_ulong) {
-                continue;
-            }
-            let g = gops_of(op);
-            let f: bindings::trace_func_graph_ent_t = if crate::pidstate::ftrace_pids_enabled(op) {
-                Some(fgraph_pid_func)
-            } else {
-                (*g).saved_func
-            };
-            // Registered: the entry path reads it meanwhile.
-            crate::view::set_graph_entry(g, f);
-        }
-    }
+    // SAFETY: per the function's contract.
+    let g = unsafe { CoreGuard::assume() };
+    update_pid_funcs(g.held());
 }

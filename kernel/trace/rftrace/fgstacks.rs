@@ -6,8 +6,8 @@
 
 use crate::logic::fgraph::SHADOW_STACK_SIZE;
 use crate::shadow::TaskStack;
-use crate::sys::{CGlobal, Guard};
-use crate::task::{self as field, Task};
+use crate::sys::{CMutex, Held, InRcu, PreemptOff};
+use crate::task::{Task, TaskRef};
 use core::ptr;
 use core::sync::atomic::{AtomicI32, Ordering};
 use kernel::bindings;
@@ -34,20 +34,57 @@ fn alloc_stack() -> *mut u64 {
     unsafe { bindings::__kmalloc_noprof(SHADOW_STACK_SIZE, bindings::GFP_KERNEL) }.cast()
 }
 
+/// Frees a stack taken out of its task that nobody can read any more.
+///
+/// # Safety
+///
+/// `p` is null or a stack from [`alloc_stack`] that no task holds and no
+/// reader can still see.
+unsafe fn free_stack(p: *mut u64) {
+    // SAFETY: per the function's contract.
+    unsafe { bindings::kfree(p.cast()) };
+}
+
 /// Gives `t` the empty stack `p`.
 ///
 /// # Safety
 ///
-/// `t` is a live task without a stack; `p` is an unused stack.
-unsafe fn give_stack(t: Task, p: *mut u64) {
+/// `t` has no stack; `p` is an unused stack from [`alloc_stack`].
+unsafe fn give_stack(t: TaskRef<'_>, p: *mut u64) {
     // SAFETY: per the function's contract.
     unsafe { TaskStack::unpublished(t, p) }.reset();
-    // SAFETY: per the function's contract.
-    unsafe {
-        field::timestamp(t).store(0, Ordering::Relaxed);
-        // Release: the fields above before the stack.
-        field::stack(t).store(p, Ordering::Release);
+    t.timestamp().store(0, Ordering::Relaxed);
+    // Release: the fields above before the stack.
+    t.stack().store(p, Ordering::Release);
+}
+
+/// Calls `f` on every thread, in an RCU read-side section, until it
+/// returns false.
+fn for_each_thread<F: FnMut(TaskRef<'_>, &InRcu) -> bool>(mut f: F) {
+    /// # Safety
+    ///
+    /// Called by `rftrace_walk_threads()`, in an RCU read-side section,
+    /// with a live task and the `arg` given below.
+    unsafe extern "C" fn thunk<F: FnMut(TaskRef<'_>, &InRcu) -> bool>(
+        t: Task,
+        arg: *mut c_void,
+    ) -> bool {
+        // SAFETY: `arg` is the caller's `F`, alive and not otherwise used
+        // during the walk; `t` is a live task, the walk is under RCU.
+        unsafe { (*arg.cast::<F>())(TaskRef::from_raw(t), InRcu::assume()) }
     }
+    // SAFETY: the callback matches the helper's prototype; `f` outlives
+    // the walk.
+    unsafe { rftrace_walk_threads(thunk::<F>, ptr::addr_of_mut!(f).cast()) };
+}
+
+/// The idle task of `cpu` (online or coming online), which exists for
+/// good.
+fn idle_task(cpu: c_int) -> Option<TaskRef<'static>> {
+    // SAFETY: reads the runqueue's idle task pointer of a CPU.
+    let t = unsafe { rftrace_idle_task(cpu) };
+    // SAFETY: an idle task is never freed.
+    (!t.is_null()).then(|| unsafe { TaskRef::from_raw(t) })
 }
 
 /// A new task: it does not share its parent's stack, and gets its own
@@ -59,11 +96,10 @@ unsafe fn give_stack(t: Task, p: *mut u64) {
 #[no_mangle]
 pub unsafe extern "C" fn ftrace_graph_init_task(t: Task) {
     // SAFETY: per the function's contract.
-    unsafe {
-        field::stack(t).store(ptr::null_mut(), Ordering::Relaxed);
-        field::top(t).store(0, Ordering::Relaxed);
-        field::depth(t).store(-1, Ordering::Relaxed);
-    }
+    let t = unsafe { TaskRef::from_raw(t) };
+    t.stack().store(ptr::null_mut(), Ordering::Relaxed);
+    t.top().store(0, Ordering::Relaxed);
+    t.depth().store(-1, Ordering::Relaxed);
     if ftrace_graph_active.load(Ordering::Relaxed) != 0 {
         let p = alloc_stack();
         if !p.is_null() {
@@ -81,20 +117,22 @@ pub unsafe extern "C" fn ftrace_graph_init_task(t: Task) {
 #[no_mangle]
 pub unsafe extern "C" fn ftrace_graph_init_idle_task(t: Task, _cpu: c_int) {
     // SAFETY: per the function's contract.
-    unsafe {
-        field::top(t).store(0, Ordering::Relaxed);
-        field::depth(t).store(-1, Ordering::Relaxed);
-    }
+    init_idle(unsafe { TaskRef::from_raw(t) });
+}
+
+fn init_idle(t: TaskRef<'_>) {
+    t.top().store(0, Ordering::Relaxed);
+    t.depth().store(-1, Ordering::Relaxed);
     if ftrace_graph_active.load(Ordering::Relaxed) == 0 {
         return;
     }
-    // SAFETY: as above.
-    let mut p = unsafe { field::stack(t) }.swap(ptr::null_mut(), Ordering::Relaxed);
+    let mut p = t.stack().swap(ptr::null_mut(), Ordering::Relaxed);
     if p.is_null() {
         p = alloc_stack();
     }
     if !p.is_null() {
-        // SAFETY: the stack is out of the task and reset.
+        // SAFETY: the stack is out of the task and is reset; the idle
+        // task does not run traced code while it is initialised.
         unsafe { give_stack(t, p) };
     }
 }
@@ -107,51 +145,21 @@ pub unsafe extern "C" fn ftrace_graph_init_idle_task(t: Task, _cpu: c_int) {
 #[no_mangle]
 pub unsafe extern "C" fn ftrace_graph_exit_task(t: Task) {
     // SAFETY: per the function's contract.
-    let p = unsafe { field::stack(t) }.swap(ptr::null_mut(), Ordering::AcqRel);
-    if !p.is_null() {
-        // SAFETY: the task's own allocation, taken out of it.
-        unsafe { bindings::kfree(p.cast()) };
-    }
+    let t = unsafe { TaskRef::from_raw(t) };
+    let p = t.stack().swap(ptr::null_mut(), Ordering::AcqRel);
+    // SAFETY: the task's own allocation, taken out of it; nobody runs or
+    // unwinds the task any more.
+    unsafe { free_stack(p) };
 }
 
 const POOL: usize = 32;
 
-struct Pool {
-    stacks: [*mut u64; POOL],
-    used: usize,
-    short: bool,
-}
-
-/// Gives `t` a stack from the pool `arg`, if it has none.
-///
-/// # Safety
-///
-/// Called by `rftrace_walk_threads()`, under RCU, with a live task
-/// and the `arg` its caller passed.
-unsafe extern "C" fn give_from_pool(t: Task, arg: *mut c_void) -> bool {
-    // SAFETY: `arg` is the caller's pool; `t` is alive under RCU.
-    unsafe {
-        let pool = &mut *arg.cast::<Pool>();
-        if !field::stack(t).load(Ordering::Relaxed).is_null() {
-            return true;
-        }
-        let Some(&p) = pool.stacks.get(pool.used) else {
-            pool.short = true;
-            return false;
-        };
-        pool.used += 1;
-        give_stack(t, p);
-    }
-    true
-}
-
 fn online_cpus() -> impl Iterator<Item = c_int> {
     let mut cpu: c_int = -1;
     core::iter::from_fn(move || {
-        // SAFETY: reads the online mask.
-        let next = unsafe { rftrace_next_online_cpu(cpu) };
-        // SAFETY: reads a boot-time constant.
-        if next < 0 || next as c_uint >= unsafe { bindings::nr_cpu_ids } {
+        // SAFETY: reads the online mask and a boot-time constant.
+        let (next, max) = unsafe { (rftrace_next_online_cpu(cpu), bindings::nr_cpu_ids) };
+        if next < 0 || next as c_uint >= max {
             return None;
         }
         cpu = next;
@@ -159,39 +167,43 @@ fn online_cpus() -> impl Iterator<Item = c_int> {
     })
 }
 
-/// Gives every task a stack.
-///
-/// # Safety
-///
-/// `ftrace_lock` is held; `ftrace_graph_active` is not 0.
-pub(crate) unsafe fn give_stacks() -> Result {
+/// Gives every task a stack (`ftrace_lock` is held; `ftrace_graph_active`
+/// is not 0).
+pub(crate) fn give_stacks(_held: &Held) -> Result {
     for cpu in online_cpus() {
-        // SAFETY: an online CPU.
-        unsafe { give_idle_stack(cpu) };
+        give_idle_stack(cpu);
     }
     loop {
-        let mut pool = Pool {
-            stacks: [ptr::null_mut(); POOL],
-            used: 0,
-            short: false,
-        };
+        let mut stacks = [ptr::null_mut(); POOL];
         let mut oom = false;
-        for s in pool.stacks.iter_mut() {
+        for s in stacks.iter_mut() {
             *s = alloc_stack();
             oom |= s.is_null();
         }
+        let (mut used, mut short) = (0, false);
         if !oom {
-            // SAFETY: the callback matches; `pool` outlives the walk.
-            unsafe { rftrace_walk_threads(give_from_pool, ptr::addr_of_mut!(pool).cast()) };
+            for_each_thread(|t, _| {
+                if !t.stack().load(Ordering::Relaxed).is_null() {
+                    return true;
+                }
+                let Some(&p) = stacks.get(used) else {
+                    short = true;
+                    return false;
+                };
+                used += 1;
+                // SAFETY: a task without a stack, a fresh one.
+                unsafe { give_stack(t, p) };
+                true
+            });
         }
-        for s in pool.stacks.iter().skip(pool.used) {
-            // SAFETY: unused allocations (kfree(NULL) is fine).
-            unsafe { bindings::kfree(s.cast()) };
+        for &s in stacks.iter().skip(used) {
+            // SAFETY: unused allocations (or null).
+            unsafe { free_stack(s) };
         }
         if oom {
             return Err(ENOMEM);
         }
-        if !pool.short {
+        if !short {
             return Ok(());
         }
     }
@@ -201,70 +213,21 @@ pub(crate) unsafe fn give_stacks() -> Result {
 /// be allocated: each pass then costs one grace period.
 const REAP: usize = 64;
 
-/// The stacks one pass takes back, into `buf[..n]`.
-struct Reap<'a> {
-    buf: &'a mut [*mut u64],
-    n: usize,
-    full: bool,
-}
-
-/// Counts the tasks (`arg` points at a `usize`).
-///
-/// # Safety
-///
-/// Called by `rftrace_walk_threads()` with the `arg` its caller passed.
-unsafe extern "C" fn count_task(_t: Task, arg: *mut c_void) -> bool {
-    // SAFETY: `arg` is the caller's counter.
-    unsafe { *arg.cast::<usize>() += 1 };
-    true
-}
-
-/// Takes `t`'s stack into the list `arg`, unless `t` is inside a traced
-/// function.
-///
-/// # Safety
-///
-/// Called by `rftrace_walk_threads()`, under RCU, with a live task
-/// and the `arg` its caller passed.
-unsafe extern "C" fn take_idle_stack(t: Task, arg: *mut c_void) -> bool {
-    // SAFETY: `arg` is the caller's list; `t` is alive under RCU.
-    unsafe {
-        let r = &mut *arg.cast::<Reap<'_>>();
-        let stack = field::stack(t);
-        if stack.load(Ordering::Relaxed).is_null() || field::top(t).load(Ordering::Relaxed) != 0 {
-            // None, or still inside a traced function: it needs it to return.
-            return true;
-        }
-        let Some(slot) = r.buf.get_mut(r.n) else {
-            r.full = true;
-            return false;
-        };
-        // The exit path may take it at the same time: one of us gets it.
-        let p = stack.swap(ptr::null_mut(), Ordering::AcqRel);
-        if !p.is_null() {
-            *slot = p;
-            r.n += 1;
-        }
-    }
-    true
-}
-
 /// Takes their stacks back from the tasks not inside a traced function,
 /// and frees them after one wait for every reader: normally one pass over
 /// the tasks and one wait, whatever their number; a pass per [`REAP`]
 /// stacks only when the list for all of them cannot be allocated.
-///
-/// # Safety
-///
-/// `ftrace_lock` is held; no graph ops is registered and no CPU is in
-/// the entry path any more.
-pub(crate) unsafe fn take_stacks() {
+/// `ftrace_lock` is held; no graph ops is registered and no CPU is in the
+/// entry path any more.
+pub(crate) fn take_stacks(_held: &Held) {
     let mut tasks = 0usize;
-    // SAFETY: the callback matches; `tasks` outlives the walk.
-    unsafe { rftrace_walk_threads(count_task, ptr::addr_of_mut!(tasks).cast()) };
+    for_each_thread(|_, _| {
+        tasks = tasks.wrapping_add(1);
+        true
+    });
     // Room for the tasks forked since the count too; a pass that runs out
     // of room is followed by another.
-    let want = tasks + tasks / 8 + REAP;
+    let want = tasks.saturating_add(tasks / 8).saturating_add(REAP);
     let mut list = KVVec::<*mut u64>::new();
     let whole = list.extend_with(want, ptr::null_mut(), GFP_KERNEL).is_ok();
     let mut fallback = [ptr::null_mut(); REAP];
@@ -274,25 +237,36 @@ pub(crate) unsafe fn take_stacks() {
         &mut fallback
     };
     loop {
-        let mut r = Reap {
-            buf: &mut *buf,
-            n: 0,
-            full: false,
-        };
-        // SAFETY: the callback matches; `r` outlives the walk.
-        unsafe { rftrace_walk_threads(take_idle_stack, ptr::addr_of_mut!(r).cast()) };
-        let (n, full) = (r.n, r.full);
+        let (mut n, mut full) = (0, false);
+        for_each_thread(|t, _| {
+            let stack = t.stack();
+            if stack.load(Ordering::Relaxed).is_null() || t.top().load(Ordering::Relaxed) != 0 {
+                // None, or still inside a traced function: it needs it to
+                // return.
+                return true;
+            }
+            let Some(slot) = buf.get_mut(n) else {
+                full = true;
+                return false;
+            };
+            // The exit path may take it at the same time: one of us gets it.
+            let p = stack.swap(ptr::null_mut(), Ordering::AcqRel);
+            if !p.is_null() {
+                *slot = p;
+                n = n.wrapping_add(1);
+            }
+            true
+        });
         if n == 0 {
             return;
         }
         // No CPU is in the entry path (the caller waited for that): who
         // may still read a stack just taken is the unwinder of another
         // task, under RCU with preemption off.
-        // SAFETY: may sleep; `ftrace_lock` is a mutex.
-        unsafe { bindings::synchronize_rcu() };
-        for p in buf.iter().take(n) {
+        crate::sys::synchronize_rcu();
+        for &p in buf.iter().take(n) {
             // SAFETY: taken out of their tasks, no reader left.
-            unsafe { bindings::kfree(p.cast()) };
+            unsafe { free_stack(p) };
         }
         if !full {
             return;
@@ -300,41 +274,23 @@ pub(crate) unsafe fn take_stacks() {
     }
 }
 
-/// Zeroes `t`'s task variable of index `arg`.
-///
-/// # Safety
-///
-/// Called by `rftrace_walk_threads()`, under RCU, with a live task
-/// and the `arg` its caller passed.
-unsafe extern "C" fn zero_task_var(t: Task, arg: *mut c_void) -> bool {
-    let idx = arg as usize;
-    // SAFETY: `t` is alive under RCU, whose grace period a stack's free
-    // waits for; only the variable of an index no callback uses yet is
-    // written.
-    let s = unsafe { TaskStack::of(t) };
-    if let Some(mut s) = s {
-        s.init_task_var(idx);
-    }
-    true
-}
-
-/// Zeroes every task's variable of index `idx`.
-///
-/// # Safety
-///
-/// `ftrace_lock` is held; `idx` is being registered.
-pub(crate) unsafe fn zero_task_vars(idx: usize) {
+/// Zeroes every task's variable of index `idx`, which is being registered
+/// (`ftrace_lock` is held): no callback uses it yet.
+pub(crate) fn zero_task_vars(_held: &Held, idx: usize) {
     for cpu in online_cpus() {
-        // SAFETY: the idle task of an online CPU.
-        unsafe {
-            let idle = rftrace_idle_task(cpu);
-            if !idle.is_null() {
-                zero_task_var(idle, idx as *mut c_void);
+        if let Some(idle) = idle_task(cpu) {
+            let p = PreemptOff::new();
+            if let Some(mut s) = TaskStack::of(idle, p.token()) {
+                s.init_task_var(idx);
             }
         }
     }
-    // SAFETY: the callback matches.
-    unsafe { rftrace_walk_threads(zero_task_var, idx as *mut c_void) };
+    for_each_thread(|t, rcu| {
+        if let Some(mut s) = TaskStack::of(t, rcu) {
+            s.init_task_var(idx);
+        }
+        true
+    });
 }
 
 /// CPU hotplug: a CPU coming online gets a stack for its idle task.
@@ -343,8 +299,7 @@ pub(crate) unsafe fn zero_task_vars(idx: usize) {
 ///
 /// Called by the CPU hotplug core for that CPU.
 pub(crate) unsafe extern "C" fn cpu_online(cpu: c_uint) -> c_int {
-    // SAFETY: a CPU coming online.
-    unsafe { give_idle_stack(cpu as c_int) };
+    give_idle_stack(cpu as c_int);
     0
 }
 
@@ -355,32 +310,21 @@ pub(crate) unsafe extern "C" fn cpu_online(cpu: c_uint) -> c_int {
 /// registration does it with `ftrace_lock`. Without this lock both could
 /// find the idle task without a stack and both give one: the second
 /// would reset the first while the idle task already runs on it.
-static IDLE_LOCK: CGlobal<bindings::mutex> = CGlobal::new(
-    // SAFETY: all-zero, then initialised by `init_locks()` at boot.
-    unsafe { core::mem::zeroed() },
-);
+static IDLE_LOCK: CMutex = CMutex::new();
 
-/// # Safety
-///
-/// Early boot, once.
-pub(crate) unsafe fn init_locks() {
-    // SAFETY: per the function's contract.
-    unsafe { crate::sys::mutex_init!(IDLE_LOCK.get(), "ftrace_graph_idle_lock") };
+/// Initialises the lock of the idle tasks' stacks (boot).
+pub(crate) fn init_locks() {
+    crate::sys::cmutex_init!(IDLE_LOCK, "ftrace_graph_idle_lock");
 }
 
-/// Gives the idle task of `cpu` a stack if it has none.
-///
-/// # Safety
-///
-/// `cpu` is online or coming online.
-unsafe fn give_idle_stack(cpu: c_int) {
-    let _i = Guard::of(IDLE_LOCK.get());
-    // SAFETY: the idle task of such a CPU exists for good; `IDLE_LOCK`
-    // makes the test and the gift one step.
-    unsafe {
-        let idle = rftrace_idle_task(cpu);
-        if !idle.is_null() && field::stack(idle).load(Ordering::Relaxed).is_null() {
-            ftrace_graph_init_idle_task(idle, cpu);
+/// Gives the idle task of `cpu` (online or coming online) a stack if it
+/// has none.
+fn give_idle_stack(cpu: c_int) {
+    let _i = IDLE_LOCK.lock();
+    // `IDLE_LOCK` makes the test and the gift one step.
+    if let Some(idle) = idle_task(cpu) {
+        if idle.stack().load(Ordering::Relaxed).is_null() {
+            init_idle(idle);
         }
     }
 }

@@ -30,8 +30,7 @@ fn render(kind: Kind, o: &mut Out) {
         return;
     }
     for c in table::all() {
-        // SAFETY: `ftrace_lock` is held.
-        let s = unsafe { c.read() };
+        let s = c.read(g.held());
         match kind {
             Kind::Enabled if !s.has(sf::ENABLED) => continue,
             Kind::Touched if !s.has(sf::TOUCHED) => continue,
@@ -57,6 +56,9 @@ fn render(kind: Kind, o: &mut Out) {
             } else if s.has(sf::ENABLED) {
                 o.bytes(b" ->");
                 o.sym(ops::arch_ftrace_ops_list_func as *const () as u64, true);
+            }
+            if s.has(sf::DIRECT) {
+                ops::describe_direct(g.held(), o, s.ip);
             }
         }
         o.bytes(b"\n");

@@ -5,11 +5,11 @@
 //! with the C core's semantics (Documentation/design/filter-files.md).
 //! The files that edit filters are in `filterfile` and `graphfile`.
 
-use crate::hash::{self, FnSet, FtraceHash};
+use crate::hash::{FnSet, UNLINK_MAX};
 use crate::logic::glob::{Kind, Pattern};
 use crate::logic::sites::flags as sf;
-use crate::ops::{self, Ops};
-use crate::sys::{dead, global_ops, to_errno, CoreGuard, Guard, Held};
+use crate::ops::{self, Ops, OpsRef};
+use crate::sys::{dead, global_ops, to_errno, CoreGuard, Held};
 use crate::{table, tracefs};
 use core::ptr;
 use kernel::bindings;
@@ -30,17 +30,13 @@ fn enter(h: &mut FnSet, ip: u64, clear: bool) -> Result {
 /// the sites whose function matches `func` (and `module`, when given).
 /// Returns whether any matched.
 pub(crate) fn match_records(h: &mut FnSet, func: &[u8], module: Option<&[u8]>) -> Result<bool> {
-    let _g = Guard::lock();
-    // SAFETY: `ftrace_lock` is held.
-    unsafe { match_records_locked(h, func, module) }
+    let g = CoreGuard::lock();
+    match_records_locked(g.held(), h, func, module)
 }
 
 /// [`match_records`] with `ftrace_lock` held.
-///
-/// # Safety
-///
-/// `ftrace_lock` is held.
-pub(crate) unsafe fn match_records_locked(
+pub(crate) fn match_records_locked(
+    held: &Held,
     h: &mut FnSet,
     func: &[u8],
     module: Option<&[u8]>,
@@ -61,8 +57,7 @@ pub(crate) unsafe fn match_records_locked(
     let mut found = false;
     let mut buf = [0u8; bindings::KSYM_NAME_LEN as usize];
     for c in table::all() {
-        // SAFETY: `ftrace_lock` is held.
-        let s = unsafe { c.read() };
+        let s = c.read(held);
         if s.has(sf::DISABLED) {
             continue;
         }
@@ -94,132 +89,113 @@ pub(crate) unsafe fn match_records_locked(
 
 /// Publishes the private set `private` as the filter (or notrace) set of
 /// `ops` and re-plans the sites (`ftrace_hash_move_and_update_ops()`).
-///
-/// # Safety
-///
-/// `ftrace_lock` is held; `ops` is initialised.
-pub(crate) unsafe fn commit(ops: *mut Ops, notrace: bool, private: &FnSet) -> Result {
-    // SAFETY: per the function's contract.
-    unsafe {
-        let flags = crate::view::flags(ops);
-        if notrace && flags & ops::F_IPMODIFY != 0 {
+pub(crate) fn commit(held: &Held, ops: OpsRef<'_>, notrace: bool, private: &FnSet) -> Result {
+    let flags = ops.flags();
+    let ipmodify = flags & ops::F_IPMODIFY != 0;
+    if notrace && ipmodify {
+        return Err(EINVAL);
+    }
+    let new = private.for_commit()?;
+    if !notrace && ipmodify && flags & ops::F_ENABLED != 0 {
+        // An enabled IPMODIFY ops may not trace every function.
+        let Some(n) = new.as_ref() else {
             return Err(EINVAL);
-        }
-        let new = private.for_commit()?;
-        if !notrace && flags & ops::F_IPMODIFY != 0 && flags & ops::F_ENABLED != 0 {
-            if hash::is_empty(new) {
-                hash::free(new);
-                return Err(EINVAL);
-            }
-            if ops::ipmodify_conflict(ops, new) {
-                hash::free(new);
-                return Err(EBUSY);
-            }
-        }
-        let old = ops::set_hash(ops, notrace, new);
-        // Registered ops that use these sets (`global_ops`' may be shared).
-        let users = ops::list(Held::assume()).any(|o| o.func_hash() == (*ops).func_hash);
-        let r = match crate::subops::refresh_managers() {
-            // Nothing registered uses these sets: no site changes.
-            Ok(0) if !users => Ok(()),
-            Ok(managers) => {
-                // An enabled ops alone, with explicit filters before and
-                // after, changes only the sites of the two.
-                let both = !notrace
-                    && managers == 0
-                    && !hash::is_empty(old)
-                    && !hash::is_empty(new)
-                    && hash::is_empty(ops::sets(ops).1);
-                let scope: &[*const FtraceHash] = if both { &[old, new] } else { &[] };
-                // Fails only when a site did not hold what its record
-                // said, which killed tracing.
-                ops::update_scope(scope)
-            }
-            Err(e) => Err(e),
         };
-        hash::free_rcu(old);
-        r
+        if ops::ipmodify_conflict(held, ops, n.as_set()) {
+            return Err(EBUSY);
+        }
+    }
+    let old = ops.swap_set(held, notrace, new);
+    // Registered ops that use these sets (`global_ops`' may be shared).
+    let users = ops::list(held).any(|o| o.func_hash() == ops.func_hash());
+    match crate::subops::refresh_managers(held)? {
+        // Nothing registered uses these sets: no site changes.
+        0 if !users => Ok(()),
+        managers => {
+            // An enabled ops alone, with explicit filters before and
+            // after, changes only the sites of the two.
+            let (f, n) = ops.sets(held);
+            let both = !notrace
+                && managers == 0
+                && !old.as_set().is_empty()
+                && !f.is_empty()
+                && n.is_empty();
+            let scope = [old.as_set(), f];
+            // Fails only when a site did not hold what its record said,
+            // which killed tracing.
+            ops::update_scope(held, if both { &scope } else { &[] })
+        }
+    }
+}
+
+/// What a filter API call asks: a pattern, addresses to add or remove,
+/// whether to empty the set first, which set.
+struct Edit<'p> {
+    pattern: Option<&'p [u8]>,
+    ips: &'p [c_ulong],
+    remove: bool,
+    reset: bool,
+    notrace: bool,
+}
+
+impl<'p> Edit<'p> {
+    /// Matching `pattern` into the filter (or `notrace` set), emptied
+    /// first with `reset`.
+    fn pattern(pattern: Option<&'p [u8]>, reset: bool, notrace: bool) -> Self {
+        Edit {
+            pattern,
+            ips: &[],
+            remove: false,
+            reset,
+            notrace,
+        }
     }
 }
 
 /// `ftrace_set_hash()`: the common part of the filter APIs.
-///
-/// # Safety
-///
-/// `ops` is valid; `buf` is null or `len` bytes; `ips` null or `cnt`
-/// addresses.
-#[allow(clippy::too_many_arguments)]
-unsafe fn set_hash(
-    ops: *mut Ops,
-    buf: *const c_uchar,
-    len: c_int,
-    ips: *const c_ulong,
-    cnt: u32,
-    remove: bool,
-    reset: bool,
-    notrace: bool,
-) -> Result {
+fn set_hash(ops: OpsRef<'_>, e: Edit<'_>) -> Result {
     if dead() {
         return Err(ENODEV);
     }
+    let regex = ops.lock_regex();
+    if e.remove
+        && !e.reset
+        && !e.notrace
+        && e.pattern.is_none()
+        && (1..=UNLINK_MAX).contains(&e.ips.len())
     {
-        let _g = Guard::lock();
-        // SAFETY: per the function's contract; `ftrace_lock` held.
-        unsafe { ops::ops_init(ops) };
-    }
-    // SAFETY: initialised above.
-    let _r = Guard::of(unsafe { ptr::addr_of_mut!((*(*ops).func_hash).regex_lock) });
-    // SAFETY: the sets are stable under the regex lock for writers.
-    let (f, n) = unsafe { ops::sets(ops) };
-    let orig = if notrace { n } else { f };
-    let few = (1..=IN_PLACE_MAX).contains(&(cnt as usize));
-    if remove && !reset && !notrace && buf.is_null() && !ips.is_null() && few {
-        // SAFETY: per the function's contract; the regex lock is held.
-        if let Some(r) = unsafe { remove_in_place(ops, orig, ips, cnt as usize) } {
+        if let Some(r) = remove_in_place(ops, e.ips) {
             return r;
         }
     }
-    let mut h = if reset {
+    let mut h = if e.reset {
         FnSet::new()?
     } else {
-        // SAFETY: a published set, stable while we hold the regex lock.
-        unsafe { FnSet::copy_of(orig) }?
+        let (f, n) = regex.sets();
+        FnSet::copy_of(if e.notrace { n } else { f })?
     };
-    let mut edit = || {
-        if !buf.is_null() && len > 0 {
-            // SAFETY: per the function's contract.
-            let pat = unsafe { core::slice::from_raw_parts(buf, len as usize) };
-            let pat = pat.split(|&b| b == 0).next().unwrap_or(&[]);
-            if !match_records(&mut h, pat, None)? {
-                return Err(EINVAL);
-            }
+    if let Some(pat) = e.pattern.filter(|p| !p.is_empty()) {
+        let pat = pat.split(|&b| b == 0).next().unwrap_or(&[]);
+        if !match_records(&mut h, pat, None)? {
+            return Err(EINVAL);
         }
-        if !ips.is_null() {
-            for i in 0..cnt as usize {
-                // SAFETY: per the function's contract.
-                let ip = crate::table::ftrace_location(unsafe { *ips.add(i) }) as u64;
-                if ip == 0 {
-                    return Err(EINVAL);
-                }
-                if remove {
-                    if !h.remove(ip) {
-                        return Err(ENOENT);
-                    }
-                } else {
-                    h.add(ip)?;
-                }
-            }
+    }
+    for &ip in e.ips {
+        let ip = crate::table::ftrace_location(ip) as u64;
+        if ip == 0 {
+            return Err(EINVAL);
         }
-        let _g = Guard::lock();
-        // SAFETY: `ftrace_lock` held; `ops` initialised above.
-        unsafe { commit(ops, notrace, &h) }
-    };
+        if e.remove {
+            if !h.remove(ip) {
+                return Err(ENOENT);
+            }
+        } else {
+            h.add(ip)?;
+        }
+    }
     // `h` is freed when it goes: `commit` published a copy.
-    edit()
+    commit(CoreGuard::lock().held(), ops, e.notrace, &h)
 }
-
-/// The most addresses [`remove_in_place`] takes at once.
-const IN_PLACE_MAX: usize = 8;
 
 /// `ftrace_set_filter_ip()` and friends removing a few addresses: done in
 /// the published filter itself, so that it needs no memory. Callers take
@@ -230,53 +206,39 @@ const IN_PLACE_MAX: usize = 8;
 /// Kprobes with a post handler use an IPMODIFY ops, so those are done
 /// here too. `None` leaves the change to the copying path: a sub-ops, any
 /// ops when sub-ops are managed, and an enabled ops whose filter this
-/// empties (it then traces every function, a change of every site).
-///
-/// # Safety
-///
-/// `ops` is initialised and its regex lock held; `orig` is its published
-/// filter (or null); `ips` holds `cnt` addresses, `cnt <= IN_PLACE_MAX`.
-unsafe fn remove_in_place(
-    ops: *mut Ops,
-    orig: *mut FtraceHash,
-    ips: *const c_ulong,
-    cnt: usize,
-) -> Option<Result> {
-    // SAFETY: per the function's contract (a sub-ops stays one).
-    if unsafe { crate::view::has(ops, ops::F_SUBOP) } {
+/// empties (it then traces every function, a change of every site). The
+/// caller holds the ops' regex lock; at most [`UNLINK_MAX`] addresses.
+fn remove_in_place(ops: OpsRef<'_>, ips: &[c_ulong]) -> Option<Result> {
+    // A sub-ops stays one.
+    if ops.has(ops::F_SUBOP) {
         return None;
     }
-    let mut at = [0u64; IN_PLACE_MAX];
-    for (i, a) in at[..cnt].iter_mut().enumerate() {
-        // SAFETY: per the function's contract.
-        *a = crate::table::ftrace_location(unsafe { *ips.add(i) }) as u64;
+    let mut at = [0u64; UNLINK_MAX];
+    for (a, &ip) in at.iter_mut().zip(ips) {
+        *a = crate::table::ftrace_location(ip) as u64;
         if *a == 0 {
             return Some(Err(EINVAL));
         }
     }
-    let at = &at[..cnt];
+    let at = &at[..ips.len().min(UNLINK_MAX)];
     let g = CoreGuard::lock();
-    if ops::any_manager(g.held()) {
+    let held = g.held();
+    if ops::any_manager(held) {
         return None;
     }
-    // Each address must be there, once, or nothing changes (ENOENT, as
-    // the copying path answers).
-    for (i, &ip) in at.iter().enumerate() {
-        // SAFETY: the published filter, stable for writers under the
-        // regex lock.
-        if at[..i].contains(&ip) || !unsafe { hash::contains(orig, ip) } {
-            return Some(Err(ENOENT));
+    let mut slot = ops.set_slot_mut(held, false)?;
+    let (count, cached) = {
+        let orig = slot.load();
+        // Each address must be there, once, or nothing changes (ENOENT,
+        // as the copying path answers).
+        for (i, &ip) in at.iter().enumerate() {
+            if at[..i].contains(&ip) || !orig.contains(ip) {
+                return Some(Err(ENOENT));
+            }
         }
-    }
-    // SAFETY: `ftrace_lock`, held, keeps the flags and the published
-    // filter as they are.
-    let (flags, count, cached) = unsafe {
-        (
-            crate::view::flags(ops),
-            hash::count(orig),
-            (*orig).flags & hash::FL_MOD != 0,
-        )
+        (orig.count(), orig.has_mod())
     };
+    let flags = ops.flags();
     let emptied = count == at.len();
     if flags & ops::F_ENABLED != 0 && emptied {
         // An enabled IPMODIFY ops may not trace every function (EINVAL,
@@ -297,35 +259,33 @@ unsafe fn remove_in_place(
         // memory either; no site changes. Emptied in place instead, the
         // set would stay with the ops, which its owner frees (a leak
         // kmemleak showed under `make test KASAN=1`).
-        // SAFETY: `ftrace_lock` and the regex lock are held; `ops` is
-        // initialised.
-        let old = unsafe { ops::set_hash(ops, false, ptr::null_mut()) };
+        let old = slot.swap(None);
         drop(g);
-        // SAFETY: unpublished; readers that still see it are RCU or
-        // preempt-off readers, which the deferred free waits out.
-        unsafe { hash::free_rcu(old) };
+        drop(old);
         return Some(Ok(()));
     }
-    let mut gone = [ptr::null_mut(); IN_PLACE_MAX];
-    for (e, &ip) in gone.iter_mut().zip(at) {
-        // SAFETY: as above; present, checked above.
-        unsafe {
-            *e = hash::lookup(orig, ip);
-            hash::unlink_published(orig, *e);
-        }
-    }
-    // SAFETY: `ftrace_lock` is held; sleepable. Only these sites can
-    // change; the update fails only when tracing died.
-    let r = unsafe { ops::update_ips(at) };
+    let gone = slot.unlink(at);
+    // Only these sites can change; the update fails only when tracing
+    // died.
+    let r = ops::update_ips(held, at);
     drop(g);
-    // SAFETY: sleepable; the dispatchers read the filter under RCU or
-    // with preemption off, which this grace period waits out.
-    unsafe { bindings::synchronize_rcu() };
-    for &e in &gone[..cnt] {
-        // SAFETY: unlinked above, and no reader is left.
-        unsafe { bindings::kfree(e.cast()) };
-    }
+    // Frees the entries after a grace period: the dispatchers read the
+    // filter under RCU or with preemption off.
+    drop(gone);
     Some(r)
+}
+
+/// The pattern of `len` bytes at `buf` (none when null or empty).
+///
+/// # Safety
+///
+/// `buf` is null or `len` readable bytes that stay for `'a`.
+unsafe fn pattern<'a>(buf: *const c_uchar, len: c_int) -> Option<&'a [u8]> {
+    let len = usize::try_from(len)
+        .ok()
+        .filter(|&l| l > 0 && !buf.is_null())?;
+    // SAFETY: per the function's contract.
+    Some(unsafe { core::slice::from_raw_parts(buf, len) })
 }
 
 /// Sets (`reset`) or extends the filter of `ops` with the functions that
@@ -342,7 +302,8 @@ pub unsafe extern "C" fn ftrace_set_filter(
     reset: c_int,
 ) -> c_int {
     // SAFETY: per the function's contract.
-    to_errno(unsafe { set_hash(ops, buf, len, ptr::null(), 0, false, reset != 0, false) })
+    let (ops, pattern) = unsafe { (OpsRef::from_raw(ops), pattern(buf, len)) };
+    to_errno(set_hash(ops, Edit::pattern(pattern, reset != 0, false)))
 }
 
 /// As [`ftrace_set_filter`], for the notrace set.
@@ -358,7 +319,8 @@ pub unsafe extern "C" fn ftrace_set_notrace(
     reset: c_int,
 ) -> c_int {
     // SAFETY: per the function's contract.
-    to_errno(unsafe { set_hash(ops, buf, len, ptr::null(), 0, false, reset != 0, true) })
+    let (ops, pattern) = unsafe { (OpsRef::from_raw(ops), pattern(buf, len)) };
+    to_errno(set_hash(ops, Edit::pattern(pattern, reset != 0, true)))
 }
 
 /// Adds (or removes) one function, by address, to the filter of `ops`.
@@ -373,20 +335,18 @@ pub unsafe extern "C" fn ftrace_set_filter_ip(
     remove: c_int,
     reset: c_int,
 ) -> c_int {
-    let ips = [ip];
-    // SAFETY: per the function's contract; one address.
-    to_errno(unsafe {
-        set_hash(
-            ops,
-            ptr::null(),
-            0,
-            ips.as_ptr(),
-            1,
-            remove != 0,
-            reset != 0,
-            false,
-        )
-    })
+    // SAFETY: per the function's contract.
+    let ops = unsafe { OpsRef::from_raw(ops) };
+    to_errno(set_hash(
+        ops,
+        Edit {
+            pattern: None,
+            ips: &[ip],
+            remove: remove != 0,
+            reset: reset != 0,
+            notrace: false,
+        },
+    ))
 }
 
 /// Adds (or removes) functions, by address, to the filter of `ops`.
@@ -402,19 +362,46 @@ pub unsafe extern "C" fn ftrace_set_filter_ips(
     remove: c_int,
     reset: c_int,
 ) -> c_int {
-    // SAFETY: per the function's contract.
-    to_errno(unsafe {
-        set_hash(
-            ops,
-            ptr::null(),
-            0,
-            ips,
-            cnt,
-            remove != 0,
-            reset != 0,
-            false,
+    let n = if ips.is_null() { 0 } else { cnt as usize };
+    // SAFETY: per the function's contract (`n` is 0 for a null `ips`).
+    let (ops, ips) = unsafe {
+        (
+            OpsRef::from_raw(ops),
+            core::slice::from_raw_parts(
+                if n == 0 {
+                    ptr::NonNull::dangling().as_ptr()
+                } else {
+                    ips
+                },
+                n,
+            ),
         )
-    })
+    };
+    to_errno(set_hash(
+        ops,
+        Edit {
+            pattern: None,
+            ips,
+            remove: remove != 0,
+            reset: reset != 0,
+            notrace: false,
+        },
+    ))
+}
+
+/// The filter (`notrace`: notrace set) of `global_ops`, the function
+/// tracer's top level, from the pattern of `len` bytes at `buf`.
+///
+/// # Safety
+///
+/// `buf` is null or `len` bytes.
+unsafe fn set_global(buf: *const c_uchar, len: c_int, reset: c_int, notrace: bool) {
+    // SAFETY: per the function's contract.
+    let pattern = unsafe { pattern(buf, len) };
+    let _ = set_hash(
+        OpsRef::of_static(&global_ops),
+        Edit::pattern(pattern, reset != 0, notrace),
+    );
 }
 
 /// The filter of `global_ops` (the function tracer's top level).
@@ -425,18 +412,7 @@ pub unsafe extern "C" fn ftrace_set_filter_ips(
 #[no_mangle]
 pub unsafe extern "C" fn ftrace_set_global_filter(buf: *mut c_uchar, len: c_int, reset: c_int) {
     // SAFETY: per the function's contract.
-    let _ = unsafe {
-        set_hash(
-            global_ops.get(),
-            buf,
-            len,
-            ptr::null(),
-            0,
-            false,
-            reset != 0,
-            false,
-        )
-    };
+    unsafe { set_global(buf, len, reset, false) }
 }
 
 /// # Safety
@@ -445,18 +421,7 @@ pub unsafe extern "C" fn ftrace_set_global_filter(buf: *mut c_uchar, len: c_int,
 #[no_mangle]
 pub unsafe extern "C" fn ftrace_set_global_notrace(buf: *mut c_uchar, len: c_int, reset: c_int) {
     // SAFETY: per the function's contract.
-    let _ = unsafe {
-        set_hash(
-            global_ops.get(),
-            buf,
-            len,
-            ptr::null(),
-            0,
-            false,
-            reset != 0,
-            true,
-        )
-    };
+    unsafe { set_global(buf, len, reset, true) }
 }
 
 /// Makes `ops` use the filter of `global_ops`.
@@ -467,14 +432,12 @@ pub unsafe extern "C" fn ftrace_set_global_notrace(buf: *mut c_uchar, len: c_int
 #[no_mangle]
 pub unsafe extern "C" fn ftrace_ops_set_global_filter(ops: *mut Ops) {
     // SAFETY: per the function's contract.
-    unsafe {
-        if crate::view::has(ops, bindings::FTRACE_OPS_FL_INITIALIZED as c_ulong) {
-            return;
-        }
-        let _g = Guard::lock();
-        ops::ops_init(ops);
-        (*ops).func_hash = ptr::addr_of_mut!((*global_ops.get()).local_hash);
+    let ops = unsafe { OpsRef::from_raw(ops) };
+    if ops.has(ops::F_INITIALIZED) {
+        return;
     }
+    let g = CoreGuard::lock();
+    ops.share_sets(g.held(), OpsRef::of_static(&global_ops));
 }
 
 /// Boot-time filters (`ftrace_filter=` and the like): comma-separated
@@ -486,23 +449,11 @@ pub unsafe extern "C" fn ftrace_ops_set_global_filter(ops: *mut Ops) {
 #[no_mangle]
 pub unsafe extern "C" fn ftrace_set_early_filter(ops: *mut Ops, buf: *mut c_char, enable: c_int) {
     // SAFETY: per the function's contract.
-    let s = unsafe { CStr::from_char_ptr(buf) }.as_bytes();
+    let (ops, s) = unsafe { (OpsRef::from_raw(ops), CStr::from_char_ptr(buf).as_bytes()) };
     for (i, pat) in s.split(|&b| b == b',').enumerate() {
         if pat.is_empty() {
             continue;
         }
-        // SAFETY: per the function's contract; `pat` outlives the call.
-        let _ = unsafe {
-            set_hash(
-                ops,
-                pat.as_ptr(),
-                pat.len() as c_int,
-                ptr::null(),
-                0,
-                false,
-                i == 0,
-                enable == 0,
-            )
-        };
+        let _ = set_hash(ops, Edit::pattern(Some(pat), i == 0, enable == 0));
     }
 }

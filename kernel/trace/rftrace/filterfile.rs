@@ -6,30 +6,24 @@
 //! the C core's semantics (Documentation/design/filter-files.md).
 
 use crate::filter::{commit, match_records};
-use crate::hash::{self, FnSet};
+use crate::hash::FnSet;
 use crate::logic::parser::{Parser, Token};
-use crate::ops::{self, Ops};
-use crate::sys::{dead, global_ops, CGlobal, Guard, TraceArray};
+use crate::ops::{self, Ops, OpsRef};
+use crate::sys::{dead, global_ops, CGlobal, CMutex, CoreGuard, TrOpen, TraceArray};
 use crate::tracefs::{self, copy_chunk, write_token, Lines, Out};
 use crate::{probe, table};
 use core::ptr;
 use kernel::bindings;
 use kernel::c_str;
-use kernel::ffi::{c_char, c_int, c_ulong, c_void};
+use kernel::ffi::{c_char, c_int, c_void};
 use kernel::prelude::*;
 
 /// Serializes the token processing of all filter files.
-pub(crate) static PARSER_LOCK: CGlobal<bindings::mutex> = CGlobal::new(
-    // SAFETY: initialised by `init_locks()` at boot.
-    unsafe { core::mem::zeroed() },
-);
+pub(crate) static PARSER_LOCK: CMutex = CMutex::new();
 
-/// # Safety
-///
-/// Early boot, once.
-pub(crate) unsafe fn init_locks() {
-    // SAFETY: per the function's contract.
-    unsafe { crate::sys::mutex_init!(PARSER_LOCK.get(), "ftrace_parser_lock") };
+/// Initialises the lock of the filter files (boot).
+pub(crate) fn init_locks() {
+    crate::sys::cmutex_init!(PARSER_LOCK, "ftrace_parser_lock");
 }
 
 const FLAG_FILTER: c_int = bindings::FTRACE_ITER_FILTER as c_int;
@@ -41,10 +35,10 @@ const FLAG_PROBES: c_int = bindings::FTRACE_ITER_DO_PROBES as c_int;
 /// The state of one open filter file.
 struct RegexFile {
     lines: Lines,
-    ops: *mut Ops,
+    ops: OpsRef<'static>,
     /// The trace array (none: the file of an ops without one), referenced
     /// until release.
-    tr: Option<TraceArray>,
+    tr: TrOpen,
     notrace: bool,
     probes: bool,
     write: bool,
@@ -59,6 +53,74 @@ struct RegexFile {
 
 pub(crate) const FMODE_READ: u32 = 1;
 pub(crate) const FMODE_WRITE: u32 = 2;
+
+impl RegexFile {
+    /// The state of a filter file of trace array `tr` (null: the one of
+    /// `ops`, or of `global_ops`) and ops `ops` (null: the trace
+    /// array's), opened with `mode`/`fflags` and the `FTRACE_ITER_*`
+    /// flags in `flag`.
+    ///
+    /// # Safety
+    ///
+    /// `tr` and `ops` are null or valid; an ops given lives while the
+    /// file is open (the caller's; a trace array's ops lives with it).
+    unsafe fn open(
+        tr: *mut c_void,
+        ops: *mut Ops,
+        flag: c_int,
+        mode: u32,
+        fflags: u32,
+    ) -> Result<RegexFile> {
+        if dead() {
+            return Err(ENODEV);
+        }
+        // SAFETY: per the function's contract; the ops named, or the
+        // trace array's, outlives the open file, which is all the
+        // `'static` is used for.
+        let (tr, ops) = unsafe {
+            let ops = match (tr.is_null(), ops.is_null()) {
+                (_, false) => Some(OpsRef::from_raw(ops)),
+                (true, true) => Some(OpsRef::of_static(&global_ops)),
+                (false, true) => None,
+            };
+            let tr = match ops {
+                Some(o) if tr.is_null() => o.private(),
+                _ => tr,
+            };
+            (TrOpen::get(tr).map_err(|_| ENODEV)?, ops)
+        };
+        let ops = match ops {
+            Some(o) => o,
+            None => tr.tr().and_then(TraceArray::ops_ref).ok_or(ENODEV)?,
+        };
+        let notrace = flag & FLAG_NOTRACE != 0;
+        let write = mode & FMODE_WRITE != 0;
+        let hash = {
+            let regex = ops.lock_regex();
+            let (f, n) = regex.sets();
+            if write && fflags & bindings::O_TRUNC != 0 {
+                if let Some(tr) = tr.tr() {
+                    let g = CoreGuard::lock();
+                    probe::clear_mod_list(g.held(), tr, notrace);
+                }
+                FnSet::new()
+            } else {
+                FnSet::copy_of(if notrace { n } else { f })
+            }
+        }?;
+        Ok(RegexFile {
+            lines: Lines::new(),
+            ops,
+            tr,
+            notrace,
+            probes: flag & FLAG_PROBES != 0,
+            write,
+            hash,
+            parser: Parser::new(),
+            oom: false,
+        })
+    }
+}
 
 /// Opens a filter file of trace array `tr` (null: the one of `ops`, or of
 /// `global_ops`) and ops `ops` (null: the trace array's), with the
@@ -76,97 +138,30 @@ pub unsafe extern "C" fn ftrace_regex_open(
     _inode: *mut bindings::inode,
     file: *mut bindings::file,
 ) -> c_int {
-    if dead() {
-        return ENODEV.to_errno();
-    }
-    let (mut tr, mut ops) = (tr, ops);
-    if tr.is_null() {
-        if ops.is_null() {
-            ops = global_ops.get();
-        }
-        // SAFETY: `ops` is valid.
-        tr = unsafe { (*ops).private };
-    }
-    // SAFETY: a trace array reference, dropped at release; a null one is
-    // only checked for lockdown.
-    if unsafe { crate::sys::tracing_check_open_get_tr(tr) } != 0 {
-        return ENODEV.to_errno();
-    }
-    // SAFETY: null, or referenced just above until release.
-    let tr = unsafe { TraceArray::from_raw(tr) };
-    let put = || {
-        if let Some(tr) = tr {
-            // SAFETY: taken above.
-            unsafe { crate::sys::trace_array_put(tr.as_ptr()) };
-        }
-    };
-    if ops.is_null() {
-        ops = tr.map_or(ptr::null_mut(), TraceArray::ops);
-    }
-    if ops.is_null() {
-        put();
-        return ENODEV.to_errno();
-    }
-    // SAFETY: `ops` is valid.
-    unsafe { ops::ops_init_locked(ops) };
-    // SAFETY: the VFS's file.
-    let (mode, fflags) = unsafe { ((*file).f_mode, (*file).f_flags) };
-    let notrace = flag & FLAG_NOTRACE != 0;
-    let write = mode & FMODE_WRITE != 0;
-    let read = mode & FMODE_READ != 0;
-    let h = {
-        // SAFETY: initialised above.
-        let _r = Guard::of(unsafe { ptr::addr_of_mut!((*(*ops).func_hash).regex_lock) });
-        // SAFETY: stable under the regex lock.
-        let (f, n) = unsafe { ops::sets(ops) };
-        let live = if notrace { n } else { f };
-        if write && fflags & bindings::O_TRUNC != 0 {
-            if let Some(tr) = tr {
-                let _g = Guard::lock();
-                // SAFETY: `ftrace_lock` held.
-                unsafe { probe::clear_mod_list(tr, notrace) };
+    // SAFETY: per the function's contract: the VFS's file; the state is
+    // the file's until release, which takes it back; on a successful
+    // `seq_open()` `private_data` is the seq_file, whose `private` holds
+    // the state.
+    unsafe {
+        let (mode, fflags) = ((*file).f_mode, (*file).f_flags);
+        let f = match RegexFile::open(tr, ops, flag, mode, fflags) {
+            Ok(f) => f,
+            Err(e) => return e.to_errno(),
+        };
+        let raw = match KBox::new(f, GFP_KERNEL) {
+            Ok(b) => KBox::into_raw(b),
+            Err(_) => return ENOMEM.to_errno(),
+        };
+        if mode & FMODE_READ != 0 {
+            let r = bindings::seq_open(file, REGEX_SOPS.get());
+            if r != 0 {
+                drop(KBox::from_raw(raw));
+                return r;
             }
-            FnSet::new()
+            (*(*file).private_data.cast::<bindings::seq_file>()).private = raw.cast();
         } else {
-            // SAFETY: a published set, stable under the regex lock.
-            unsafe { FnSet::copy_of(live) }
+            (*file).private_data = raw.cast();
         }
-    };
-    let Ok(h) = h else {
-        put();
-        return ENOMEM.to_errno();
-    };
-    let f = RegexFile {
-        lines: Lines::new(),
-        ops,
-        tr,
-        notrace,
-        probes: flag & FLAG_PROBES != 0,
-        write,
-        hash: h,
-        parser: Parser::new(),
-        oom: false,
-    };
-    let Ok(b) = KBox::new(f, GFP_KERNEL) else {
-        put();
-        return ENOMEM.to_errno();
-    };
-    let raw = KBox::into_raw(b);
-    if read {
-        // SAFETY: the VFS's file; on success `private_data` is the
-        // seq_file, whose `private` holds our state.
-        let r = unsafe { bindings::seq_open(file, REGEX_SOPS.get()) };
-        if r != 0 {
-            // SAFETY: ours, not published.
-            drop(unsafe { KBox::from_raw(raw) });
-            put();
-            return r;
-        }
-        // SAFETY: as above.
-        unsafe { (*(*file).private_data.cast::<bindings::seq_file>()).private = raw.cast() };
-    } else {
-        // SAFETY: the VFS's file.
-        unsafe { (*file).private_data = raw.cast() };
     }
     0
 }
@@ -175,7 +170,8 @@ pub unsafe extern "C" fn ftrace_regex_open(
 ///
 /// # Safety
 ///
-/// `file` was opened by [`ftrace_regex_open`] and is not released.
+/// `file` was opened by [`ftrace_regex_open`] and is not released; the
+/// VFS serializes the calls that use it.
 unsafe fn regex_file<'a>(file: *mut bindings::file) -> &'a mut RegexFile {
     // SAFETY: per the function's contract: a seq_file for readers, our
     // state for write-only opens.
@@ -190,6 +186,17 @@ unsafe fn regex_file<'a>(file: *mut bindings::file) -> &'a mut RegexFile {
     }
 }
 
+/// The state of a filter file's seq_file.
+///
+/// # Safety
+///
+/// `m` is the seq_file of a filter file opened by [`ftrace_regex_open`],
+/// not released; seq_file serializes its callbacks.
+unsafe fn seq_state<'a>(m: *mut bindings::seq_file) -> &'a mut RegexFile {
+    // SAFETY: per the function's contract.
+    unsafe { &mut *(*m).private.cast::<RegexFile>() }
+}
+
 /// # Safety
 ///
 /// Called only through the operations table it is registered in, with
@@ -198,11 +205,9 @@ unsafe extern "C" fn rx_start(
     m: *mut bindings::seq_file,
     pos: *mut bindings::loff_t,
 ) -> *mut c_void {
-    // SAFETY: our seq_file; its private is the file state.
-    let f = unsafe { &mut *(*m).private.cast::<RegexFile>() };
-    let (h, notrace, probes, tr) = (&f.hash, f.notrace, f.probes, f.tr);
-    // SAFETY: seq_file's position.
-    let p = unsafe { *pos };
+    // SAFETY: our seq_file and its position.
+    let (f, p) = unsafe { (seq_state(m), *pos) };
+    let (h, notrace, probes, tr) = (&f.hash, f.notrace, f.probes, f.tr.tr());
     f.lines
         .start(p, |o| render_filter(o, h, notrace, probes, tr))
 }
@@ -219,7 +224,7 @@ unsafe extern "C" fn rx_next(
     // SAFETY: as above.
     unsafe {
         *pos += 1;
-        (*(*m).private.cast::<RegexFile>()).lines.at(*pos)
+        seq_state(m).lines.at(*pos)
     }
 }
 
@@ -235,7 +240,7 @@ unsafe extern "C" fn rx_stop(_m: *mut bindings::seq_file, _v: *mut c_void) {}
 /// the arguments that table's contract gives.
 unsafe extern "C" fn rx_show(m: *mut bindings::seq_file, v: *mut c_void) -> c_int {
     // SAFETY: as above; `v` came from `rx_start`/`rx_next`.
-    unsafe { (*(*m).private.cast::<RegexFile>()).lines.show(m, v) };
+    unsafe { seq_state(m).lines.show(m, v) };
     0
 }
 
@@ -246,12 +251,8 @@ static REGEX_SOPS: CGlobal<bindings::seq_operations> = CGlobal::new(bindings::se
     show: Some(rx_show),
 });
 
-/// Processes one complete token of a filter file.
-///
-/// # Safety
-///
-/// `tr` is the open filter file's, referenced.
-unsafe fn process(h: &mut FnSet, tr: Option<TraceArray>, notrace: bool, tok: &[u8]) -> Result {
+/// Processes one complete token of a filter file of trace array `tr`.
+fn process(h: &mut FnSet, tr: Option<TraceArray>, notrace: bool, tok: &[u8]) -> Result {
     let t = Token::split(tok);
     let Some(cmd) = t.command else {
         return match match_records(h, t.func, None)? {
@@ -260,11 +261,9 @@ unsafe fn process(h: &mut FnSet, tr: Option<TraceArray>, notrace: bool, tok: &[u
         };
     };
     if cmd == b"mod" {
-        // SAFETY: as above.
-        return unsafe { probe::mod_command(tr, h, t.func, t.param, !notrace) };
+        return probe::mod_command(tr, h, t.func, t.param, !notrace);
     }
-    // SAFETY: as above.
-    unsafe { probe::run_command(tr, h, tok, !notrace) }
+    probe::run_command(tr, h, tok, !notrace)
 }
 
 /// `write()` of a filter file: at most one token per call.
@@ -288,11 +287,10 @@ pub unsafe extern "C" fn ftrace_filter_write(
     // SAFETY: per the function's contract: the file's state and position,
     // and a user buffer of `cnt` bytes.
     let (f, pos, chunk) = unsafe { (regex_file(file), &mut *ppos, copy_chunk(ubuf, cnt)) };
-    let (h, tr, notrace) = (&mut f.hash, f.tr, f.notrace);
-    let _p = Guard::of(PARSER_LOCK.get());
+    let (h, tr, notrace) = (&mut f.hash, f.tr.tr(), f.notrace);
+    let _p = PARSER_LOCK.lock();
     let r = write_token(&mut f.parser, chunk, pos, |tok| {
-        // SAFETY: `tr` is the file's trace array, referenced while open.
-        unsafe { process(h, tr, notrace, tok) }
+        process(h, tr, notrace, tok)
     });
     if r == ENOMEM.to_errno() as isize {
         f.oom = true;
@@ -301,7 +299,7 @@ pub unsafe extern "C" fn ftrace_filter_write(
 }
 
 fn render_filter(o: &mut Out, h: &FnSet, notrace: bool, probes: bool, tr: Option<TraceArray>) {
-    let _g = Guard::lock();
+    let g = CoreGuard::lock();
     if dead() {
         return;
     }
@@ -320,11 +318,9 @@ fn render_filter(o: &mut Out, h: &FnSet, notrace: bool, probes: bool, tr: Option
         }
     }
     if let Some(tr) = tr {
-        // SAFETY: `ftrace_lock` held.
-        unsafe { probe::render_mods(o, tr, notrace) };
+        probe::render_mods(g.held(), o, tr, notrace);
         if probes {
-            // SAFETY: as above.
-            unsafe { crate::funcprobe::render_probes(o, tr) };
+            crate::funcprobe::render_probes(g.held(), o, tr);
         }
     }
 }
@@ -350,77 +346,62 @@ pub unsafe extern "C" fn ftrace_regex_release(
         KBox::from_raw(raw)
     };
     {
-        let _p = Guard::of(PARSER_LOCK.get());
+        let _p = PARSER_LOCK.lock();
         if f.parser.loaded() {
             let st = &mut *f;
-            // SAFETY: the file's state. The result is ignored, as in C,
-            // but for a want of memory (see `oom`).
-            let r = unsafe { process(&mut st.hash, st.tr, st.notrace, st.parser.token()) };
+            // The result is ignored, as in C, but for a want of memory
+            // (see `oom`).
+            let r = process(&mut st.hash, st.tr.tr(), st.notrace, st.parser.token());
             f.oom |= r == Err(ENOMEM);
         }
     }
     if f.write && f.oom {
         pr_warn!("out of memory while editing a filter; it is left unchanged\n");
     } else if f.write {
-        // SAFETY: the ops is initialised.
-        let _r = Guard::of(unsafe { ptr::addr_of_mut!((*(*f.ops).func_hash).regex_lock) });
-        let _g = Guard::lock();
-        if let (false, Some(tr)) = (f.notrace, f.tr) {
-            // SAFETY: `ftrace_lock` held.
-            let mods = unsafe { probe::has_mods(tr, false) };
+        let _r = f.ops.lock_regex();
+        let g = CoreGuard::lock();
+        if let (false, Some(tr)) = (f.notrace, f.tr.tr()) {
+            let mods = probe::has_mods(g.held(), tr, false);
             f.hash.set_mod(mods);
         }
-        // SAFETY: `ftrace_lock` held; the result is ignored, as in C.
-        let _ = unsafe { commit(f.ops, f.notrace, &f.hash) };
+        // The result is ignored, as in C.
+        let _ = commit(g.held(), f.ops, f.notrace, &f.hash);
     }
-    if let Some(tr) = f.tr {
-        // SAFETY: taken at open.
-        unsafe { crate::sys::trace_array_put(tr.as_ptr()) };
-    }
+    // The trace array's reference goes with `f`.
     0
 }
 
+/// Opens a filter file with the `FTRACE_ITER_*` flags `FLAG`.
+///
 /// # Safety
 ///
 /// Called only through the operations table it is registered in, with
 /// the arguments that table's contract gives.
-unsafe extern "C" fn filter_open(inode: *mut bindings::inode, file: *mut bindings::file) -> c_int {
-    // SAFETY: the VFS's inode; its data is the trace array (null at the
-    // top level, see `create_files`).
-    let tr = unsafe { (*inode).i_private };
-    // SAFETY: per the VFS contract.
-    unsafe { ftrace_regex_open(tr, ptr::null_mut(), FLAG_FILTER | FLAG_PROBES, inode, file) }
+unsafe extern "C" fn regex_open<const FLAG: c_int>(
+    inode: *mut bindings::inode,
+    file: *mut bindings::file,
+) -> c_int {
+    // SAFETY: the VFS's inode, whose data is the trace array (null at the
+    // top level, see `create_files`), and file.
+    unsafe { ftrace_regex_open((*inode).i_private, ptr::null_mut(), FLAG, inode, file) }
 }
 
-/// # Safety
-///
-/// Called only through the operations table it is registered in, with
-/// the arguments that table's contract gives.
-unsafe extern "C" fn notrace_open(inode: *mut bindings::inode, file: *mut bindings::file) -> c_int {
-    // SAFETY: as above.
-    let tr = unsafe { (*inode).i_private };
-    // SAFETY: per the VFS contract.
-    unsafe { ftrace_regex_open(tr, ptr::null_mut(), FLAG_NOTRACE, inode, file) }
+/// The file operations of a filter file with the flags `FLAG`.
+const fn regex_fops<const FLAG: c_int>() -> bindings::file_operations {
+    bindings::file_operations {
+        open: Some(regex_open::<FLAG>),
+        read: Some(bindings::seq_read),
+        write: Some(ftrace_filter_write),
+        llseek: Some(crate::sys::tracing_lseek),
+        release: Some(ftrace_regex_release),
+        ..tracefs::zeroed_fops()
+    }
 }
 
-static FILTER_FOPS: CGlobal<bindings::file_operations> = CGlobal::new(bindings::file_operations {
-    open: Some(filter_open),
-    read: Some(bindings::seq_read),
-    write: Some(ftrace_filter_write),
-    llseek: Some(crate::sys::tracing_lseek),
-    release: Some(ftrace_regex_release),
-    ..tracefs::zeroed_fops()
-});
-
-static NOTRACE_FOPS: CGlobal<bindings::file_operations> = CGlobal::new(bindings::file_operations {
-    open: Some(notrace_open),
-    read: Some(bindings::seq_read),
-    write: Some(ftrace_filter_write),
-    llseek: Some(crate::sys::tracing_lseek),
-    release: Some(ftrace_regex_release),
-    ..tracefs::zeroed_fops()
-});
-
+static FILTER_FOPS: CGlobal<bindings::file_operations> =
+    CGlobal::new(regex_fops::<{ FLAG_FILTER | FLAG_PROBES }>());
+static NOTRACE_FOPS: CGlobal<bindings::file_operations> =
+    CGlobal::new(regex_fops::<FLAG_NOTRACE>());
 /// set_ftrace_filter and set_ftrace_notrace of trace array `tr` (null:
 /// the top level's `global_ops`) in `parent`.
 pub(crate) fn create_files(tr: *mut c_void, parent: *mut bindings::dentry) {
@@ -461,15 +442,14 @@ pub unsafe extern "C" fn ftrace_create_filter_files(
 /// `ops` is valid.
 #[no_mangle]
 pub unsafe extern "C" fn ftrace_destroy_filter_files(ops: *mut Ops) {
-    let _g = Guard::lock();
     // SAFETY: per the function's contract.
-    unsafe {
-        ops::ops_init(ops);
-        if crate::view::has(ops, ops::F_ENABLED) {
-            let _ = ops::shutdown(ops);
-        }
-        crate::view::set(ops, bindings::FTRACE_OPS_FL_DELETED as c_ulong);
-        hash::free_rcu(ops::set_hash(ops, false, ptr::null_mut()));
-        hash::free_rcu(ops::set_hash(ops, true, ptr::null_mut()));
+    let ops = unsafe { OpsRef::from_raw(ops) };
+    let g = CoreGuard::lock();
+    ops.init(g.held());
+    if ops.has(ops::F_ENABLED) {
+        let _ = ops::shutdown(g.held(), ops);
     }
+    ops.set(ops::F_DELETED);
+    drop(ops.swap_set(g.held(), false, None));
+    drop(ops.swap_set(g.held(), true, None));
 }

@@ -5,12 +5,13 @@
 //! used by the filter-file commands such as `traceoff` and `stacktrace`).
 
 use crate::filter::{commit, match_records_locked};
-use crate::hash::{self, FnSet};
+use crate::hash::FnSet;
 use crate::logic::glob::{Kind, Pattern};
 use crate::logic::recursion;
-use crate::ops::{self, list_add, list_del, list_entries, Ops};
-use crate::sys::{dead, to_errno, Guard, TraceArray};
+use crate::ops::{self, list_add, list_del, list_entries, Ops, OpsRef};
+use crate::sys::{dead, to_errno, CoreGuard, Held, TraceArray};
 use crate::tracefs::Out;
+use core::marker::PhantomData;
 use core::ptr;
 use kernel::bindings;
 use kernel::error::to_result;
@@ -84,7 +85,7 @@ unsafe extern "C" fn probe_call(
     // `ops` is the first member of the probe.
     let p = op.cast::<Probe>();
     // The function recursion guard, as C's probe callback takes it.
-    crate::task::guarded(crate::task::current(), recursion::FTRACE_START, |_| {
+    crate::task::guarded(recursion::FTRACE_START, |_| {
         // SAFETY: only probe ops have this callback; a probe outlives its
         // registration.
         unsafe {
@@ -95,14 +96,172 @@ unsafe extern "C" fn probe_call(
     });
 }
 
+/// A probe on its trace array's list, handled under `ftrace_lock`.
+///
+/// # Invariants
+///
+/// `0` points to a [`Probe`] made by [`ProbeRef::create`] (a `KBox`),
+/// listed on its trace array's probe list, which changes only under
+/// `ftrace_lock`, held for `'h`; only [`ProbeRef::destroy`] unlists and
+/// frees it, consuming the handle.
+struct ProbeRef<'h>(ptr::NonNull<Probe>, PhantomData<&'h Held>);
+
+impl<'h> ProbeRef<'h> {
+    /// A new probe of `probe_ops` on `tr`, listed.
+    fn create(
+        _held: &'h Held,
+        tr: TraceArray,
+        probe_ops: *mut FtraceProbeOps,
+    ) -> Result<ProbeRef<'h>> {
+        let b = KBox::new(
+            Probe {
+                ops: crate::sys::zeroed_ops(),
+                probe_ops,
+                tr: tr.as_ptr(),
+                list: bindings::list_head {
+                    next: ptr::null_mut(),
+                    prev: ptr::null_mut(),
+                },
+                data: ptr::null_mut(),
+            },
+            GFP_KERNEL,
+        )?;
+        let raw = KBox::into_raw(b);
+        // SAFETY: fresh, on no list; the probe list changes under
+        // `ftrace_lock` (held); the ops is not registered, so only this
+        // task sees its callback.
+        unsafe {
+            (*raw).ops.func = Some(probe_call);
+            list_add(ptr::addr_of_mut!((*raw).list), tr.func_probes());
+        }
+        // INVARIANT: made from a `KBox`, listed.
+        let p = ProbeRef(ptr::NonNull::new(raw).ok_or(ENOMEM)?, PhantomData);
+        p.ops().set_private(_held, tr.as_ptr());
+        p.ops().init(_held);
+        Ok(p)
+    }
+
+    /// The probe's ops, for as long as the handle is borrowed.
+    fn ops(&self) -> OpsRef<'_> {
+        // SAFETY: the probe is live while the handle is (the invariants);
+        // its ops is a field of it.
+        unsafe { OpsRef::from_raw(ptr::addr_of_mut!((*self.0.as_ptr()).ops)) }
+    }
+
+    fn raw(&self) -> *mut Probe {
+        self.0.as_ptr()
+    }
+
+    fn probe_ops(&self) -> *mut FtraceProbeOps {
+        // SAFETY: live (the invariants); written once at creation.
+        unsafe { (*self.raw()).probe_ops }
+    }
+
+    /// Asks the probe type to set up function `ip` (its `init`).
+    fn init_func(&self, ip: u64, data: *mut c_void) -> Result {
+        let (p, po) = (self.raw(), self.probe_ops());
+        // SAFETY: live probe; the probe type's callbacks are valid while
+        // it is registered, and take its data slot under `ftrace_lock`.
+        unsafe {
+            if let Some(init) = (*po).init {
+                to_result(init(
+                    po,
+                    (*p).tr,
+                    ip as c_ulong,
+                    data,
+                    ptr::addr_of_mut!((*p).data),
+                ))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Gives back the data of function `ip` (0: all of it) to the probe
+    /// type (its `free`).
+    fn free_func(&self, ip: u64) {
+        let (p, po) = (self.raw(), self.probe_ops());
+        // SAFETY: as for `init_func`.
+        unsafe {
+            if let Some(free) = (*po).free {
+                free(po, (*p).tr, ip as c_ulong, (*p).data);
+            }
+        }
+    }
+
+    /// Forgets the probe type's data.
+    fn reset_data(&self) {
+        // SAFETY: live; the data slot is the core's under `ftrace_lock`.
+        unsafe { (*self.raw()).data = ptr::null_mut() };
+    }
+
+    /// Lists function `ip` of the probe as set_ftrace_filter shows it.
+    fn render(&self, o: &mut Out, ip: u64, page: &mut [u8; 512]) {
+        let (p, po) = (self.raw(), self.probe_ops());
+        // SAFETY: as for `init_func`; the print callback formats into a
+        // seq_file over a local buffer (all-zero but its buffer).
+        unsafe {
+            match (*po).print {
+                Some(print) => {
+                    let mut m: bindings::seq_file = core::mem::zeroed();
+                    m.buf = page.as_mut_ptr().cast();
+                    m.size = page.len();
+                    print(&mut m, ip as c_ulong, po, (*p).data);
+                    o.bytes(&page[..m.count.min(page.len())]);
+                }
+                None => {
+                    o.sym(ip, false);
+                    o.bytes(b":");
+                    o.sym((*po).func.map_or(0, |f| f as *const () as u64), false);
+                    o.bytes(b"\n");
+                }
+            }
+        }
+    }
+
+    /// Unlists and frees the probe, whose ops is not registered.
+    fn destroy(self, held: &Held) {
+        let ops = self.ops();
+        drop(ops.swap_set(held, false, None));
+        drop(ops.swap_set(held, true, None));
+        // SAFETY: listed (the invariants), unlinked under `ftrace_lock`;
+        // it came from a `KBox`; its ops is not registered, so no CPU
+        // runs its callback, and the handle is consumed.
+        unsafe {
+            list_del(ptr::addr_of_mut!((*self.raw()).list));
+            drop(KBox::from_raw(self.raw()));
+        }
+    }
+}
+
 /// The probes of `tr`.
+fn probes<'h>(_held: &'h Held, tr: TraceArray) -> impl Iterator<Item = ProbeRef<'h>> {
+    // SAFETY: the trace array's probe list, which holds only probes made
+    // by `ProbeRef::create` and changes under `ftrace_lock`, held for
+    // `'h`. The iterator reads an entry's successor before yielding it.
+    unsafe { list_entries::<Probe>(tr.func_probes(), PROBE_LIST_OFF) }
+        .filter_map(|p| ptr::NonNull::new(p).map(|p| ProbeRef(p, PhantomData)))
+}
+
+/// The probe of `probe_ops` on `tr`.
+fn find<'h>(
+    held: &'h Held,
+    tr: TraceArray,
+    probe_ops: *mut FtraceProbeOps,
+) -> Option<ProbeRef<'h>> {
+    probes(held, tr).find(|p| p.probe_ops() == probe_ops)
+}
+
+/// The string at `p` (empty for null).
 ///
 /// # Safety
 ///
-/// `ftrace_lock` is held.
-unsafe fn probes(tr: TraceArray) -> impl Iterator<Item = *mut Probe> {
-    // SAFETY: per the function's contract; the list holds our probes.
-    unsafe { list_entries::<Probe>(tr.func_probes(), PROBE_LIST_OFF) }
+/// `p` is null or a NUL-terminated string that outlives `'a`.
+unsafe fn cstr<'a>(p: *const c_char) -> &'a [u8] {
+    if p.is_null() {
+        return &[];
+    }
+    // SAFETY: per the function's contract.
+    unsafe { CStr::from_char_ptr(p) }.as_bytes()
 }
 
 /// Puts `probe_ops` on the functions matching `glob` in `tr`. Returns
@@ -120,132 +279,60 @@ pub unsafe extern "C" fn register_ftrace_function_probe(
     data: *mut c_void,
 ) -> c_int {
     // SAFETY: per the function's contract.
-    let Some(tra) = (unsafe { TraceArray::from_raw(tr) }) else {
+    let (tr, glob) = unsafe { (TraceArray::from_raw(tr), cstr(glob)) };
+    let Some(tr) = tr else {
         return EINVAL.to_errno();
     };
-    if glob.is_null() || dead() {
+    if glob.is_empty() || dead() || glob.first() == Some(&b'!') {
         return EINVAL.to_errno();
     }
-    // SAFETY: per the function's contract.
-    let g = unsafe { CStr::from_char_ptr(glob) }.as_bytes();
-    if g.first() == Some(&b'!') {
-        return EINVAL.to_errno();
-    }
-    let _g = Guard::lock();
-    // SAFETY: `ftrace_lock` held; listed probes are live.
-    let mut p = unsafe { probes(tra) }.find(|&p| unsafe { (*p).probe_ops } == probe_ops);
-    let fresh = p.is_none();
-    if fresh {
-        let Ok(b) = KBox::new(
-            Probe {
-                ops: crate::sys::zeroed_ops(),
-                probe_ops,
-                tr,
-                list: bindings::list_head {
-                    next: ptr::null_mut(),
-                    prev: ptr::null_mut(),
-                },
-                data: ptr::null_mut(),
-            },
-            GFP_KERNEL,
-        ) else {
-            return ENOMEM.to_errno();
-        };
-        let raw = KBox::into_raw(b);
-        // SAFETY: fresh; `ftrace_lock` held.
-        unsafe {
-            (*raw).ops.func = Some(probe_call);
-            (*raw).ops.private = tr;
-            ops::ops_init(ptr::addr_of_mut!((*raw).ops));
-            list_add(ptr::addr_of_mut!((*raw).list), tra.func_probes());
-        }
-        p = Some(raw);
-    }
-    let Some(p) = p else {
-        return ENOMEM.to_errno();
+    let g = CoreGuard::lock();
+    let held = g.held();
+    let p = match find(held, tr, probe_ops) {
+        Some(p) => p,
+        None => match ProbeRef::create(held, tr, probe_ops) {
+            Ok(p) => p,
+            Err(e) => return e.to_errno(),
+        },
     };
-    // SAFETY: a live probe, `ftrace_lock` held throughout.
-    let r = unsafe { add_functions(p, g, data) };
-    // SAFETY: as above.
-    unsafe {
-        if hash::is_empty(ops::sets(ptr::addr_of!((*p).ops)).0)
-            && (*p).ops.flags & ops::F_ENABLED == 0
-        {
-            drop_probe(p);
-        }
+    let r = add_functions(held, &p, glob, data);
+    let ops = p.ops();
+    if ops.sets(held).0.is_empty() && !ops.has(ops::F_ENABLED) {
+        p.destroy(held);
     }
     r.unwrap_or_else(|e| e.to_errno())
 }
 
 /// Adds the functions matching `glob` to probe `p`; returns how many.
-///
-/// # Safety
-///
-/// `ftrace_lock` held; `p` a live probe.
-unsafe fn add_functions(p: *mut Probe, glob: &[u8], data: *mut c_void) -> Result<c_int> {
-    // SAFETY: per the function's contract.
-    unsafe {
-        let op = ptr::addr_of_mut!((*p).ops);
-        let old = ops::sets(op).0;
-        let mut h = FnSet::copy_of(old)?;
-        if !match_records_locked(&mut h, glob, None)? {
-            return Err(EINVAL);
-        }
-        let po = (*p).probe_ops;
-        let mut count = 0;
-        let mut err = Ok(());
-        for ip in h.ips() {
-            if hash::contains(old, ip) {
-                continue;
-            }
-            if let Some(init) = (*po).init {
-                let r = init(
-                    po,
-                    (*p).tr,
-                    ip as c_ulong,
-                    data,
-                    ptr::addr_of_mut!((*p).data),
-                );
-                if r < 0 {
-                    if count > 0 {
-                        if let Some(free) = (*po).free {
-                            free(po, (*p).tr, 0, (*p).data);
-                        }
-                    }
-                    (*p).data = ptr::null_mut();
-                    err = to_result(r);
-                    break;
-                }
-            }
-            count += 1;
-        }
-        if err.is_ok() && count == 0 {
-            err = Err(EINVAL);
-        }
-        if err.is_ok() {
-            err = commit(op, false, &h);
-            if err.is_ok() && !crate::view::has(op, ops::F_ENABLED) {
-                err = ops::startup(op);
-            }
-        }
-        err.map(|()| count)
+fn add_functions(held: &Held, p: &ProbeRef<'_>, glob: &[u8], data: *mut c_void) -> Result<c_int> {
+    let op = p.ops();
+    let old = op.sets(held).0;
+    let mut h = FnSet::copy_of(old)?;
+    if !match_records_locked(held, &mut h, glob, None)? {
+        return Err(EINVAL);
     }
-}
-
-/// Frees a probe whose ops is not registered.
-///
-/// # Safety
-///
-/// `ftrace_lock` held; `p` a live probe, not registered.
-unsafe fn drop_probe(p: *mut Probe) {
-    // SAFETY: per the function's contract.
-    unsafe {
-        list_del(ptr::addr_of_mut!((*p).list));
-        let op = ptr::addr_of_mut!((*p).ops);
-        hash::free_rcu(ops::set_hash(op, false, ptr::null_mut()));
-        hash::free_rcu(ops::set_hash(op, true, ptr::null_mut()));
-        drop(KBox::from_raw(p));
+    let mut count = 0;
+    for ip in h.ips() {
+        if old.contains(ip) {
+            continue;
+        }
+        if let Err(e) = p.init_func(ip, data) {
+            if count > 0 {
+                p.free_func(0);
+            }
+            p.reset_data();
+            return Err(e);
+        }
+        count += 1;
     }
+    if count == 0 {
+        return Err(EINVAL);
+    }
+    commit(held, op, false, &h)?;
+    if !op.has(ops::F_ENABLED) {
+        ops::startup(held, op)?;
+    }
+    Ok(count)
 }
 
 /// Takes `probe_ops` off the functions matching `glob` (all for null,
@@ -261,82 +348,81 @@ pub unsafe extern "C" fn unregister_ftrace_function_probe_func(
     probe_ops: *mut FtraceProbeOps,
 ) -> c_int {
     // SAFETY: per the function's contract.
-    let Some(tr) = (unsafe { TraceArray::from_raw(tr) }) else {
+    let (tr, glob) = unsafe { (TraceArray::from_raw(tr), cstr(glob)) };
+    let Some(tr) = tr else {
         return EINVAL.to_errno();
     };
-    let g: &[u8] = if glob.is_null() {
-        &[]
-    } else {
-        // SAFETY: per the function's contract.
-        unsafe { CStr::from_char_ptr(glob) }.as_bytes()
-    };
-    let _l = Guard::lock();
-    // SAFETY: `ftrace_lock` held.
-    let found = unsafe { probes(tr) }.find(|&p| unsafe { (*p).probe_ops } == probe_ops);
-    let Some(p) = found else {
+    let g = CoreGuard::lock();
+    let Some(p) = find(g.held(), tr, probe_ops) else {
         return ENODEV.to_errno();
     };
-    // SAFETY: a live probe under `ftrace_lock`.
-    to_errno(unsafe { remove_functions(p, g) })
+    to_errno(remove_functions(g.held(), p, glob).0)
 }
 
-/// # Safety
-///
-/// `ftrace_lock` held; `p` a live probe.
-unsafe fn remove_functions(p: *mut Probe, glob: &[u8]) -> Result {
+/// Takes probe `p` off the functions matching `glob` (all for empty or
+/// `*`); frees it when it is on none any more, else gives it back.
+fn remove_functions<'h>(
+    held: &'h Held,
+    p: ProbeRef<'h>,
+    glob: &[u8],
+) -> (Result, Option<ProbeRef<'h>>) {
+    match remove_matching(held, &p, glob) {
+        Ok(true) => {
+            p.destroy(held);
+            (Ok(()), None)
+        }
+        Ok(false) => (Ok(()), Some(p)),
+        Err(e) => (Err(e), Some(p)),
+    }
+}
+
+/// The body of [`remove_functions`]: whether the probe is on no function
+/// any more (and not registered).
+fn remove_matching(held: &Held, p: &ProbeRef<'_>, glob: &[u8]) -> Result<bool> {
     let all = glob.is_empty() || glob == b"*";
     let pat = Pattern::parse(glob);
-    // SAFETY: per the function's contract.
-    unsafe {
-        let op = ptr::addr_of_mut!((*p).ops);
-        let old = ops::sets(op).0;
-        if hash::is_empty(old) {
-            return Err(EINVAL);
-        }
-        let mut h = FnSet::copy_of(old)?;
-        let mut removed = KVec::<u64>::new();
-        let mut buf = [0u8; bindings::KSYM_NAME_LEN as usize];
-        let mut oom = false;
-        h.retain(|ip| {
-            let hit = all
-                || (pat.kind != Kind::Index
-                    && crate::tracefs::lookup(ip, &mut buf).is_some_and(|s| pat.matches(s.name)));
-            if !hit || oom {
-                return true;
-            }
-            if removed.push(ip, GFP_KERNEL).is_err() {
-                oom = true;
-                return true;
-            }
-            false
-        });
-        if oom {
-            return Err(ENOMEM);
-        }
-        if removed.is_empty() {
-            return Err(EINVAL);
-        }
-        let now_empty = h.count() == 0;
-        let mut r = if now_empty && crate::view::has(op, ops::F_ENABLED) {
-            ops::shutdown(op)
-        } else {
-            Ok(())
-        };
-        if r.is_ok() {
-            r = commit(op, false, &h);
-        }
-        drop(h);
-        let po = (*p).probe_ops;
-        if let Some(free) = (*po).free {
-            for &ip in removed.iter() {
-                free(po, (*p).tr, ip as c_ulong, (*p).data);
-            }
-        }
-        if now_empty {
-            drop_probe(p);
-        }
-        r
+    let op = p.ops();
+    let old = op.sets(held).0;
+    if old.is_empty() {
+        return Err(EINVAL);
     }
+    let mut h = FnSet::copy_of(old)?;
+    let mut removed = KVec::<u64>::new();
+    let mut buf = [0u8; bindings::KSYM_NAME_LEN as usize];
+    let mut oom = false;
+    h.retain(|ip| {
+        let hit = all
+            || (pat.kind != Kind::Index
+                && crate::tracefs::lookup(ip, &mut buf).is_some_and(|s| pat.matches(s.name)));
+        if !hit || oom {
+            return true;
+        }
+        if removed.push(ip, GFP_KERNEL).is_err() {
+            oom = true;
+            return true;
+        }
+        false
+    });
+    if oom {
+        return Err(ENOMEM);
+    }
+    if removed.is_empty() {
+        return Err(EINVAL);
+    }
+    let now_empty = h.count() == 0;
+    let mut r = if now_empty && op.has(ops::F_ENABLED) {
+        ops::shutdown(held, op)
+    } else {
+        Ok(())
+    };
+    if r.is_ok() {
+        r = commit(held, op, false, &h);
+    }
+    drop(h);
+    for &ip in removed.iter() {
+        p.free_func(ip);
+    }
+    r.map(|()| now_empty)
 }
 
 /// Removes every probe of `tr` (the trace array is going away).
@@ -350,60 +436,25 @@ pub unsafe extern "C" fn clear_ftrace_function_probes(tr: *mut c_void) {
     let Some(tr) = (unsafe { TraceArray::from_raw(tr) }) else {
         return;
     };
-    let _l = Guard::lock();
-    loop {
-        // SAFETY: `ftrace_lock` held.
-        let first = unsafe { probes(tr) }.next();
-        let Some(p) = first else {
-            return;
-        };
-        // SAFETY: a live probe under `ftrace_lock`.
-        if unsafe { remove_functions(p, b"") }.is_err() {
-            // SAFETY: as above; not registered after a failure to shut down
-            // only if it was not registered at all.
-            unsafe {
-                if (*p).ops.flags & ops::F_ENABLED != 0 {
-                    let _ = ops::shutdown(ptr::addr_of_mut!((*p).ops));
-                }
-                drop_probe(p);
+    let g = CoreGuard::lock();
+    let held = g.held();
+    while let Some(p) = probes(held, tr).next() {
+        // A probe left after a failure is shut down if need be and freed.
+        if let (_, Some(p)) = remove_functions(held, p, b"") {
+            if p.ops().has(ops::F_ENABLED) {
+                let _ = ops::shutdown(held, p.ops());
             }
+            p.destroy(held);
         }
     }
 }
 
 /// Lists the probes of `tr`, as set_ftrace_filter shows them.
-///
-/// # Safety
-///
-/// `ftrace_lock` is held.
-pub(crate) unsafe fn render_probes(o: &mut Out, tr: TraceArray) {
+pub(crate) fn render_probes(held: &Held, o: &mut Out, tr: TraceArray) {
     let mut page = [0u8; 512];
-    // SAFETY: per the function's contract.
-    for p in unsafe { probes(tr) } {
-        // SAFETY: live probes under `ftrace_lock`.
-        unsafe {
-            let po = (*p).probe_ops;
-            let h = ops::sets(ptr::addr_of!((*p).ops)).0;
-            hash::for_each(h, |e| {
-                let ip = (*e).ip;
-                match (*po).print {
-                    Some(print) => {
-                        // A seq_file over a local buffer: the print
-                        // callbacks only format into it.
-                        let mut m: bindings::seq_file = core::mem::zeroed();
-                        m.buf = page.as_mut_ptr().cast();
-                        m.size = page.len();
-                        print(&mut m, ip, po, (*p).data);
-                        o.bytes(&page[..m.count.min(page.len())]);
-                    }
-                    None => {
-                        o.sym(ip as u64, false);
-                        o.bytes(b":");
-                        o.sym((*po).func.map_or(0, |f| f as *const () as u64), false);
-                        o.bytes(b"\n");
-                    }
-                }
-            });
+    for p in probes(held, tr) {
+        for ip in p.ops().sets(held).0.ips() {
+            p.render(o, ip, &mut page);
         }
     }
 }

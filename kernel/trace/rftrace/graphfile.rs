@@ -5,33 +5,59 @@
 //! private copy and committed at close.
 
 use crate::filterfile::PARSER_LOCK;
-use crate::hash::{self, FnSet, FtraceHash, SetRef};
+use crate::hash::{FnSet, FtraceHash, PubSlot};
 use crate::logic::glob::{Kind, Pattern};
 use crate::logic::parser::Parser;
-use crate::logic::plan::SiteSet;
 use crate::logic::sites::flags as sf;
-use crate::sys::{dead, CGlobal, Guard};
+use crate::sys::{dead, CGlobal, CMutex, CoreGuard, Guard};
 use crate::table;
 use crate::tracefs::{self, write_token, Chunk, OpenMode, Out, TextFile};
 use core::ptr;
-use core::sync::atomic::Ordering;
+use core::sync::atomic::AtomicPtr;
 use kernel::bindings;
 use kernel::c_str;
 use kernel::ffi::c_void;
 use kernel::prelude::*;
 
-/// Serializes the graph filter files' commits.
-static GRAPH_LOCK: CGlobal<bindings::mutex> = CGlobal::new(
-    // SAFETY: initialised by `init_locks()` at boot.
-    unsafe { core::mem::zeroed() },
-);
+/// The function graph filter set, read by the inline helpers of trace.h
+/// and written under [`GRAPH_LOCK`].
+#[no_mangle]
+pub static ftrace_graph_hash: AtomicPtr<FtraceHash> = AtomicPtr::new(ptr::null_mut());
+/// The function graph notrace set.
+#[no_mangle]
+pub static ftrace_graph_notrace_hash: AtomicPtr<FtraceHash> = AtomicPtr::new(ptr::null_mut());
 
-/// # Safety
-///
-/// Early boot, once.
-pub(crate) unsafe fn init_locks() {
-    // SAFETY: per the function's contract.
-    unsafe { crate::sys::mutex_init!(GRAPH_LOCK.get(), "ftrace_graph_lock") };
+/// Serializes the graph filter sets' writers.
+static GRAPH_LOCK: CMutex = CMutex::new();
+
+/// Initialises the lock of the graph filter files (boot).
+pub(crate) fn init_locks() {
+    crate::sys::cmutex_init!(GRAPH_LOCK, "ftrace_graph_lock");
+}
+
+/// A graph filter set's slot, its writers' lock held.
+struct GraphSlot {
+    _l: Guard,
+    slot: &'static AtomicPtr<FtraceHash>,
+}
+
+impl GraphSlot {
+    fn lock(notrace: bool) -> Self {
+        GraphSlot {
+            _l: GRAPH_LOCK.lock(),
+            slot: if notrace {
+                &ftrace_graph_notrace_hash
+            } else {
+                &ftrace_graph_hash
+            },
+        }
+    }
+
+    fn get(&mut self) -> PubSlot<'_> {
+        // SAFETY: a published-set slot whose writers hold the graph lock,
+        // held while `self` lives.
+        unsafe { PubSlot::new(self.slot) }
+    }
 }
 
 struct GraphFile {
@@ -39,14 +65,6 @@ struct GraphFile {
     /// The set being edited, for a writer.
     hash: Option<FnSet>,
     parser: Parser,
-}
-
-fn graph_slot(notrace: bool) -> &'static core::sync::atomic::AtomicPtr<FtraceHash> {
-    if notrace {
-        &crate::sys::ftrace_graph_notrace_hash
-    } else {
-        &crate::sys::ftrace_graph_hash
-    }
 }
 
 impl TextFile for GraphFile {
@@ -58,12 +76,11 @@ impl TextFile for GraphFile {
         let notrace = !data.is_null();
         let mut hash = None;
         if mode.write {
-            let _g = Guard::of(GRAPH_LOCK.get());
+            let mut g = GraphSlot::lock(notrace);
             hash = Some(if mode.trunc {
                 FnSet::new()?
             } else {
-                // SAFETY: the live set, stable under the graph lock.
-                unsafe { FnSet::copy_of(graph_slot(notrace).load(Ordering::Acquire)) }?
+                FnSet::copy_of(g.get().load())?
             });
         }
         Ok(GraphFile {
@@ -74,9 +91,9 @@ impl TextFile for GraphFile {
     }
 
     fn render(&self, o: &mut Out) {
-        let _l = Guard::of(GRAPH_LOCK.get());
-        // SAFETY: the live set, stable (not freed) under the graph lock.
-        let live = unsafe { SetRef::new(graph_slot(self.notrace).load(Ordering::Acquire)) };
+        let mut g = GraphSlot::lock(self.notrace);
+        let slot = g.get();
+        let live = slot.load();
         if live.is_empty() {
             if !self.notrace {
                 o.bytes(b"#### all functions enabled ####\n");
@@ -96,7 +113,7 @@ impl TextFile for GraphFile {
         let Some(h) = self.hash.as_mut() else {
             return EINVAL.to_errno() as isize;
         };
-        let _p = Guard::of(PARSER_LOCK.get());
+        let _p = PARSER_LOCK.lock();
         write_token(&mut self.parser, chunk, pos, |tok| graph_token(h, tok))
     }
 
@@ -111,15 +128,15 @@ impl TextFile for GraphFile {
             return;
         };
         if parser.loaded() {
-            let _p = Guard::of(PARSER_LOCK.get());
+            let _p = PARSER_LOCK.lock();
             // The result is ignored, as in C.
             let _ = graph_token(&mut h, parser.token());
         }
-        let _l = Guard::of(GRAPH_LOCK.get());
+        let mut g = GraphSlot::lock(notrace);
         if let Ok(new) = h.for_commit() {
-            let old = graph_slot(notrace).swap(new, Ordering::AcqRel);
-            // SAFETY: unpublished; readers are preempt-disabled sections.
-            unsafe { hash::free_rcu(old) };
+            // Readers are preempt-disabled sections: the old set goes a
+            // grace period after.
+            drop(g.get().swap(new));
         }
     }
 }
@@ -131,15 +148,14 @@ fn graph_token(h: &mut FnSet, tok: &[u8]) -> Result {
     if pat.kind == Kind::Index {
         return Err(EINVAL);
     }
-    let _g = Guard::lock();
+    let g = CoreGuard::lock();
     if dead() {
         return Err(ENODEV);
     }
     let mut done = false;
     let mut buf = [0u8; bindings::KSYM_NAME_LEN as usize];
     for c in table::all() {
-        // SAFETY: `ftrace_lock` is held.
-        let s = unsafe { c.read() };
+        let s = c.read(g.held());
         if s.has(sf::DISABLED) {
             continue;
         }

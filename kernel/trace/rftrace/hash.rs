@@ -7,22 +7,33 @@
 //! `ftrace_lookup_ip()` (ours) is called from the graph tracer.
 //!
 //! A null pointer is the empty set. Sets that readers may be using are
-//! never changed in place: a new set is built and published, and the old
-//! one freed after an RCU grace period ([`free_rcu`]).
+//! never changed in place (but for [`PubSlot::unlink`], which readers can
+//! walk through): a new set is built and published ([`PubSlot::swap`]),
+//! and the old one freed an RCU grace period after its [`Retired`] drops.
+//!
+//! A [`SetRef`] carries the lifetime of what keeps its set: the writers'
+//! lock or a preempt-off section. The one rule the types do not carry: a
+//! writer that retires a set does not use a [`SetRef`] it read of it
+//! before, once the [`Retired`] has dropped (the writers here read, copy,
+//! publish, and drop the old set last).
 
+use core::marker::PhantomData;
 use core::ptr;
+use core::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
 use kernel::bindings;
 use kernel::error::{code::ENOMEM, Result};
 use kernel::ffi::{c_ulong, c_void};
+use kernel::types::Opaque;
 
-/// `struct ftrace_hash`.
+/// `struct ftrace_hash`. C reads `count` and `flags` with plain word
+/// loads (`ftrace_hash_empty()`), which these atomics are to it.
 #[repr(C)]
 pub struct FtraceHash {
-    pub(crate) size_bits: c_ulong,
-    pub(crate) buckets: *mut bindings::hlist_head,
-    pub(crate) count: c_ulong,
-    pub(crate) flags: c_ulong,
-    pub(crate) rcu: bindings::callback_head,
+    size_bits: c_ulong,
+    buckets: *mut bindings::hlist_head,
+    count: AtomicUsize,
+    flags: AtomicUsize,
+    rcu: Opaque<bindings::callback_head>,
 }
 
 /// `FTRACE_HASH_FL_MOD`: the set stands for cached `:mod:` entries too.
@@ -32,7 +43,7 @@ pub(crate) const DEFAULT_BITS: u32 = 10;
 /// Most buckets a committed set gets.
 pub(crate) const MAX_BITS: u32 = 12;
 
-type Entry = bindings::ftrace_func_entry;
+pub(crate) type Entry = bindings::ftrace_func_entry;
 
 fn bucket(ip: u64, bits: c_ulong) -> usize {
     if bits == 0 {
@@ -57,310 +68,211 @@ fn zalloc(size: usize) -> *mut c_void {
     }
 }
 
-/// An empty set with `1 << bits` buckets, or null when out of memory.
-pub(crate) fn alloc(bits: u32) -> *mut FtraceHash {
+fn kfree<T>(p: *mut T) {
+    // SAFETY: callers pass null or an allocation of `zalloc` that nothing
+    // references any more (argued at each call).
+    unsafe { bindings::kfree(p.cast()) };
+}
+
+/// An empty set with `1 << bits` buckets, or none when out of memory.
+pub(crate) fn alloc(bits: u32) -> Option<ptr::NonNull<FtraceHash>> {
     let bits = bits.min(MAX_BITS);
-    let h = zalloc(core::mem::size_of::<FtraceHash>()).cast::<FtraceHash>();
-    if h.is_null() {
-        return h;
-    }
     let b = zalloc(core::mem::size_of::<bindings::hlist_head>() << bits);
-    if b.is_null() {
-        // SAFETY: allocated above, not shared.
-        unsafe { bindings::kfree(h.cast()) };
-        return ptr::null_mut();
-    }
-    // SAFETY: `h` is a fresh zeroed allocation of the right size.
-    unsafe {
-        (*h).size_bits = bits as c_ulong;
-        (*h).buckets = b.cast();
-    }
-    h
-}
-
-/// Whether `h` is the empty set: null, or no entry and no cached
-/// `:mod:` entries (the C `ftrace_hash_empty()`).
-///
-/// # Safety
-///
-/// `h` is null or a valid set.
-pub(crate) unsafe fn is_empty(h: *const FtraceHash) -> bool {
-    // SAFETY: per the function's contract.
-    h.is_null() || unsafe { (*h).count == 0 && (*h).flags & FL_MOD == 0 }
-}
-
-/// How many addresses `h` holds.
-///
-/// # Safety
-///
-/// `h` is null or a valid set.
-pub(crate) unsafe fn count(h: *const FtraceHash) -> usize {
-    if h.is_null() {
-        0
-    } else {
-        // SAFETY: per the function's contract.
-        unsafe { (*h).count }
+    let h = ptr::NonNull::new(zalloc(core::mem::size_of::<FtraceHash>()).cast::<FtraceHash>());
+    match (h, b.is_null()) {
+        (Some(h), false) => {
+            // SAFETY: a fresh zeroed allocation of the right size, ours.
+            unsafe {
+                h.as_ptr().write(FtraceHash {
+                    size_bits: bits as c_ulong,
+                    buckets: b.cast(),
+                    count: AtomicUsize::new(0),
+                    flags: AtomicUsize::new(0),
+                    rcu: Opaque::uninit(),
+                })
+            };
+            Some(h)
+        }
+        (h, _) => {
+            // Nothing references the halves made.
+            kfree(h.map_or(ptr::null_mut(), ptr::NonNull::as_ptr));
+            kfree(b);
+            None
+        }
     }
 }
 
-/// The entry for `ip` in `h`, or null. Lock-free and allocation-free:
-/// safe on the tracing hot path.
-///
-/// # Safety
-///
-/// `h` is null or a valid set that stays valid for the call (RCU).
-#[inline]
-pub(crate) unsafe fn lookup(h: *const FtraceHash, ip: u64) -> *mut Entry {
-    if h.is_null() {
-        return ptr::null_mut();
+impl FtraceHash {
+    /// Whether it is the empty set: no entry and no cached `:mod:`
+    /// entries (the C `ftrace_hash_empty()`).
+    #[inline(always)]
+    fn is_empty(&self) -> bool {
+        self.count.load(Ordering::Relaxed) == 0 && self.flags.load(Ordering::Relaxed) & FL_MOD == 0
     }
-    // SAFETY: per the function's contract `h` is valid; its bucket array
-    // has `1 << size_bits` heads.
-    let mut n = unsafe {
-        let h = &*h;
-        if h.count == 0 {
+
+    fn count(&self) -> usize {
+        self.count.load(Ordering::Relaxed)
+    }
+
+    /// The head of `ip`'s bucket.
+    #[inline(always)]
+    fn head(&self, ip: u64) -> *mut bindings::hlist_head {
+        self.buckets.wrapping_add(bucket(ip, self.size_bits))
+    }
+
+    /// The entry for `ip`, or null. Lock-free and allocation-free: safe on
+    /// the tracing hot path.
+    #[inline(always)]
+    pub(crate) fn lookup(&self, ip: u64) -> *mut Entry {
+        if self.count.load(Ordering::Relaxed) == 0 {
             return ptr::null_mut();
         }
-        (*h.buckets.add(bucket(ip, h.size_bits))).first
-    };
-    while !n.is_null() {
-        // `hlist` is the first member of the entry.
-        let e = n.cast::<Entry>();
-        // SAFETY: every node of a bucket is the `hlist` of a live entry.
+        // SAFETY: the bucket array has `1 << size_bits` heads, fixed for
+        // the set's life; every node of a bucket is the `hlist` (the first
+        // member) of a live entry, and readers may walk a bucket while a
+        // writer unlinks from it (`unlink_published`).
         unsafe {
-            if (*e).ip as u64 == ip {
-                return e;
+            let mut n = ptr::read_volatile(ptr::addr_of!((*self.head(ip)).first));
+            while !n.is_null() {
+                let e = n.cast::<Entry>();
+                if (*e).ip as u64 == ip {
+                    return e;
+                }
+                n = ptr::read_volatile(ptr::addr_of!((*n).next));
             }
-            n = (*n).next;
         }
+        ptr::null_mut()
     }
-    ptr::null_mut()
-}
 
-/// Whether `h` holds `ip`.
-///
-/// # Safety
-///
-/// As for [`lookup`].
-#[inline]
-pub(crate) unsafe fn contains(h: *const FtraceHash, ip: u64) -> bool {
-    // SAFETY: per the function's contract.
-    !unsafe { lookup(h, ip) }.is_null()
-}
-
-/// Adds `ip` to `h` (a set nobody else reads yet) unless it is there.
-/// Returns false when out of memory.
-///
-/// # Safety
-///
-/// `h` is a valid set private to the caller.
-pub(crate) unsafe fn add(h: *mut FtraceHash, ip: u64) -> bool {
-    // SAFETY: per the function's contract.
-    if unsafe { contains(h, ip) } {
-        return true;
-    }
-    // SAFETY: as above.
-    unsafe { insert(h, ip, 0) }
-}
-
-/// Inserts a new entry without checking for a duplicate.
-///
-/// # Safety
-///
-/// `h` is a valid set private to the caller.
-unsafe fn insert(h: *mut FtraceHash, ip: u64, direct: c_ulong) -> bool {
-    // SAFETY: per the function's contract.
-    let e = unsafe { insert_sized(h, ip, core::mem::size_of::<Entry>()) };
-    if e.is_null() {
-        return false;
-    }
-    // SAFETY: fresh entry.
-    unsafe { (*e).direct = direct };
-    true
-}
-
-/// Inserts a new, zeroed entry of `size` bytes (at least an entry's)
-/// without checking for a duplicate; null when out of memory.
-///
-/// # Safety
-///
-/// `h` is a valid set the caller may change (private, or a func mapper
-/// whose users serialize changes).
-pub(crate) unsafe fn insert_sized(h: *mut FtraceHash, ip: u64, size: usize) -> *mut Entry {
-    let e = zalloc(size.max(core::mem::size_of::<Entry>())).cast::<Entry>();
-    if e.is_null() {
-        return e;
-    }
-    // SAFETY: `e` is fresh; `h` is valid and private, its bucket array has
-    // `1 << size_bits` heads.
-    unsafe {
-        (*e).ip = ip as c_ulong;
-        let head = (*h).buckets.add(bucket(ip, (*h).size_bits));
-        let node = ptr::addr_of_mut!((*e).hlist);
-        (*node).next = (*head).first;
-        if !(*head).first.is_null() {
-            (*(*head).first).pprev = ptr::addr_of_mut!((*node).next);
+    /// Inserts a new, zeroed entry of `size` bytes (at least an entry's)
+    /// without checking for a duplicate; null when out of memory.
+    ///
+    /// # Safety
+    ///
+    /// The caller may change the set: it is private, or a func mapper
+    /// whose users serialize changes.
+    pub(crate) unsafe fn insert(&self, ip: u64, size: usize) -> *mut Entry {
+        let e = zalloc(size.max(core::mem::size_of::<Entry>())).cast::<Entry>();
+        if e.is_null() {
+            return e;
         }
-        (*head).first = node;
-        (*node).pprev = ptr::addr_of_mut!((*head).first);
-        (*h).count += 1;
-    }
-    e
-}
-
-/// Removes and frees the entry `e` of `h`.
-///
-/// # Safety
-///
-/// `h` is a valid set private to the caller and `e` one of its entries.
-pub(crate) unsafe fn remove_entry(h: *mut FtraceHash, e: *mut Entry) {
-    // SAFETY: per the function's contract; unlinking an hlist node.
-    unsafe {
-        let node = ptr::addr_of_mut!((*e).hlist);
-        let next = (*node).next;
-        *(*node).pprev = next;
-        if !next.is_null() {
-            (*next).pprev = (*node).pprev;
+        // SAFETY: `e` is fresh; the bucket array has `1 << size_bits`
+        // heads; the caller alone changes the set (the contract).
+        unsafe {
+            (*e).ip = ip as c_ulong;
+            let head = self.head(ip);
+            let node = ptr::addr_of_mut!((*e).hlist);
+            (*node).next = (*head).first;
+            if !(*head).first.is_null() {
+                (*(*head).first).pprev = ptr::addr_of_mut!((*node).next);
+            }
+            (*head).first = node;
+            (*node).pprev = ptr::addr_of_mut!((*head).first);
         }
-        (*h).count -= 1;
-        bindings::kfree(e.cast());
+        self.count.fetch_add(1, Ordering::Relaxed);
+        e
     }
-}
 
-/// Unlinks entry `e` from the published set `h` while readers may be
-/// walking it: a reader standing on `e` still reaches the rest of its
-/// bucket through `e`'s own link, so the caller frees `e` only after a
-/// grace period.
-///
-/// # Safety
-///
-/// `e` is an entry of `h`; writers of `h` are excluded (the ops' regex
-/// lock and `ftrace_lock`); readers are RCU (or preemption-off) readers.
-pub(crate) unsafe fn unlink_published(h: *mut FtraceHash, e: *mut Entry) {
-    // SAFETY: per the function's contract. The one store a reader can
-    // see is the link that skips `e` (one aligned pointer, written
-    // whole); `pprev` and the count's other users are writers.
-    unsafe {
-        let node = ptr::addr_of_mut!((*e).hlist);
-        let next = (*node).next;
-        ptr::write_volatile((*node).pprev, next);
-        if !next.is_null() {
-            (*next).pprev = (*node).pprev;
+    /// Unlinks entry `e` while readers may be walking the set: a reader
+    /// standing on `e` still reaches the rest of its bucket through `e`'s
+    /// own link, so `e` is freed (by the caller) only when no reader can
+    /// see it.
+    ///
+    /// # Safety
+    ///
+    /// `e` is an entry of the set; the caller alone changes the set.
+    pub(crate) unsafe fn unlink(&self, e: *mut Entry) {
+        // SAFETY: per the function's contract. The one store a reader can
+        // see is the link that skips `e` (one aligned pointer, written
+        // whole); `pprev` is the writers'.
+        unsafe {
+            let node = ptr::addr_of_mut!((*e).hlist);
+            let next = (*node).next;
+            ptr::write_volatile((*node).pprev, next);
+            if !next.is_null() {
+                (*next).pprev = (*node).pprev;
+            }
         }
-        ptr::write_volatile(ptr::addr_of_mut!((*h).count), (*h).count - 1);
+        self.count.fetch_sub(1, Ordering::Relaxed);
     }
-}
 
-/// Removes `ip` from `h`; returns whether it was there.
-///
-/// # Safety
-///
-/// `h` is a valid set private to the caller.
-pub(crate) unsafe fn remove(h: *mut FtraceHash, ip: u64) -> bool {
-    // SAFETY: per the function's contract.
-    let e = unsafe { lookup(h, ip) };
-    if e.is_null() {
-        return false;
-    }
-    // SAFETY: `e` is an entry of `h`.
-    unsafe { remove_entry(h, e) };
-    true
-}
-
-/// Calls `f` on every entry of `h`, in bucket order. `f` must not change
-/// `h` (it may free the entry it is given: see [`Entries`]).
-///
-/// # Safety
-///
-/// `h` is null or a valid set that stays valid for the call.
-pub(crate) unsafe fn for_each(h: *const FtraceHash, mut f: impl FnMut(*mut Entry)) {
-    // SAFETY: per the function's contract.
-    for e in unsafe { entries(h) } {
-        f(e);
-    }
-}
-
-/// The entries of `h`, in bucket order.
-///
-/// # Safety
-///
-/// `h` is null or a valid set that stays valid while the iterator is used.
-pub(crate) unsafe fn entries(h: *const FtraceHash) -> Entries {
-    if h.is_null() {
-        return Entries {
-            buckets: ptr::null_mut(),
-            n: 0,
+    /// The entries, in bucket order.
+    pub(crate) fn entries(&self) -> Entries<'_> {
+        Entries {
+            buckets: self.buckets,
+            n: 1usize << self.size_bits.min(MAX_BITS as c_ulong),
             i: 0,
             node: ptr::null_mut(),
-        };
-    }
-    // SAFETY: per the function's contract.
-    let (buckets, bits) = unsafe { ((*h).buckets, (*h).size_bits) };
-    Entries {
-        buckets,
-        n: 1usize << bits,
-        i: 0,
-        node: ptr::null_mut(),
+            _set: PhantomData,
+        }
     }
 }
 
-/// Iterator over the entries of a set ([`entries`]). It reads an entry's
-/// successor before it yields the entry, so the caller may free it.
+/// Iterator over the entries of a set. It reads an entry's successor
+/// before it yields the entry, so the caller may free it.
 ///
 /// # Invariants
 ///
-/// `buckets` holds `n` buckets of a set that is valid while the iterator
-/// is used (the contract of [`entries`]); `node` is null or a live node of
-/// it.
-pub(crate) struct Entries {
+/// `buckets` holds `n` buckets of a set that lives for `'a`; `node` is
+/// null or a live node of it.
+pub(crate) struct Entries<'a> {
     buckets: *mut bindings::hlist_head,
     n: usize,
     i: usize,
     node: *mut bindings::hlist_node,
+    _set: PhantomData<&'a FtraceHash>,
 }
 
-impl Iterator for Entries {
+impl Iterator for Entries<'_> {
     type Item = *mut Entry;
 
     fn next(&mut self) -> Option<*mut Entry> {
-        while self.node.is_null() {
-            if self.i == self.n {
-                return None;
+        // SAFETY: `i < n`, a bucket of the live set, and `node` a live
+        // node of it (the invariants); a node's successor is read before
+        // the caller sees (and may free) its entry.
+        unsafe {
+            while self.node.is_null() {
+                if self.i == self.n {
+                    return None;
+                }
+                self.node = ptr::read_volatile(ptr::addr_of!((*self.buckets.add(self.i)).first));
+                self.i += 1;
             }
-            // SAFETY: `i < n`, a bucket of the valid set (the invariants).
-            self.node = unsafe { (*self.buckets.add(self.i)).first };
-            self.i += 1;
+            let e = self.node;
+            self.node = ptr::read_volatile(ptr::addr_of!((*e).next));
+            Some(e.cast())
         }
-        let e = self.node;
-        // SAFETY: a live node of the set (the invariants); its successor
-        // is read before the caller sees (and may free) the entry.
-        self.node = unsafe { (*e).next };
-        Some(e.cast())
     }
+}
+
+/// The address of a live entry.
+fn ip_of(e: *mut Entry) -> u64 {
+    // SAFETY: callers pass entries of a live set, just yielded by
+    // `Entries` or found by `lookup`.
+    unsafe { (*e).ip as u64 }
 }
 
 /// Frees `h` and its entries now.
 ///
 /// # Safety
 ///
-/// `h` is null or a valid set nobody can be reading.
+/// `h` is null or a set from [`alloc`] that nobody can be reading.
 pub(crate) unsafe fn free(h: *mut FtraceHash) {
-    if h.is_null() {
+    // SAFETY: per the function's contract.
+    let Some(set) = (unsafe { h.as_ref() }) else {
         return;
+    };
+    // `Entries` reads `next` before handing out an entry.
+    for e in set.entries() {
+        kfree(e);
     }
-    // SAFETY: per the function's contract; `for_each` reads `next` before
-    // handing out an entry.
-    unsafe {
-        for_each(h, |e| bindings::kfree(e.cast()));
-        bindings::kfree((*h).buckets.cast());
-        bindings::kfree(h.cast());
-    }
+    kfree(set.buckets);
+    kfree(h);
 }
 
 /// # Safety
 ///
-/// Called only through the operations table it is registered in, with
-/// the arguments that table's contract gives.
+/// Called by the RCU core with the head `free_rcu` queued.
 unsafe extern "C" fn free_cb(head: *mut bindings::callback_head) {
     // `rcu` sits at a fixed offset in the set.
     let off = core::mem::offset_of!(FtraceHash, rcu);
@@ -371,42 +283,41 @@ unsafe extern "C" fn free_cb(head: *mut bindings::callback_head) {
 
 /// Frees `h` once every CPU has left the RCU (and preempt-disabled) read
 /// side sections it may be reading it in.
-///
-/// # Safety
-///
-/// `h` is null or a valid set that is no longer published.
-pub(crate) unsafe fn free_rcu(h: *mut FtraceHash) {
-    if h.is_null() {
-        return;
+fn free_rcu(h: Option<&FtraceHash>) {
+    if let Some(h) = h {
+        // SAFETY: `rcu` belongs to the set, which is freed only by
+        // `free_cb` (the callers give sets no longer published).
+        unsafe { bindings::call_rcu(h.rcu.get(), Some(free_cb)) };
     }
-    // SAFETY: `rcu` belongs to the set, which is freed only by `free_cb`.
-    unsafe { bindings::call_rcu(ptr::addr_of_mut!((*h).rcu), Some(free_cb)) };
 }
 
-/// A copy of `src` (null: an empty set) with `1 << bits` buckets and the
-/// same flags; null when out of memory.
-///
-/// # Safety
-///
-/// `src` is null or a valid set.
-pub(crate) unsafe fn copy(src: *const FtraceHash, bits: u32) -> *mut FtraceHash {
-    let h = alloc(bits);
-    if h.is_null() {
-        return h;
-    }
+/// A copy of `src` (none: an empty set) with `1 << bits` buckets and the
+/// same flags; none when out of memory.
+fn copy(src: Option<&FtraceHash>, bits: u32) -> Option<ptr::NonNull<FtraceHash>> {
+    let h = alloc(bits)?;
+    // SAFETY: fresh, and ours only.
+    let new = unsafe { h.as_ref() };
     let mut ok = true;
-    // SAFETY: `src` valid per the contract; `h` is fresh and private.
-    unsafe {
-        if !src.is_null() {
-            (*h).flags = (*src).flags;
-        }
-        for_each(src, |e| ok &= insert(h, (*e).ip as u64, (*e).direct));
-        if !ok {
-            free(h);
-            return ptr::null_mut();
+    if let Some(src) = src {
+        new.flags
+            .store(src.flags.load(Ordering::Relaxed), Ordering::Relaxed);
+        for e in src.entries() {
+            // SAFETY: `new` is private; `e` a live entry of `src`.
+            let n = unsafe { new.insert(ip_of(e), core::mem::size_of::<Entry>()) };
+            if n.is_null() {
+                ok = false;
+                break;
+            }
+            // SAFETY: both live entries; `n` is fresh.
+            unsafe { (*n).direct = (*e).direct };
         }
     }
-    h
+    if !ok {
+        // SAFETY: private, nobody reads it.
+        unsafe { free(h.as_ptr()) };
+        return None;
+    }
+    Some(h)
 }
 
 /// The size a committed copy of a set of `count` entries gets.
@@ -416,30 +327,8 @@ pub(crate) fn committed_bits(count: usize) -> u32 {
     bits.clamp(1, MAX_BITS)
 }
 
-/// The set to publish for the private set `h`: null when it is empty
-/// (and not standing for cached `:mod:` entries), else a copy sized for
-/// its count. `Err` when out of memory.
-///
-/// # Safety
-///
-/// `h` is null or a valid set.
-pub(crate) unsafe fn for_commit(h: *const FtraceHash) -> Result<*mut FtraceHash> {
-    // SAFETY: per the function's contract.
-    unsafe {
-        if is_empty(h) {
-            return Ok(ptr::null_mut());
-        }
-        let c = copy(h, committed_bits((*h).count));
-        if c.is_null() {
-            Err(ENOMEM)
-        } else {
-            Ok(c)
-        }
-    }
-}
-
 /// A private set: made here, edited by its one owner, freed when
-/// dropped, unless [`FnSet::publish`] gives it away. What the filter
+/// dropped, unless it is published ([`PubSlot::swap`]). What the filter
 /// files, the filter APIs, probes and the sub-ops edit before they
 /// publish a set.
 ///
@@ -452,105 +341,121 @@ pub(crate) struct FnSet(ptr::NonNull<FtraceHash>);
 impl FnSet {
     /// An empty set.
     pub(crate) fn new() -> Result<Self> {
-        ptr::NonNull::new(alloc(DEFAULT_BITS))
-            .map(Self)
-            .ok_or(ENOMEM)
+        alloc(DEFAULT_BITS).map(Self).ok_or(ENOMEM)
     }
 
-    /// A private copy of `src` (null: the empty set), flags included.
-    ///
-    /// # Safety
-    ///
-    /// `src` is null or a valid set that stays valid for the call.
-    pub(crate) unsafe fn copy_of(src: *const FtraceHash) -> Result<Self> {
-        // SAFETY: per the function's contract.
-        let h = unsafe { copy(src, DEFAULT_BITS) };
-        ptr::NonNull::new(h).map(Self).ok_or(ENOMEM)
+    /// A private copy of `src`, flags included.
+    pub(crate) fn copy_of(src: SetRef<'_>) -> Result<Self> {
+        copy(src.0, DEFAULT_BITS).map(Self).ok_or(ENOMEM)
     }
 
-    /// The set, for what reads it through a pointer (C callbacks, the
-    /// published-set helpers); valid while `self` is.
+    fn set(&self) -> &FtraceHash {
+        // SAFETY: valid while `self` is (the type's invariants).
+        unsafe { self.0.as_ref() }
+    }
+
+    /// The set, for what reads it through a pointer (C callbacks); valid
+    /// while `self` is.
     pub(crate) fn as_ptr(&self) -> *mut FtraceHash {
         self.0.as_ptr()
     }
 
+    /// The set to read, for as long as it is borrowed.
+    pub(crate) fn as_set(&self) -> SetRef<'_> {
+        SetRef(Some(self.set()))
+    }
+
     /// Adds `ip` unless it is there.
     pub(crate) fn add(&mut self, ip: u64) -> Result {
-        // SAFETY: valid and private (the type's invariants).
-        if unsafe { add(self.as_ptr(), ip) } {
-            Ok(())
-        } else {
-            Err(ENOMEM)
+        let h = self.set();
+        if !h.lookup(ip).is_null() {
+            return Ok(());
         }
+        // SAFETY: private (the type's invariants), borrowed mutably.
+        let e = unsafe { h.insert(ip, core::mem::size_of::<Entry>()) };
+        if e.is_null() {
+            Err(ENOMEM)
+        } else {
+            Ok(())
+        }
+    }
+
+    /// Removes the entry `e` of the set.
+    fn remove_entry(&mut self, e: *mut Entry) {
+        // SAFETY: private (the type's invariants), borrowed mutably; `e`
+        // is one of its entries (the callers found it).
+        unsafe { self.set().unlink(e) };
+        // No reader can have seen it.
+        kfree(e);
     }
 
     /// Removes `ip`; whether it was there.
     pub(crate) fn remove(&mut self, ip: u64) -> bool {
-        // SAFETY: as above.
-        unsafe { remove(self.as_ptr(), ip) }
+        let e = self.set().lookup(ip);
+        if e.is_null() {
+            return false;
+        }
+        self.remove_entry(e);
+        true
     }
 
     /// Keeps the addresses `keep` says yes to.
     pub(crate) fn retain(&mut self, mut keep: impl FnMut(u64) -> bool) {
-        let h = self.as_ptr();
-        // SAFETY: as above; `Entries` reads an entry's successor before it
-        // yields the entry, which may then be freed.
-        for e in unsafe { entries(h) } {
-            // SAFETY: a live entry of the set.
-            if !keep(unsafe { (*e).ip } as u64) {
-                // SAFETY: an entry of the private set.
-                unsafe { remove_entry(h, e) };
+        let p = self.0;
+        // SAFETY: the set lives while `self` does; `Entries` reads an
+        // entry's successor before it yields the entry, which may then be
+        // removed and freed.
+        for e in unsafe { p.as_ref() }.entries() {
+            if !keep(ip_of(e)) {
+                self.remove_entry(e);
             }
         }
     }
 
     /// Whether the set holds `ip`.
     pub(crate) fn contains(&self, ip: u64) -> bool {
-        // SAFETY: as above.
-        unsafe { contains(self.as_ptr(), ip) }
+        self.as_set().contains(ip)
     }
 
     /// Whether the set is empty (no address, no cached `:mod:` entry).
     pub(crate) fn is_empty(&self) -> bool {
-        // SAFETY: as above.
-        unsafe { is_empty(self.as_ptr()) }
+        self.as_set().is_empty()
     }
 
     /// How many addresses the set holds.
     pub(crate) fn count(&self) -> usize {
-        // SAFETY: as above.
-        unsafe { count(self.as_ptr()) }
+        self.as_set().count()
     }
 
     /// The addresses, in bucket order.
     pub(crate) fn ips(&self) -> impl Iterator<Item = u64> + '_ {
-        // SAFETY: valid while `self` is borrowed, which outlasts the
-        // iterator.
-        unsafe { SetRef::new(self.as_ptr()) }.ips()
+        self.as_set().ips()
     }
 
     /// Marks the set as standing for cached `:mod:` entries (or not).
     pub(crate) fn set_mod(&mut self, on: bool) {
-        // SAFETY: as above.
-        let f = unsafe { &mut (*self.as_ptr()).flags };
+        let f = &self.set().flags;
         if on {
-            *f |= FL_MOD;
+            f.fetch_or(FL_MOD, Ordering::Relaxed);
         } else {
-            *f &= !FL_MOD;
+            f.fetch_and(!FL_MOD, Ordering::Relaxed);
         }
     }
 
-    /// The set to publish for this one: null when it is empty (and not
-    /// standing for cached `:mod:` entries), else a copy sized for its
-    /// count, which the caller publishes and later frees with
-    /// [`free_rcu`].
-    pub(crate) fn for_commit(&self) -> Result<*mut FtraceHash> {
-        // SAFETY: as above.
-        unsafe { for_commit(self.as_ptr()) }
+    /// The set to publish for this one: none (the empty set) when it is
+    /// empty and not standing for cached `:mod:` entries, else a copy
+    /// sized for its count.
+    pub(crate) fn for_commit(&self) -> Result<Option<FnSet>> {
+        if self.is_empty() {
+            return Ok(None);
+        }
+        copy(Some(self.set()), committed_bits(self.count()))
+            .map(|c| Some(Self(c)))
+            .ok_or(ENOMEM)
     }
 
-    /// Gives the set away (to be published); the caller frees it.
-    pub(crate) fn publish(self) -> *mut FtraceHash {
+    /// Gives the set away: the caller publishes it.
+    fn into_raw(self) -> *mut FtraceHash {
         let h = self.as_ptr();
         core::mem::forget(self);
         h
@@ -564,46 +469,230 @@ impl Drop for FnSet {
     }
 }
 
-/// A set as the planner reads it (`logic::plan::SiteSet`): a copyable
-/// handle on a set that is null (empty) or valid for as long as the
-/// handle is used.
+/// A set read where it may be published: a copyable handle on a set that
+/// is empty (none) or valid for `'a`. What the planner reads
+/// (`logic::plan::SiteSet`), and what an ops' sets are seen as.
 ///
 /// # Invariants
 ///
-/// The set is null or valid, and not freed, for the handle's whole use:
-/// the creator holds `ftrace_lock` (which every change of a published
-/// set's identity takes) throughout, or reads a published set in an RCU
-/// read-side section that outlives the handle.
+/// The set is valid, and not freed, for `'a`: its creator holds
+/// `ftrace_lock` (which every change of a published set's identity takes)
+/// or the writer's lock of the set, or reads it in an RCU (preempt-off)
+/// section, for `'a`; or it borrows a [`FnSet`].
 #[derive(Clone, Copy)]
-pub(crate) struct SetRef(*const FtraceHash);
+pub(crate) struct SetRef<'a>(Option<&'a FtraceHash>);
 
-impl SetRef {
+impl<'a> SetRef<'a> {
+    /// The empty set.
+    pub(crate) const EMPTY: SetRef<'static> = SetRef(None);
+
     /// # Safety
     ///
-    /// `h` is null or a valid set that stays valid while the handle (and
-    /// its copies) are used; see the type's invariants.
+    /// `h` is null or a valid set that stays valid for `'a`; see the
+    /// type's invariants.
+    #[inline(always)]
     pub(crate) unsafe fn new(h: *const FtraceHash) -> Self {
-        Self(h)
+        // SAFETY: per the function's contract.
+        Self(unsafe { h.as_ref() })
     }
 
-    /// The addresses of the set's entries, in bucket order.
-    pub(crate) fn ips(self) -> impl Iterator<Item = u64> {
-        // SAFETY: null or valid while the handle is used (the type's
-        // invariants), which outlasts the iterator made from it.
-        unsafe { entries(self.0) }.map(|e| {
-            // SAFETY: a live entry of the set (see `Entries`).
-            unsafe { (*e).ip as u64 }
-        })
+    /// The set, for C (null: empty).
+    pub(crate) fn as_ptr(self) -> *const FtraceHash {
+        self.0.map_or(ptr::null(), ptr::from_ref)
+    }
+
+    /// Whether it is empty: null, or no entry and no cached `:mod:`
+    /// entries (the C `ftrace_hash_empty()`).
+    #[inline(always)]
+    pub(crate) fn is_empty(self) -> bool {
+        self.0.map_or(true, FtraceHash::is_empty)
+    }
+
+    /// How many addresses it holds.
+    pub(crate) fn count(self) -> usize {
+        self.0.map_or(0, FtraceHash::count)
+    }
+
+    /// Whether it stands for cached `:mod:` entries.
+    pub(crate) fn has_mod(self) -> bool {
+        self.0
+            .is_some_and(|h| h.flags.load(Ordering::Relaxed) & FL_MOD != 0)
+    }
+
+    /// Whether it holds `ip`. Lock- and allocation-free: the dispatcher
+    /// calls it.
+    #[inline(always)]
+    pub(crate) fn contains(self, ip: u64) -> bool {
+        self.0.is_some_and(|h| !h.lookup(ip).is_null())
+    }
+
+    /// Its addresses, in bucket order.
+    pub(crate) fn ips(self) -> Ips<'a> {
+        Ips(self.0.map(FtraceHash::entries))
     }
 }
 
-impl crate::logic::plan::SiteSet for SetRef {
+/// The addresses of a set, in bucket order (a named type: the symbols of
+/// the iterator chains built on it stay short enough for kallsyms).
+pub(crate) struct Ips<'a>(Option<Entries<'a>>);
+
+impl Iterator for Ips<'_> {
+    type Item = u64;
+
+    fn next(&mut self) -> Option<u64> {
+        self.0.as_mut()?.next().map(ip_of)
+    }
+}
+
+impl crate::logic::plan::SiteSet for SetRef<'_> {
     fn is_empty(&self) -> bool {
-        // SAFETY: null or valid (the type's invariants).
-        unsafe { is_empty(self.0) }
+        SetRef::is_empty(*self)
     }
     fn contains(&self, ip: u64) -> bool {
-        // SAFETY: as above.
-        unsafe { contains(self.0, ip) }
+        SetRef::contains(*self, ip)
+    }
+}
+
+/// Where a published set lives (an ops' filter or notrace pointer, a graph
+/// filter global), in the hands of its writer: read locklessly by
+/// everyone, swapped only by writers that exclude each other.
+///
+/// # Invariants
+///
+/// For `'a`, this task holds the lock that serializes the slot's writers,
+/// and the slot holds null or a valid set that only RCU (preempt-off)
+/// readers and the slot's writers reference.
+pub(crate) struct PubSlot<'a>(&'a AtomicPtr<FtraceHash>);
+
+impl<'a> PubSlot<'a> {
+    /// # Safety
+    ///
+    /// `p` is such a slot, and this task holds its writers' lock for `'a`
+    /// (the type's invariants).
+    pub(crate) unsafe fn new(p: &'a AtomicPtr<FtraceHash>) -> Self {
+        Self(p)
+    }
+
+    /// The set published now, for as long as the slot is borrowed (only
+    /// its holder replaces it, which takes the slot).
+    pub(crate) fn load(&self) -> SetRef<'_> {
+        // SAFETY: valid until a writer replaces it and a grace period
+        // passes; the writer is this holder, whose `swap` consumes the
+        // slot (the invariants).
+        unsafe { SetRef::new(self.0.load(Ordering::Acquire)) }
+    }
+
+    /// Publishes `new` (none: the empty set); the old set is freed once
+    /// every reader that may see it has gone (when the result drops).
+    pub(crate) fn swap(self, new: Option<FnSet>) -> Retired {
+        let new = new.map_or(ptr::null_mut(), FnSet::into_raw);
+        // INVARIANT: `new` was private; from now on only readers and the
+        // slot's writers see it. The old set is unpublished.
+        Retired(self.0.swap(new, Ordering::AcqRel))
+    }
+
+    /// Takes `ips` (each in the set, once: the caller checked) out of the
+    /// published set in place, without memory. A reader standing on an
+    /// entry taken out still reaches the rest of its bucket; the entries
+    /// are freed when the result drops, after a grace period.
+    pub(crate) fn unlink(&mut self, ips: &[u64]) -> Unlinked {
+        let mut gone = Unlinked {
+            e: [ptr::null_mut(); UNLINK_MAX],
+            n: 0,
+        };
+        let Some(h) = self.load().0 else {
+            return gone;
+        };
+        for &ip in ips.iter().take(UNLINK_MAX) {
+            let e = h.lookup(ip);
+            if !e.is_null() {
+                // SAFETY: `e` is an entry of `h`; the slot's writers are
+                // excluded (the invariants); readers are RCU (preempt-off)
+                // readers, whom `Unlinked` waits out before the free.
+                unsafe { h.unlink(e) };
+                if let Some(slot) = gone.e.get_mut(gone.n) {
+                    *slot = e;
+                    gone.n = gone.n.wrapping_add(1);
+                }
+            }
+        }
+        gone
+    }
+
+    /// Makes the entries whose address `gone` says yes to match nothing,
+    /// in place (their address becomes 0, as C does when a module goes): a
+    /// reader sees the old address or 0, both harmless.
+    pub(crate) fn scrub(&mut self, gone: impl Fn(u64) -> bool) {
+        let Some(h) = self.load().0 else {
+            return;
+        };
+        for e in h.entries() {
+            if gone(ip_of(e)) {
+                // SAFETY: a live entry, changed only by the slot's
+                // writers, excluded; the address is one aligned word,
+                // written whole.
+                unsafe { ptr::write_volatile(ptr::addr_of_mut!((*e).ip), 0) };
+            }
+        }
+    }
+}
+
+/// The most addresses [`PubSlot::unlink`] takes out at once.
+pub(crate) const UNLINK_MAX: usize = 8;
+
+/// Entries taken out of a published set: freed when dropped, after an
+/// RCU grace period (sleeps).
+///
+/// # Invariants
+///
+/// `e[..n]` are entries unlinked from a published set, referenced by
+/// nothing but readers that started before they were unlinked.
+pub(crate) struct Unlinked {
+    e: [*mut Entry; UNLINK_MAX],
+    n: usize,
+}
+
+impl Drop for Unlinked {
+    fn drop(&mut self) {
+        if self.n == 0 {
+            return;
+        }
+        // The readers of the set read it under RCU or with preemption
+        // off, which this grace period waits out.
+        crate::sys::synchronize_rcu();
+        for &e in self.e.iter().take(self.n) {
+            // Unlinked, and no reader is left (the invariants).
+            kfree(e);
+        }
+    }
+}
+
+/// A set taken out of its slot: freed after an RCU grace period when
+/// dropped (readers may still be walking it).
+///
+/// # Invariants
+///
+/// `0` is null or a valid set no longer published, that nothing but
+/// readers which started before it was unpublished can reference.
+#[must_use]
+pub(crate) struct Retired(*mut FtraceHash);
+
+impl Retired {
+    /// Nothing retired.
+    pub(crate) fn none() -> Self {
+        Retired(ptr::null_mut())
+    }
+
+    /// The set until it is freed (readers, and the writer that took it
+    /// out, may still look).
+    pub(crate) fn as_set(&self) -> SetRef<'_> {
+        // SAFETY: null or valid until `self` drops (the invariants).
+        unsafe { SetRef::new(self.0) }
+    }
+}
+
+impl Drop for Retired {
+    fn drop(&mut self) {
+        free_rcu(self.as_set().0);
     }
 }

@@ -19,7 +19,16 @@ struct MapEntry {
 /// A new, empty mapper (a set with data per function).
 #[no_mangle]
 pub extern "C" fn allocate_ftrace_func_mapper() -> *mut FtraceHash {
-    hash::alloc(hash::DEFAULT_BITS)
+    hash::alloc(hash::DEFAULT_BITS).map_or(ptr::null_mut(), ptr::NonNull::as_ptr)
+}
+
+/// The data slot of the entry `e` of a mapper (null: none).
+fn data_of(e: *mut hash::Entry) -> *mut *mut c_void {
+    // A mapper's entries are `MapEntry`s, the set entry first.
+    e.cast::<MapEntry>()
+        .cast::<u8>()
+        .wrapping_add(core::mem::offset_of!(MapEntry, data))
+        .cast()
 }
 
 /// The data slot of `ip`, or null. Lock-free: probes call it when hit.
@@ -33,12 +42,15 @@ pub unsafe extern "C" fn ftrace_func_mapper_find_ip(
     ip: c_ulong,
 ) -> *mut *mut c_void {
     // SAFETY: per the function's contract.
-    let e = unsafe { hash::lookup(m, ip as u64) };
-    if e.is_null() {
+    let Some(m) = (unsafe { m.as_ref() }) else {
         return ptr::null_mut();
+    };
+    let e = m.lookup(ip as u64);
+    if e.is_null() {
+        ptr::null_mut()
+    } else {
+        data_of(e)
     }
-    // SAFETY: a mapper's entries are `MapEntry`s.
-    unsafe { ptr::addr_of_mut!((*e.cast::<MapEntry>()).data) }
 }
 
 /// Maps `ip` to `data`; `EBUSY` if it is mapped.
@@ -53,15 +65,20 @@ pub unsafe extern "C" fn ftrace_func_mapper_add_ip(
     data: *mut c_void,
 ) -> c_int {
     // SAFETY: per the function's contract.
+    let Some(m) = (unsafe { m.as_ref() }) else {
+        return EINVAL.to_errno();
+    };
+    if !m.lookup(ip as u64).is_null() {
+        return EBUSY.to_errno();
+    }
+    // SAFETY: the callers serialize changes (the contract); a fresh entry
+    // of a `MapEntry`'s size, whose data slot is then set.
     unsafe {
-        if hash::contains(m, ip as u64) {
-            return EBUSY.to_errno();
-        }
-        let e = hash::insert_sized(m, ip as u64, core::mem::size_of::<MapEntry>());
+        let e = m.insert(ip as u64, core::mem::size_of::<MapEntry>());
         if e.is_null() {
             return ENOMEM.to_errno();
         }
-        (*e.cast::<MapEntry>()).data = data;
+        *data_of(e) = data;
     }
     0
 }
@@ -77,13 +94,20 @@ pub unsafe extern "C" fn ftrace_func_mapper_remove_ip(
     ip: c_ulong,
 ) -> *mut c_void {
     // SAFETY: per the function's contract.
+    let Some(m) = (unsafe { m.as_ref() }) else {
+        return ptr::null_mut();
+    };
+    let e = m.lookup(ip as u64);
+    if e.is_null() {
+        return ptr::null_mut();
+    }
+    // SAFETY: an entry of the mapper, whose changes the callers serialize;
+    // freed at once, as the C core does: the callers take a function out
+    // only once its probe no longer runs on it.
     unsafe {
-        let e = hash::lookup(m, ip as u64);
-        if e.is_null() {
-            return ptr::null_mut();
-        }
-        let d = (*e.cast::<MapEntry>()).data;
-        hash::remove_entry(m, e);
+        let d = *data_of(e);
+        m.unlink(e);
+        bindings::kfree(e.cast());
         d
     }
 }
@@ -98,16 +122,16 @@ pub unsafe extern "C" fn free_ftrace_func_mapper(
     m: *mut FtraceHash,
     free_func: Option<unsafe extern "C" fn(data: *mut c_void) -> c_int>,
 ) {
-    if m.is_null() {
-        return;
-    }
     // SAFETY: per the function's contract.
-    unsafe {
-        if let Some(f) = free_func {
-            hash::for_each(m, |e| {
-                f((*e.cast::<MapEntry>()).data);
-            });
+    let Some(set) = (unsafe { m.as_ref() }) else {
+        return;
+    };
+    if let Some(f) = free_func {
+        for e in set.entries() {
+            // SAFETY: a live entry's data, given to the caller's callback.
+            unsafe { f(*data_of(e)) };
         }
-        hash::free(m);
     }
+    // SAFETY: nobody uses it (the contract).
+    unsafe { hash::free(m) };
 }

@@ -8,7 +8,7 @@
 
 use crate::logic::sites::flags as sf;
 use crate::ops;
-use crate::sys::{dead, Guard};
+use crate::sys::{dead, CoreGuard, Held};
 use crate::table::{self, Cell, Group};
 use crate::update::rftrace_arch_init_site;
 use core::sync::atomic::Ordering;
@@ -41,9 +41,9 @@ pub unsafe extern "C" fn ftrace_module_init(m: *mut bindings::module) {
         }
     }
     let k = crate::logic::sites::sort_unique(&mut ips);
-    let _g = Guard::lock();
-    // SAFETY: `ftrace_lock` held; the module's text does not run yet.
-    if let Err(e) = unsafe { add_sites(m, &ips[..k]) } {
+    let g = CoreGuard::lock();
+    // SAFETY: the module's text does not run yet.
+    if let Err(e) = unsafe { add_sites(g.held(), m, &ips[..k]) } {
         pr_err!("cannot add the call sites of a module: {:?}\n", e);
     }
 }
@@ -56,22 +56,21 @@ pub unsafe extern "C" fn ftrace_module_init(m: *mut bindings::module) {
 #[no_mangle]
 pub unsafe extern "C" fn ftrace_module_enable(m: *mut bindings::module) {
     {
-        let _g = Guard::lock();
+        let guard = CoreGuard::lock();
+        let held = guard.held();
         let Some(g) = table::of_module(m) else {
             return;
         };
         for c in g.live() {
-            // SAFETY: `ftrace_lock` is held.
-            unsafe { c.update(|s| s.flags &= !sf::DISABLED) };
+            c.update(held, |s| s.flags &= !sf::DISABLED);
         }
-        // SAFETY: `ftrace_lock` is held; sleepable. Failures are reported.
-        let _ = unsafe { ops::update_sites() };
+        // Failures are reported.
+        let _ = ops::update_sites(held);
     }
     // SAFETY: per the function's contract `m` is a module; its name is
     // NUL-terminated.
     let name = unsafe { CStr::from_char_ptr((*m).name.as_ptr()) }.as_bytes();
-    // SAFETY: no core lock is held here.
-    unsafe { crate::probe::process_cached_mods(name) };
+    crate::probe::process_cached_mods(name);
 }
 
 /// A module is gone: so are its sites.
@@ -81,12 +80,10 @@ pub unsafe extern "C" fn ftrace_module_enable(m: *mut bindings::module) {
 /// `m` is a module.
 #[no_mangle]
 pub unsafe extern "C" fn ftrace_release_mod(m: *mut bindings::module) {
-    // SAFETY: per the function's contract; no core lock is held yet.
-    unsafe { crate::probe::scrub_module(m) };
-    let _g = Guard::lock();
+    crate::probe::scrub_module(m);
+    let guard = CoreGuard::lock();
     if let Some(g) = table::of_module(m) {
-        // SAFETY: `ftrace_lock` is held; sleepable.
-        unsafe { table::replace(g, None) };
+        table::replace(guard.held(), g, None);
         update_counts();
     }
 }
@@ -110,9 +107,12 @@ pub(crate) fn update_counts() {
 ///
 /// # Safety
 ///
-/// `ftrace_lock` is held; the sites' code does not run yet and is still
-/// writable.
-pub(crate) unsafe fn add_sites(m: *mut bindings::module, ips: &[u64]) -> Result<(usize, usize)> {
+/// The sites' code does not run yet and is still writable.
+pub(crate) unsafe fn add_sites(
+    held: &Held,
+    m: *mut bindings::module,
+    ips: &[u64],
+) -> Result<(usize, usize)> {
     let g = Group::new(m, ips)?;
     let mut written = 0;
     for c in g.sites.iter() {
@@ -129,12 +129,10 @@ pub(crate) unsafe fn add_sites(m: *mut bindings::module, ips: &[u64]) -> Result<
         } else {
             0
         };
-        // SAFETY: the group is ours until published.
-        unsafe { c.update(|s| s.flags |= add) };
+        c.update(held, |s| s.flags |= add);
     }
     let n = g.sites.len();
-    // SAFETY: `ftrace_lock` is held.
-    unsafe { table::publish(g) };
+    table::publish(held, g);
     update_counts();
     Ok((n, written))
 }
@@ -142,7 +140,8 @@ pub(crate) unsafe fn add_sites(m: *mut bindings::module, ips: &[u64]) -> Result<
 /// Drops the sites in `[start, end)` of module `m` (null: the kernel),
 /// whose text is being freed.
 pub(crate) fn free_range(m: *mut bindings::module, start: u64, end: u64) {
-    let _g = Guard::lock();
+    let guard = CoreGuard::lock();
+    let held = guard.held();
     let g = if m.is_null() {
         table::core_group()
     } else {
@@ -168,16 +167,13 @@ pub(crate) fn free_range(m: *mut bindings::module, start: u64, end: u64) {
     }
     let new = if oom { None } else { Group::new(m, &keep).ok() };
     let Some(new) = new else {
-        // SAFETY: `ftrace_lock` is held; `r` is a range of the group.
-        unsafe { g.mark_gone(r) };
+        g.mark_gone(held, r);
         update_counts();
         return;
     };
     for (c, i) in new.sites.iter().zip((0..g.sites.len()).filter(stays)) {
-        // SAFETY: `ftrace_lock` is held; `new` is unpublished.
-        unsafe { c.set(g.sites[i].read()) };
+        c.set(held, g.sites[i].read(held));
     }
-    // SAFETY: `ftrace_lock` is held; sleepable.
-    unsafe { table::replace(g, Some(new)) };
+    table::replace(held, g, Some(new));
     update_counts();
 }

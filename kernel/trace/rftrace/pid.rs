@@ -10,14 +10,15 @@
 
 use crate::ops;
 use crate::pidstate::{
-    __tracepoint_sched_switch, ftrace_pid_func, ftrace_pids_enabled, lists, slot, task_pid,
+    __tracepoint_sched_switch, ftrace_pid_func, lists, pids_enabled, slot,
     tracepoint_probe_register, tracepoint_probe_unregister, PID_IGNORE,
 };
-use crate::sys::{to_errno, CGlobal, Guard, Held, TraceArray};
+use crate::sys::{to_errno, CGlobal, CoreGuard, Held, TraceArray};
+use crate::task::{Current, TaskRef};
 use core::ptr;
 use core::sync::atomic::Ordering;
 use kernel::bindings;
-use kernel::error::{code::EINVAL, to_result, Result};
+use kernel::error::{code::EINVAL, to_result};
 use kernel::ffi::{c_char, c_int, c_uint, c_ulong, c_void};
 
 const TRACE_PIDS: c_int = 1;
@@ -53,38 +54,46 @@ extern "C" {
     static mut __tracepoint_sched_process_free: bindings::tracepoint;
 }
 
+/// Records for this CPU whether `tr` traces the task `t` now running
+/// (the `sched_switch` probe's verdict). The pid lists are read where
+/// they cannot be freed: a tracepoint probe (preemption off) or under
+/// `ftrace_lock`, which their writers hold before the grace period that
+/// precedes a free.
+fn record_verdict(tr: TraceArray, t: TaskRef<'_>) {
+    let (p, n) = lists(tr);
+    // SAFETY: the lists are live (see above); `t` is a live task; the
+    // setter writes this CPU's field of a live trace array.
+    unsafe {
+        let pid = if trace_ignore_this_task(p, n, t.as_ptr()) {
+            PID_IGNORE
+        } else {
+            t.pid().load(Ordering::Relaxed)
+        };
+        rftrace_tr_set_ignore_pid(tr.as_ptr(), pid);
+    }
+}
+
 /// Points every pid-aware ops at the pid filter or back at its own
 /// callback, as the pid lists say.
-///
-/// # Safety
-///
-/// `ftrace_lock` is held.
-pub(crate) unsafe fn update_pid_funcs() {
-    // SAFETY: per the function's contract.
-    for op in ops::list(unsafe { Held::assume() }) {
-        let op = op.as_ptr();
-        // SAFETY: a listed ops, live under `ftrace_lock`.
-        unsafe {
-            if !crate::view::has(op, bindings::FTRACE_OPS_FL_PID as c_ulong) {
-                continue;
-            }
-            let f: bindings::ftrace_func_t = if ftrace_pids_enabled(op) {
-                Some(ftrace_pid_func)
-            } else {
-                (*op).saved_func
-            };
-            // Listed: the dispatchers read it meanwhile.
-            crate::view::set_func(op, f);
-            if !crate::view::has(op, bindings::FTRACE_OPS_FL_DIRECT as c_ulong) {
-                bindings::arch_ftrace_update_trampoline(op);
-            }
+pub(crate) fn update_pid_funcs(held: &Held) {
+    for op in ops::list(held) {
+        if !op.has(bindings::FTRACE_OPS_FL_PID as c_ulong) {
+            continue;
+        }
+        let f: bindings::ftrace_func_t = if pids_enabled(op) {
+            Some(ftrace_pid_func)
+        } else {
+            op.saved_func()
+        };
+        // Listed: the dispatchers read it meanwhile.
+        op.set_func(f);
+        if !op.has(bindings::FTRACE_OPS_FL_DIRECT as c_ulong) {
+            ops::arch_update_trampoline(held, op);
         }
     }
-    // SAFETY: the graph core's counterpart, under `ftrace_lock`.
+    // The graph core's counterpart.
     #[cfg(CONFIG_FUNCTION_GRAPH_TRACER)]
-    unsafe {
-        crate::fgraph::fgraph_update_pid_func()
-    };
+    crate::fgraph::update_pid_funcs(held);
 }
 
 /// # Safety
@@ -99,19 +108,23 @@ unsafe extern "C" fn sched_switch_probe(
     _prev_state: c_uint,
 ) {
     // SAFETY: the probe's data is the trace array that registered it,
-    // which unregisters it before it goes.
-    let Some(tr) = (unsafe { TraceArray::from_raw(data) }) else {
-        return;
-    };
+    // which unregisters it before it goes; `next` is the live task
+    // switched to.
+    let (tr, next) = unsafe { (TraceArray::from_raw(data), TaskRef::from_raw(next)) };
+    if let Some(tr) = tr {
+        record_verdict(tr, next);
+    }
+}
+
+/// A traced task forked (`parent`) or is freed (none): the child follows
+/// its parent in both lists, or the freed task leaves them.
+fn follow(tr: TraceArray, parent: *mut bindings::task_struct, task: *mut bindings::task_struct) {
     let (p, n) = lists(tr);
-    // SAFETY: a tracepoint probe: preemption is off, the lists are freed
-    // after a grace period; `next` is the task switched to.
+    // SAFETY: a tracepoint probe (preemption off): the lists are live;
+    // the tasks are the tracepoint's.
     unsafe {
-        if trace_ignore_this_task(p, n, next) {
-            rftrace_tr_set_ignore_pid(data, PID_IGNORE);
-        } else {
-            rftrace_tr_set_ignore_pid(data, task_pid(next));
-        }
+        trace_filter_add_remove_task(p, parent, task);
+        trace_filter_add_remove_task(n, parent, task);
     }
 }
 
@@ -125,14 +138,8 @@ unsafe extern "C" fn fork_probe(
     task: *mut bindings::task_struct,
 ) {
     // SAFETY: as for `sched_switch_probe`.
-    let Some(tr) = (unsafe { TraceArray::from_raw(data) }) else {
-        return;
-    };
-    let (p, n) = lists(tr);
-    // SAFETY: a tracepoint probe; the lists are live (see above).
-    unsafe {
-        trace_filter_add_remove_task(p, selff, task);
-        trace_filter_add_remove_task(n, selff, task);
+    if let Some(tr) = unsafe { TraceArray::from_raw(data) } {
+        follow(tr, selff, task);
     }
 }
 
@@ -142,14 +149,23 @@ unsafe extern "C" fn fork_probe(
 /// the arguments that table's contract gives.
 unsafe extern "C" fn exit_probe(data: *mut c_void, task: *mut bindings::task_struct) {
     // SAFETY: as for `sched_switch_probe`.
-    let Some(tr) = (unsafe { TraceArray::from_raw(data) }) else {
-        return;
-    };
-    let (p, n) = lists(tr);
-    // SAFETY: as above.
+    if let Some(tr) = unsafe { TraceArray::from_raw(data) } {
+        follow(tr, ptr::null_mut(), task);
+    }
+}
+
+/// Registers (or unregisters) `probe` on the static tracepoint `tp`, with
+/// the trace array as its data. The probe matches the tracepoint's
+/// prototype, and the array unregisters it before it goes.
+fn probe_on(tp: *mut bindings::tracepoint, probe: *mut c_void, tr: TraceArray, on: bool) {
+    // SAFETY: as above: a static tracepoint, a matching probe, data that
+    // outlives the registration.
     unsafe {
-        trace_filter_add_remove_task(p, ptr::null_mut(), task);
-        trace_filter_add_remove_task(n, ptr::null_mut(), task);
+        if on {
+            tracepoint_probe_register(tp, probe, tr.as_ptr());
+        } else {
+            tracepoint_probe_unregister(tp, probe, tr.as_ptr());
+        }
     }
 }
 
@@ -160,43 +176,31 @@ unsafe extern "C" fn exit_probe(data: *mut c_void, task: *mut bindings::task_str
 /// `tr` is a valid trace array.
 #[no_mangle]
 pub unsafe extern "C" fn ftrace_pid_follow_fork(tr: *mut c_void, enable: bool) {
-    // SAFETY: the tracepoints are static; the probes match their
-    // prototypes; `tr` outlives the registration.
-    unsafe {
-        let fork = ptr::addr_of_mut!(__tracepoint_sched_process_fork);
-        let free = ptr::addr_of_mut!(__tracepoint_sched_process_free);
-        if enable {
-            tracepoint_probe_register(fork, fork_probe as *mut c_void, tr);
-            tracepoint_probe_register(free, exit_probe as *mut c_void, tr);
-        } else {
-            tracepoint_probe_unregister(fork, fork_probe as *mut c_void, tr);
-            tracepoint_probe_unregister(free, exit_probe as *mut c_void, tr);
-        }
-    }
+    // SAFETY: per the function's contract.
+    let Some(tr) = (unsafe { TraceArray::from_raw(tr) }) else {
+        return;
+    };
+    let fork = ptr::addr_of_mut!(__tracepoint_sched_process_fork);
+    let free = ptr::addr_of_mut!(__tracepoint_sched_process_free);
+    probe_on(fork, fork_probe as *mut c_void, tr, enable);
+    probe_on(free, exit_probe as *mut c_void, tr, enable);
 }
 
 fn switch_probe(tr: TraceArray, on: bool) {
-    let (tp, probe) = (
-        ptr::addr_of_mut!(__tracepoint_sched_switch),
-        sched_switch_probe as *mut c_void,
-    );
-    // SAFETY: the tracepoint is static; the probe matches its prototype;
-    // the array outlives the registration (it unregisters on its way).
-    unsafe {
-        if on {
-            tracepoint_probe_register(tp, probe, tr.as_ptr());
-        } else {
-            tracepoint_probe_unregister(tp, probe, tr.as_ptr());
-        }
+    let tp = ptr::addr_of_mut!(__tracepoint_sched_switch);
+    probe_on(tp, sched_switch_probe as *mut c_void, tr, on);
+}
+
+/// Frees a pid list nobody can read any more (null: none).
+fn free_list(l: *mut c_void) {
+    if !l.is_null() {
+        // SAFETY: unpublished, and a grace period passed (the callers).
+        unsafe { trace_pid_list_free(l) };
     }
 }
 
 /// Drops the pid lists of `type` (TRACE_PIDS, TRACE_NO_PIDS).
-///
-/// # Safety
-///
-/// `ftrace_lock` is held.
-unsafe fn clear(tr: TraceArray, kind: c_int) {
+fn clear(_held: &Held, tr: TraceArray, kind: c_int) {
     let (p, n) = lists(tr);
     let has =
         (kind & TRACE_PIDS != 0 && !p.is_null()) || (kind & TRACE_NO_PIDS != 0 && !n.is_null());
@@ -216,15 +220,13 @@ unsafe fn clear(tr: TraceArray, kind: c_int) {
     if kind & TRACE_NO_PIDS != 0 {
         slot(tr, true).store(ptr::null_mut(), Ordering::Release);
     }
-    // SAFETY: sleepable; then nobody uses the old lists.
-    unsafe {
-        bindings::synchronize_rcu();
-        if kind & TRACE_PIDS != 0 && !p.is_null() {
-            trace_pid_list_free(p);
-        }
-        if kind & TRACE_NO_PIDS != 0 && !n.is_null() {
-            trace_pid_list_free(n);
-        }
+    // Then nobody uses the old lists.
+    crate::sys::synchronize_rcu();
+    if kind & TRACE_PIDS != 0 {
+        free_list(p);
+    }
+    if kind & TRACE_NO_PIDS != 0 {
+        free_list(n);
     }
 }
 
@@ -235,12 +237,10 @@ unsafe fn clear(tr: TraceArray, kind: c_int) {
 /// `tr` is valid.
 #[no_mangle]
 pub unsafe extern "C" fn ftrace_clear_pids(tr: *mut c_void) {
-    let _g = Guard::lock();
-    // SAFETY: per the function's contract; `ftrace_lock` held.
-    unsafe {
-        if let Some(tr) = TraceArray::from_raw(tr) {
-            clear(tr, TRACE_PIDS | TRACE_NO_PIDS);
-        }
+    let g = CoreGuard::lock();
+    // SAFETY: per the function's contract.
+    if let Some(tr) = unsafe { TraceArray::from_raw(tr) } {
+        clear(g.held(), tr, TRACE_PIDS | TRACE_NO_PIDS);
     }
 }
 
@@ -255,6 +255,19 @@ fn kind_of(m: *mut bindings::seq_file) -> bool {
 /// (`PID_MAX_LIMIT` is at most 4M).
 const NO_PIDS: *mut c_void = (4 * 1024 * 1024 + 1) as *mut c_void;
 
+/// The list a pid file's seq_file shows (null: none).
+///
+/// # Safety
+///
+/// `m` is one of our pid seq files, between its start and stop.
+unsafe fn list_of(m: *mut bindings::seq_file) -> *mut c_void {
+    // SAFETY: per the function's contract, the seq_file's private is the
+    // trace array its open referenced.
+    unsafe { TraceArray::from_raw((*m).private) }.map_or(ptr::null_mut(), |tr| {
+        slot(tr, kind_of(m)).load(Ordering::Acquire)
+    })
+}
+
 /// # Safety
 ///
 /// Called only through the operations table it is registered in, with
@@ -263,14 +276,12 @@ unsafe extern "C" fn pid_start(
     m: *mut bindings::seq_file,
     pos: *mut bindings::loff_t,
 ) -> *mut c_void {
-    // SAFETY: `ftrace_lock` and an RCU-sched section for the walk; the
-    // seq_file's private is the trace array.
+    // SAFETY: `ftrace_lock` and an RCU-sched section for the walk, until
+    // `pid_stop`; our seq file, its position.
     unsafe {
-        bindings::mutex_lock(crate::sys::ftrace_lock.get());
+        bindings::mutex_lock(crate::sys::ftrace_lock.as_ptr());
         bindings::ftrace_preempt_disable_notrace();
-        let l = TraceArray::from_raw((*m).private).map_or(ptr::null_mut(), |tr| {
-            slot(tr, kind_of(m)).load(Ordering::Acquire)
-        });
+        let l = list_of(m);
         if l.is_null() {
             return if *pos == 0 { NO_PIDS } else { ptr::null_mut() };
         }
@@ -287,16 +298,13 @@ unsafe extern "C" fn pid_next(
     v: *mut c_void,
     pos: *mut bindings::loff_t,
 ) -> *mut c_void {
-    // SAFETY: inside start/stop.
+    // SAFETY: inside start/stop; the position is the seq_file's.
     unsafe {
         if v == NO_PIDS {
-            *pos += 1;
+            *pos = (*pos).wrapping_add(1);
             return ptr::null_mut();
         }
-        let l = TraceArray::from_raw((*m).private).map_or(ptr::null_mut(), |tr| {
-            slot(tr, kind_of(m)).load(Ordering::Acquire)
-        });
-        trace_pid_next(l, v, pos)
+        trace_pid_next(list_of(m), v, pos)
     }
 }
 
@@ -308,7 +316,7 @@ unsafe extern "C" fn pid_stop(_m: *mut bindings::seq_file, _v: *mut c_void) {
     // SAFETY: paired with `pid_start`.
     unsafe {
         bindings::ftrace_preempt_enable_notrace();
-        bindings::mutex_unlock(crate::sys::ftrace_lock.get());
+        bindings::mutex_unlock(crate::sys::ftrace_lock.as_ptr());
     }
 }
 
@@ -317,13 +325,14 @@ unsafe extern "C" fn pid_stop(_m: *mut bindings::seq_file, _v: *mut c_void) {
 /// Called only through the operations table it is registered in, with
 /// the arguments that table's contract gives.
 unsafe extern "C" fn pid_show(m: *mut bindings::seq_file, v: *mut c_void) -> c_int {
-    if v == NO_PIDS {
-        // SAFETY: a live seq_file.
-        unsafe { bindings::seq_write(m, c"no pid\n".as_ptr().cast(), 7) };
-        return 0;
+    // SAFETY: a live seq_file; `v` came from the pid list iterator.
+    unsafe {
+        if v == NO_PIDS {
+            bindings::seq_write(m, c"no pid\n".as_ptr().cast(), 7);
+            return 0;
+        }
+        trace_pid_show(m, v)
     }
-    // SAFETY: `v` came from the pid list iterator.
-    unsafe { trace_pid_show(m, v) }
 }
 
 static PID_SOPS: CGlobal<bindings::seq_operations> = CGlobal::new(bindings::seq_operations {
@@ -340,60 +349,49 @@ static NO_PID_SOPS: CGlobal<bindings::seq_operations> = CGlobal::new(bindings::s
     show: Some(pid_show),
 });
 
+/// Opens a pid file of kind `KIND`.
+///
 /// # Safety
 ///
 /// Called only through the operations table it is registered in, with
 /// the arguments that table's contract gives.
-unsafe fn pid_open(inode: *mut bindings::inode, file: *mut bindings::file, kind: c_int) -> Result {
-    // SAFETY: the VFS's inode and file; the inode data is the trace array.
-    unsafe {
+unsafe extern "C" fn pid_open<const KIND: c_int>(
+    inode: *mut bindings::inode,
+    file: *mut bindings::file,
+) -> c_int {
+    // SAFETY: the VFS's inode and file; the inode data is the trace array,
+    // referenced here until release, and made the seq_file's private.
+    let r = unsafe {
         let tr = (*inode).i_private;
-        to_result(crate::sys::tracing_check_open_get_tr(tr))?;
-        if (*file).f_mode & 2 != 0 && (*file).f_flags & bindings::O_TRUNC != 0 {
-            let _g = Guard::lock();
-            if let Some(tr) = TraceArray::from_raw(tr) {
-                clear(tr, kind);
+        to_result(crate::sys::tracing_check_open_get_tr(tr)).and_then(|()| {
+            if (*file).f_mode & 2 != 0 && (*file).f_flags & bindings::O_TRUNC != 0 {
+                truncate(TraceArray::from_raw(tr), KIND);
             }
-            update_pid_funcs();
-            let _ = ops::update_sites();
-        }
-        let sops = if kind == TRACE_PIDS {
-            PID_SOPS.get()
-        } else {
-            NO_PID_SOPS.get()
-        };
-        let r = to_result(bindings::seq_open(file, sops));
-        if r.is_err() {
-            crate::sys::trace_array_put(tr);
-        } else {
-            (*(*file).private_data.cast::<bindings::seq_file>()).private = tr;
-        }
-        r
+            let sops = if KIND == TRACE_PIDS {
+                PID_SOPS.get()
+            } else {
+                NO_PID_SOPS.get()
+            };
+            let r = to_result(bindings::seq_open(file, sops));
+            if r.is_err() {
+                crate::sys::trace_array_put(tr);
+            } else {
+                (*(*file).private_data.cast::<bindings::seq_file>()).private = tr;
+            }
+            r
+        })
+    };
+    to_errno(r)
+}
+
+/// An `O_TRUNC` open of a pid file: its list goes.
+fn truncate(tr: Option<TraceArray>, kind: c_int) {
+    let g = CoreGuard::lock();
+    if let Some(tr) = tr {
+        clear(g.held(), tr, kind);
     }
-}
-
-/// # Safety
-///
-/// Called only through the operations table it is registered in, with
-/// the arguments that table's contract gives.
-unsafe extern "C" fn pid_open_trace(
-    inode: *mut bindings::inode,
-    file: *mut bindings::file,
-) -> c_int {
-    // SAFETY: per the VFS contract.
-    to_errno(unsafe { pid_open(inode, file, TRACE_PIDS) })
-}
-
-/// # Safety
-///
-/// Called only through the operations table it is registered in, with
-/// the arguments that table's contract gives.
-unsafe extern "C" fn pid_open_notrace(
-    inode: *mut bindings::inode,
-    file: *mut bindings::file,
-) -> c_int {
-    // SAFETY: per the VFS contract.
-    to_errno(unsafe { pid_open(inode, file, TRACE_NO_PIDS) })
+    update_pid_funcs(g.held());
+    let _ = ops::update_sites(g.held());
 }
 
 /// # Safety
@@ -403,62 +401,59 @@ unsafe extern "C" fn pid_open_notrace(
 unsafe extern "C" fn ignore_task_cpu(data: *mut c_void) {
     // SAFETY: the data is the writer's trace array, referenced by its
     // open file while the call waits for every CPU.
-    let Some(tr) = (unsafe { TraceArray::from_raw(data) }) else {
-        return;
-    };
-    let (p, n) = lists(tr);
-    // SAFETY: runs on each CPU with the lists stable (`ftrace_lock`).
-    unsafe {
-        let cur = crate::task::current();
-        if trace_ignore_this_task(p, n, cur) {
-            rftrace_tr_set_ignore_pid(data, PID_IGNORE);
-        } else {
-            rftrace_tr_set_ignore_pid(data, task_pid(cur));
-        }
+    if let Some(tr) = unsafe { TraceArray::from_raw(data) } {
+        // The lists are stable: the writer holds `ftrace_lock`.
+        record_verdict(tr, Current::get().task());
     }
 }
 
+/// Writes a pid file of kind `KIND`.
+///
 /// # Safety
 ///
 /// Called only through the operations table it is registered in, with
 /// the arguments that table's contract gives.
-unsafe fn pid_write(
+unsafe extern "C" fn pid_write<const KIND: c_int>(
     file: *mut bindings::file,
     ubuf: *const c_char,
     cnt: usize,
     ppos: *mut bindings::loff_t,
-    kind: c_int,
 ) -> isize {
     if cnt == 0 {
         return 0;
     }
     // SAFETY: a seq file opened by `pid_open`, whose private is the
-    // trace array it holds a reference to.
-    let tr = unsafe {
-        TraceArray::from_raw((*(*file).private_data.cast::<bindings::seq_file>()).private)
+    // trace array it holds a reference to; the file's position.
+    let (tr, pos) = unsafe {
+        (
+            TraceArray::from_raw((*(*file).private_data.cast::<bindings::seq_file>()).private),
+            &mut *ppos,
+        )
     };
     let Some(tr) = tr else {
         return EINVAL.to_errno() as isize;
     };
-    let no = kind == TRACE_NO_PIDS;
-    let _g = Guard::lock();
+    let no = KIND == TRACE_NO_PIDS;
+    let g = CoreGuard::lock();
     let filtered = slot(tr, no).load(Ordering::Acquire);
     let other = slot(tr, !no).load(Ordering::Acquire);
     let mut new: *mut c_void = ptr::null_mut();
-    // SAFETY: the tracing core parses the user's pids into a new list.
+    // SAFETY: the tracing core parses the user's pids (`cnt` bytes at the
+    // user pointer `ubuf`) into a new list.
     let r = unsafe { trace_pid_write(filtered, &mut new, ubuf, cnt) };
     if r < 0 {
         return r as isize;
     }
     slot(tr, no).store(new, Ordering::Release);
-    // SAFETY: sleepable, `ftrace_lock` held.
+    if !filtered.is_null() {
+        crate::sys::synchronize_rcu();
+        free_list(filtered);
+    } else if !new.is_null() && other.is_null() {
+        switch_probe(tr, true);
+    }
+    // SAFETY: runs `ignore_task_cpu` on every online CPU, with the trace
+    // array, referenced by the open file, and waits for them.
     unsafe {
-        if !filtered.is_null() {
-            bindings::synchronize_rcu();
-            trace_pid_list_free(filtered);
-        } else if !new.is_null() && other.is_null() {
-            switch_probe(tr, true);
-        }
         bindings::on_each_cpu_cond_mask(
             None,
             Some(ignore_task_cpu),
@@ -466,41 +461,13 @@ unsafe fn pid_write(
             true,
             ptr::addr_of!(bindings::__cpu_online_mask),
         );
-        update_pid_funcs();
-        let _ = ops::update_sites();
-        if r > 0 {
-            *ppos += r as bindings::loff_t;
-        }
+    }
+    update_pid_funcs(g.held());
+    let _ = ops::update_sites(g.held());
+    if r > 0 {
+        *pos = pos.wrapping_add(r as bindings::loff_t);
     }
     r as isize
-}
-
-/// # Safety
-///
-/// Called only through the operations table it is registered in, with
-/// the arguments that table's contract gives.
-unsafe extern "C" fn pid_write_trace(
-    f: *mut bindings::file,
-    u: *const c_char,
-    c: usize,
-    p: *mut bindings::loff_t,
-) -> isize {
-    // SAFETY: per the VFS contract.
-    unsafe { pid_write(f, u, c, p, TRACE_PIDS) }
-}
-
-/// # Safety
-///
-/// Called only through the operations table it is registered in, with
-/// the arguments that table's contract gives.
-unsafe extern "C" fn pid_write_notrace(
-    f: *mut bindings::file,
-    u: *const c_char,
-    c: usize,
-    p: *mut bindings::loff_t,
-) -> isize {
-    // SAFETY: per the VFS contract.
-    unsafe { pid_write(f, u, c, p, TRACE_NO_PIDS) }
 }
 
 /// # Safety
@@ -515,24 +482,20 @@ unsafe extern "C" fn pid_release(inode: *mut bindings::inode, file: *mut binding
     }
 }
 
-static PID_FOPS: CGlobal<bindings::file_operations> = CGlobal::new(bindings::file_operations {
-    open: Some(pid_open_trace),
-    write: Some(pid_write_trace),
-    read: Some(bindings::seq_read),
-    llseek: Some(crate::sys::tracing_lseek),
-    release: Some(pid_release),
-    ..crate::tracefs::zeroed_fops()
-});
+/// The file operations of a pid file of kind `KIND`.
+const fn pid_fops<const KIND: c_int>() -> bindings::file_operations {
+    bindings::file_operations {
+        open: Some(pid_open::<KIND>),
+        write: Some(pid_write::<KIND>),
+        read: Some(bindings::seq_read),
+        llseek: Some(crate::sys::tracing_lseek),
+        release: Some(pid_release),
+        ..crate::tracefs::zeroed_fops()
+    }
+}
 
-static NO_PID_FOPS: CGlobal<bindings::file_operations> = CGlobal::new(bindings::file_operations {
-    open: Some(pid_open_notrace),
-    write: Some(pid_write_notrace),
-    read: Some(bindings::seq_read),
-    llseek: Some(crate::sys::tracing_lseek),
-    release: Some(pid_release),
-    ..crate::tracefs::zeroed_fops()
-});
-
+static PID_FOPS: CGlobal<bindings::file_operations> = CGlobal::new(pid_fops::<TRACE_PIDS>());
+static NO_PID_FOPS: CGlobal<bindings::file_operations> = CGlobal::new(pid_fops::<TRACE_NO_PIDS>());
 /// The per trace array files of the core.
 ///
 /// # Safety

@@ -2,11 +2,14 @@
 
 //! What the dispatch reads of pid filtering: a trace array's pid lists,
 //! the verdict its `sched_switch` probe records per CPU for the task
-//! that runs, and the callback of a pid-filtered ops. Below the ops
-//! registry, which installs [`ftrace_pid_func`]; the files and probes
-//! that keep the lists and verdicts are in `pid`.
+//! that runs, and the callback of a pid-filtered ops. Between the ops
+//! registry and the registration (`ops`), which installs
+//! [`ftrace_pid_func`]; the files and probes that keep the lists and
+//! verdicts are in `pid`.
 
+use crate::registry::OpsRef;
 use crate::sys::TraceArray;
+use crate::task::Current;
 use core::sync::atomic::{AtomicPtr, Ordering};
 use kernel::bindings;
 use kernel::bindings::ftrace_ops as Ops;
@@ -49,6 +52,18 @@ pub(crate) fn lists(tr: TraceArray) -> (*mut c_void, *mut c_void) {
     )
 }
 
+/// Whether pid filtering applies to `ops` (its trace array has pid lists).
+pub(crate) fn pids_enabled(ops: OpsRef<'_>) -> bool {
+    let Some(tr) = ops
+        .trace_array()
+        .filter(|_| ops.has(bindings::FTRACE_OPS_FL_PID as c_ulong))
+    else {
+        return false;
+    };
+    let (p, n) = lists(tr);
+    !p.is_null() || !n.is_null()
+}
+
 /// Whether pid filtering applies to `ops`.
 ///
 /// # Safety
@@ -56,30 +71,8 @@ pub(crate) fn lists(tr: TraceArray) -> (*mut c_void, *mut c_void) {
 /// `ops` is valid; its `private`, if set, is its trace array.
 #[no_mangle]
 pub unsafe extern "C" fn ftrace_pids_enabled(ops: *mut Ops) -> bool {
-    // SAFETY: per the function's contract, `private` is null or the
-    // trace array, which the tracing core keeps while the ops lives.
-    let (flags, tr) = unsafe {
-        (
-            crate::view::flags(ops),
-            TraceArray::from_raw((*ops).private),
-        )
-    };
-    let Some(tr) = tr.filter(|_| flags & bindings::FTRACE_OPS_FL_PID as c_ulong != 0) else {
-        return false;
-    };
-    let (p, n) = lists(tr);
-    !p.is_null() || !n.is_null()
-}
-
-/// The pid of `t` (through the offset C gives: the Rust bindings'
-/// `task_struct` layout is not to be trusted for it).
-///
-/// # Safety
-///
-/// `t` is a live task.
-pub(crate) unsafe fn task_pid(t: *mut bindings::task_struct) -> c_int {
     // SAFETY: per the function's contract.
-    unsafe { crate::task::pid(t) }.load(Ordering::Relaxed)
+    pids_enabled(unsafe { OpsRef::from_raw(ops) })
 }
 
 /// Whether trace array `tr` (none: no filter) traces the current task,
@@ -91,8 +84,8 @@ pub(crate) fn traces_current(tr: Option<TraceArray>) -> bool {
     };
     // SAFETY: a live trace array; the accessor is notrace.
     let pid = unsafe { rftrace_tr_ignore_pid(tr.as_ptr()) };
-    // SAFETY: the current task.
-    pid != PID_IGNORE && (pid == PID_TRACE || pid == unsafe { task_pid(crate::task::current()) })
+    pid != PID_IGNORE
+        && (pid == PID_TRACE || pid == Current::get().task().pid().load(Ordering::Relaxed))
 }
 
 /// The callback of a pid-filtered ops: calls the real one only for the
@@ -107,15 +100,14 @@ pub(crate) unsafe extern "C" fn ftrace_pid_func(
     op: *mut Ops,
     fregs: *mut bindings::ftrace_regs,
 ) {
-    // SAFETY: per the function's contract; `private` is the ops' trace
-    // array, kept while the ops is.
-    unsafe {
-        if !traces_current(TraceArray::from_raw((*op).private)) {
-            return;
-        }
-        if let Some(f) = (*op).saved_func {
-            f(ip, parent_ip, op, fregs);
-        }
+    // SAFETY: per the function's contract.
+    let ops = unsafe { OpsRef::from_raw(op) };
+    if !traces_current(ops.trace_array()) {
+        return;
+    }
+    if let Some(f) = ops.saved_func() {
+        // SAFETY: the ops' own callback, called as the ABI says.
+        unsafe { f(ip, parent_ip, op, fregs) };
     }
 }
 crate::nokprobe::nokprobe!(ftrace_pid_func);

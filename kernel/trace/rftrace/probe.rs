@@ -5,12 +5,13 @@
 //! the commands register are in `funcprobe`.
 
 use crate::filter::{commit, match_records, match_records_locked};
-use crate::hash::{self, FnSet, FtraceHash};
+use crate::hash::{FnSet, FtraceHash};
 use crate::logic::glob::{Kind, Pattern};
 use crate::logic::parser::BUF_SIZE;
 use crate::ops::{self, list_add, list_del, list_entries};
-use crate::sys::{CoreGuard, Guard, Locked, TraceArray};
+use crate::sys::{CoreGuard, Guard, Held, Locked, TraceArray};
 use crate::tracefs::Out;
+use core::marker::PhantomData;
 use core::ptr;
 use kernel::bindings;
 use kernel::error::to_result;
@@ -52,8 +53,11 @@ fn cname<'a>(p: *const c_char) -> &'a [u8] {
 /// `cmd` is valid for as long as it is registered.
 #[no_mangle]
 pub unsafe extern "C" fn register_ftrace_command(cmd: *mut FtraceFuncCommand) -> c_int {
-    let mut g = CoreGuard::lock();
-    let cmds = COMMANDS.access(&mut g);
+    let g = CoreGuard::lock();
+    let mut cmds = match COMMANDS.borrow(g.held()) {
+        Ok(c) => c,
+        Err(e) => return e.to_errno(),
+    };
     // SAFETY: per the function's contract; registered ones are valid.
     let name = cname(unsafe { (*cmd).name });
     // SAFETY: as above.
@@ -71,26 +75,25 @@ pub unsafe extern "C" fn register_ftrace_command(cmd: *mut FtraceFuncCommand) ->
 /// `cmd` is valid.
 #[no_mangle]
 pub unsafe extern "C" fn unregister_ftrace_command(cmd: *mut FtraceFuncCommand) -> c_int {
-    let mut g = CoreGuard::lock();
-    let cmds = COMMANDS.access(&mut g);
+    let g = CoreGuard::lock();
+    let mut cmds = match COMMANDS.borrow(g.held()) {
+        Ok(c) => c,
+        Err(e) => return e.to_errno(),
+    };
     match cmds.iter().position(|&c| c == cmd) {
         Some(i) => {
             let last = cmds.len() - 1;
             cmds.as_mut_slice()[i..].rotate_left(1);
-            // SAFETY: drops the last element, a plain pointer.
-            unsafe { cmds.set_len(last) };
+            crate::sys::truncate(&mut *cmds, last);
             0
         }
         None => ENODEV.to_errno(),
     }
 }
 
-/// Runs `func:cmd[:param]` through its registered command.
-///
-/// # Safety
-///
-/// The caller's trace array is referenced while the command runs.
-pub(crate) unsafe fn run_command(
+/// Runs `func:cmd[:param]` through its registered command (`tr` is the
+/// filter file's trace array, referenced while it is open).
+pub(crate) fn run_command(
     tr: Option<TraceArray>,
     h: &mut FnSet,
     tok: &[u8],
@@ -113,13 +116,14 @@ pub(crate) unsafe fn run_command(
     }
     let name = &b[c1 + 1..c2.unwrap_or(n)];
     let found = {
-        let mut g = CoreGuard::lock();
-        COMMANDS
-            .access(&mut g)
+        let g = CoreGuard::lock();
+        let cmds = COMMANDS.borrow(g.held())?;
+        let found = cmds
             .iter()
             .copied()
             // SAFETY: registered commands are valid.
-            .find(|&c| !name.is_empty() && cname(unsafe { (*c).name }) == name)
+            .find(|&c| !name.is_empty() && cname(unsafe { (*c).name }) == name);
+        found
     };
     let Some(cmd) = found else {
         return Err(EINVAL);
@@ -154,14 +158,56 @@ struct ModLoad {
 
 const MOD_LIST_OFF: usize = core::mem::offset_of!(ModLoad, list);
 
-/// The cached entries of a trace array's filter (or notrace) file.
+/// A trace array's list of cached entries of its filter (or notrace)
+/// file, under `ftrace_lock`.
 ///
-/// # Safety
+/// # Invariants
 ///
-/// `ftrace_lock` is held.
-unsafe fn mods(tr: TraceArray, notrace: bool) -> impl Iterator<Item = *mut ModLoad> {
-    // SAFETY: per the function's contract.
-    unsafe { list_entries::<ModLoad>(tr.mod_list(notrace), MOD_LIST_OFF) }
+/// `0` is the list head in a live trace array; the list holds only
+/// [`ModLoad`]s made by [`ModList::push`] (`KBox::into_raw`) and changes
+/// only under `ftrace_lock`, held for `'h`.
+struct ModList<'h>(*mut bindings::list_head, PhantomData<&'h Held>);
+
+impl<'h> ModList<'h> {
+    fn of(_held: &'h Held, tr: TraceArray, notrace: bool) -> Self {
+        // INVARIANT: the list the trace array keeps for the core.
+        ModList(tr.mod_list(notrace), PhantomData)
+    }
+
+    /// The entries, newest first.
+    fn iter(&self) -> impl Iterator<Item = &'h ModLoad> {
+        // SAFETY: a list of `ModLoad`s that does not change while
+        // `ftrace_lock` is held (the invariants); each lives until it is
+        // removed, which takes the list (`&self` of `remove_if` is not
+        // borrowed while the iterator lives: it borrows `'h` only).
+        unsafe { list_entries::<ModLoad>(self.0, MOD_LIST_OFF) }.map(|m| unsafe { &*m })
+    }
+
+    /// Removes and frees the entries `f` says yes to; whether any.
+    fn remove_if(&mut self, mut f: impl FnMut(&ModLoad) -> bool) -> bool {
+        let mut removed = false;
+        // SAFETY: as for `iter`; the iterator reads an entry's successor
+        // before yielding it, and a removed entry is unlinked before it
+        // is freed; it came from `KBox::into_raw` (the invariants).
+        unsafe {
+            for m in list_entries::<ModLoad>(self.0, MOD_LIST_OFF) {
+                if f(&*m) {
+                    list_del(ptr::addr_of_mut!((*m).list));
+                    drop(KBox::from_raw(m));
+                    removed = true;
+                }
+            }
+        }
+        removed
+    }
+
+    /// Adds `m` at the head.
+    fn push(&mut self, m: KBox<ModLoad>) {
+        let raw = KBox::into_raw(m);
+        // SAFETY: a fresh entry on no list; the list is changed under
+        // `ftrace_lock` (the invariants); freed by `remove_if`.
+        unsafe { list_add(ptr::addr_of_mut!((*raw).list), self.0) };
+    }
 }
 
 fn module_loaded(module: &[u8]) -> bool {
@@ -180,11 +226,7 @@ fn module_loaded(module: &[u8]) -> bool {
 
 /// `func:mod:module`: the functions of a loaded module, or, when the module
 /// is not loaded, a cached entry applied when it loads.
-///
-/// # Safety
-///
-/// As for [`run_command`].
-pub(crate) unsafe fn mod_command(
+pub(crate) fn mod_command(
     tr: Option<TraceArray>,
     h: &mut FnSet,
     func: &[u8],
@@ -208,22 +250,11 @@ pub(crate) unsafe fn mod_command(
         Kind::Front | Kind::Middle => module.strip_suffix(b"*").unwrap_or(module),
         _ => module,
     };
-    let _g = Guard::lock();
-    let notrace = !enable;
+    let g = CoreGuard::lock();
+    let mut mods = ModList::of(g.held(), tr, !enable);
     if let Some(f) = func.strip_prefix(b"!") {
-        let mut removed = false;
-        // SAFETY: `ftrace_lock` held; entries are ours.
-        for m in unsafe { mods(tr, notrace) } {
-            // SAFETY: as above; `m` is unlinked before it is freed, and the
-            // iterator already read its successor.
-            unsafe {
-                if (*m).module.as_slice() == module && (f == b"*" || (*m).func.as_slice() == f) {
-                    list_del(ptr::addr_of_mut!((*m).list));
-                    drop(KBox::from_raw(m));
-                    removed = true;
-                }
-            }
-        }
+        let removed = mods
+            .remove_if(|m| m.module.as_slice() == module && (f == b"*" || m.func.as_slice() == f));
         return if removed { Ok(()) } else { Err(EINVAL) };
     }
     if module_loaded(module) {
@@ -231,12 +262,9 @@ pub(crate) unsafe fn mod_command(
     }
     let mut fv = KVec::new();
     let mut mv = KVec::new();
-    if fv.extend_from_slice(func, GFP_KERNEL).is_err()
-        || mv.extend_from_slice(module, GFP_KERNEL).is_err()
-    {
-        return Err(ENOMEM);
-    }
-    let Ok(b) = KBox::new(
+    fv.extend_from_slice(func, GFP_KERNEL)?;
+    mv.extend_from_slice(module, GFP_KERNEL)?;
+    let m = KBox::new(
         ModLoad {
             list: bindings::list_head {
                 next: ptr::null_mut(),
@@ -246,55 +274,27 @@ pub(crate) unsafe fn mod_command(
             module: mv,
         },
         GFP_KERNEL,
-    ) else {
-        return Err(ENOMEM);
-    };
-    let raw = KBox::into_raw(b);
-    // SAFETY: `ftrace_lock` held; the list is the trace array's.
-    unsafe { list_add(ptr::addr_of_mut!((*raw).list), tr.mod_list(notrace)) };
+    )?;
+    mods.push(m);
     Ok(())
 }
 
 /// Drops the cached `:mod:` entries of a filter file (an `O_TRUNC` open).
-///
-/// # Safety
-///
-/// `ftrace_lock` is held.
-pub(crate) unsafe fn clear_mod_list(tr: TraceArray, notrace: bool) {
-    // SAFETY: per the function's contract.
-    for m in unsafe { mods(tr, notrace) } {
-        // SAFETY: as in `mod_command`.
-        unsafe {
-            list_del(ptr::addr_of_mut!((*m).list));
-            drop(KBox::from_raw(m));
-        }
-    }
+pub(crate) fn clear_mod_list(held: &Held, tr: TraceArray, notrace: bool) {
+    ModList::of(held, tr, notrace).remove_if(|_| true);
 }
 
 /// Whether a trace array has cached `:mod:` entries.
-///
-/// # Safety
-///
-/// `ftrace_lock` is held.
-pub(crate) unsafe fn has_mods(tr: TraceArray, notrace: bool) -> bool {
-    // SAFETY: per the function's contract.
-    unsafe { mods(tr, notrace) }.next().is_some()
+pub(crate) fn has_mods(held: &Held, tr: TraceArray, notrace: bool) -> bool {
+    ModList::of(held, tr, notrace).iter().next().is_some()
 }
 
 /// Lists the cached `:mod:` entries, newest first.
-///
-/// # Safety
-///
-/// `ftrace_lock` is held.
-pub(crate) unsafe fn render_mods(o: &mut Out, tr: TraceArray, notrace: bool) {
-    // SAFETY: per the function's contract.
-    for m in unsafe { mods(tr, notrace) } {
-        // SAFETY: live entries under `ftrace_lock`.
-        unsafe {
-            o.bytes(&(*m).func);
-            o.bytes(b":mod:");
-            o.bytes(&(*m).module);
-        }
+pub(crate) fn render_mods(held: &Held, o: &mut Out, tr: TraceArray, notrace: bool) {
+    for m in ModList::of(held, tr, notrace).iter() {
+        o.bytes(&m.func);
+        o.bytes(b":mod:");
+        o.bytes(&m.module);
         o.bytes(b"\n");
     }
 }
@@ -306,119 +306,90 @@ extern "C" {
     fn rftrace_tr_next(tr: *mut c_void) -> *mut c_void;
 }
 
-/// A module came: applies the cached `:mod:` entries naming it, in every
-/// trace array. Each entry is used once.
-///
-/// # Safety
-///
-/// `name` is the module's name; no core lock is held.
-pub(crate) unsafe fn process_cached_mods(name: &[u8]) {
-    // The tracing core's lock over its list of trace arrays.
-    let _t = Guard::of(ptr::addr_of_mut!(trace_types_lock));
-    // SAFETY: `trace_types_lock` is held while the handles are used.
-    for tr in unsafe { trace_arrays() } {
-        for notrace in [false, true] {
-            // SAFETY: no core lock is held.
-            unsafe { apply_mods(tr, notrace, name) };
-        }
+/// The tracing core's lock over its list of trace arrays, held.
+struct TraceTypes(#[allow(dead_code)] Guard);
+
+impl TraceTypes {
+    fn lock() -> Self {
+        // SAFETY: the tracing core's static, initialised mutex; the
+        // callers (module notifiers) may sleep and hold no core lock.
+        TraceTypes(unsafe { Guard::of(ptr::addr_of_mut!(trace_types_lock)) })
+    }
+
+    /// The trace arrays, alive while the lock is.
+    fn arrays(&self) -> impl Iterator<Item = TraceArray> + '_ {
+        let mut tr = ptr::null_mut();
+        core::iter::from_fn(move || {
+            // SAFETY: walked under `trace_types_lock` (held while `self`
+            // is), which keeps every array on the list and alive.
+            unsafe {
+                tr = rftrace_tr_next(tr);
+                TraceArray::from_raw(tr)
+            }
+        })
     }
 }
 
-/// The trace arrays of the tracing core.
-///
-/// # Safety
-///
-/// `trace_types_lock` is held while the iterator and the handles it
-/// gives are used.
-unsafe fn trace_arrays() -> impl Iterator<Item = TraceArray> {
-    let mut tr = ptr::null_mut();
-    core::iter::from_fn(move || {
-        // SAFETY: walked under `trace_types_lock` (the contract), which
-        // keeps every array on the list.
-        tr = unsafe { rftrace_tr_next(tr) };
-        // SAFETY: as above.
-        unsafe { TraceArray::from_raw(tr) }
-    })
+/// A module came: applies the cached `:mod:` entries naming it, in every
+/// trace array. Each entry is used once. No core lock is held.
+pub(crate) fn process_cached_mods(name: &[u8]) {
+    let t = TraceTypes::lock();
+    for tr in t.arrays() {
+        for notrace in [false, true] {
+            apply_mods(tr, notrace, name);
+        }
+    }
 }
 
 /// A module is going: in every trace array's filter and notrace sets,
 /// the entries of its functions stay but match nothing any more (their
 /// address becomes 0), as in the C core: a filter that named only them
-/// stays non-empty and traces nothing.
-///
-/// # Safety
-///
-/// `m` is the module; no core lock is held.
-pub(crate) unsafe fn scrub_module(m: *mut bindings::module) {
-    // The tracing core's lock over its list of trace arrays.
-    let _t = Guard::of(ptr::addr_of_mut!(trace_types_lock));
-    // SAFETY: `trace_types_lock` is held while the handles are used.
-    for tr in unsafe { trace_arrays() } {
-        let op = tr.ops();
-        // SAFETY: a trace array's ops, initialised when its sets exist.
-        if !op.is_null() && unsafe { !(*op).func_hash.is_null() } {
-            // SAFETY: as above.
-            let _r = Guard::of(unsafe { ptr::addr_of_mut!((*(*op).func_hash).regex_lock) });
-            let _g = Guard::lock();
-            if let Some(g) = crate::table::of_module(m) {
-                // SAFETY: the sets are only changed under these locks; a
-                // reader sees the old or the new address, both harmless.
-                unsafe {
-                    let (f, n) = ops::sets(op);
-                    for h in [f, n] {
-                        hash::for_each(h, |e| {
-                            if g.find((*e).ip as u64).is_some() {
-                                ptr::write_volatile(ptr::addr_of_mut!((*e).ip), 0);
-                            }
-                        });
-                    }
+/// stays non-empty and traces nothing. No core lock is held.
+pub(crate) fn scrub_module(m: *mut bindings::module) {
+    let t = TraceTypes::lock();
+    for tr in t.arrays() {
+        let Some(op) = tr.ops_ref() else {
+            continue;
+        };
+        if !op.has(ops::F_INITIALIZED) {
+            continue;
+        }
+        let _r = op.lock_regex();
+        let g = CoreGuard::lock();
+        if let Some(grp) = crate::table::of_module(m) {
+            for notrace in [false, true] {
+                if let Some(mut slot) = op.set_slot_mut(g.held(), notrace) {
+                    slot.scrub(|ip| grp.find(ip).is_some());
                 }
             }
         }
     }
 }
 
-/// # Safety
-///
-/// No core lock is held.
-unsafe fn apply_mods(tr: TraceArray, notrace: bool, name: &[u8]) {
-    let op = tr.ops();
-    if op.is_null() {
-        return;
-    }
-    // SAFETY: `op` is the trace array's ops.
-    unsafe { ops::ops_init_locked(op) };
-    // SAFETY: initialised.
-    let _r = Guard::of(unsafe { ptr::addr_of_mut!((*(*op).func_hash).regex_lock) });
-    let _g = Guard::lock();
-    // SAFETY: stable under the regex lock.
-    let (f, n) = unsafe { ops::sets(op) };
-    // SAFETY: as above.
-    let Ok(mut h) = (unsafe { FnSet::copy_of(if notrace { n } else { f }) }) else {
+/// Applies the cached entries of `tr` that name the module `name`. No core
+/// lock is held.
+fn apply_mods(tr: TraceArray, notrace: bool, name: &[u8]) {
+    let Some(op) = tr.ops_ref() else {
         return;
     };
-    let mut used = false;
-    // SAFETY: `ftrace_lock` held; entries are ours.
-    unsafe {
-        for m in mods(tr, notrace) {
-            if (*m).module.as_slice() != name {
-                continue;
-            }
-            list_del(ptr::addr_of_mut!((*m).list));
-            let func: &[u8] = if (*m).func.is_empty() {
-                b"*"
-            } else {
-                &(*m).func
-            };
-            let _ = match_records_locked(&mut h, func, Some(name));
-            drop(KBox::from_raw(m));
-            used = true;
+    let regex = op.lock_regex();
+    let g = CoreGuard::lock();
+    let (f, n) = regex.sets();
+    let Ok(mut h) = FnSet::copy_of(if notrace { n } else { f }) else {
+        return;
+    };
+    let used = ModList::of(g.held(), tr, notrace).remove_if(|m| {
+        if m.module.as_slice() != name {
+            return false;
         }
-        if used {
-            if !notrace {
-                h.set_mod(has_mods(tr, false));
-            }
-            let _ = commit(op, notrace, &h);
+        let func: &[u8] = if m.func.is_empty() { b"*" } else { &m.func };
+        let _ = match_records_locked(g.held(), &mut h, func, Some(name));
+        true
+    });
+    if used {
+        if !notrace {
+            h.set_mod(has_mods(g.held(), tr, false));
         }
+        let _ = commit(g.held(), op, notrace, &h);
     }
 }

@@ -11,8 +11,9 @@
 
 use crate::fgraph::{ftrace_graph_get_ret_stack, register_ftrace_graph, unregister_ftrace_graph};
 use crate::logic::profile;
-use crate::sys::{CGlobal, Guard};
-use crate::task::current;
+use crate::sys::{CGlobal, CMutex, IrqOff};
+use crate::task::Current;
+use crate::tracefs::{fops, Chunk, OpenMode, Out, TextFile};
 use core::cell::UnsafeCell;
 use core::ptr;
 use core::sync::atomic::{AtomicBool, AtomicI32, AtomicPtr, AtomicU32, AtomicUsize, Ordering};
@@ -94,17 +95,11 @@ static CPUS: AtomicPtr<KVVec<CpuProfile>> = AtomicPtr::new(ptr::null_mut());
 static ENABLED: AtomicBool = AtomicBool::new(false);
 /// Whether a function's time includes its children's.
 static GRAPH_TIME: AtomicBool = AtomicBool::new(true);
-static PROFILE_LOCK: CGlobal<bindings::mutex> = CGlobal::new(
-    // SAFETY: initialised at boot by `init()`.
-    unsafe { core::mem::zeroed() },
-);
+static PROFILE_LOCK: CMutex = CMutex::new();
 
 // Bindgen types of empty C structs are fine behind pointers.
 #[allow(improper_ctypes)]
 extern "C" {
-    fn rftrace_irq_save() -> c_ulong;
-    fn rftrace_irq_restore(flags: c_ulong);
-    fn rftrace_cpu() -> c_int;
     fn register_stat_tracer(trace: *mut TracerStat) -> c_int;
     static tracing_thresh: c_ulong;
 }
@@ -115,10 +110,17 @@ fn cpus() -> &'static [CpuProfile] {
     unsafe { p.as_ref() }.map_or(&[], |v| v.as_slice())
 }
 
+impl CpuProfile {
+    /// The tables, once made.
+    fn tables(&self) -> Option<&'static Tables> {
+        let t = self.tables.load(Ordering::Acquire);
+        // SAFETY: published complete, never freed.
+        unsafe { t.as_ref() }
+    }
+}
+
 fn tables(cpu: usize) -> Option<&'static Tables> {
-    let t = cpus().get(cpu)?.tables.load(Ordering::Acquire);
-    // SAFETY: published complete, never freed.
-    unsafe { t.as_ref() }
+    cpus().get(cpu)?.tables()
 }
 
 /// The home slot of `ip` in an index of `1 << bits` slots. Runs in the
@@ -210,19 +212,14 @@ fn hit(ip: u64) {
     if !ENABLED.load(Ordering::Relaxed) {
         return;
     }
-    // SAFETY: notrace helpers; interrupts are restored below.
-    let flags = unsafe { rftrace_irq_save() };
-    // SAFETY: as above.
-    let cpu = unsafe { rftrace_cpu() } as usize;
-    if let Some(t) = tables(cpu) {
+    let irq = IrqOff::new();
+    if let Some(t) = tables(irq.cpu()) {
         if ENABLED.load(Ordering::Relaxed) {
             if let Some(r) = t.find(ip).or_else(|| t.add(ip)) {
                 r.update(|r| r.hits = r.hits.wrapping_add(1));
             }
         }
     }
-    // SAFETY: paired with the save above.
-    unsafe { rftrace_irq_restore(flags) };
 }
 
 /// # Safety
@@ -235,13 +232,13 @@ unsafe extern "C" fn graph_entry(
 ) -> c_int {
     // SAFETY: the graph core passes the entry record.
     hit(unsafe { (*trace).func } as u64);
-    let t = current();
+    let cur = Current::get();
+    if cur.task().stack().load(Ordering::Relaxed).is_null() {
+        return 0;
+    }
     // SAFETY: the current task and the graph core's frames of it.
     unsafe {
-        if crate::task::stack(t).load(Ordering::Relaxed).is_null() {
-            return 0;
-        }
-        let rs = ftrace_graph_get_ret_stack(t, 0);
+        let rs = ftrace_graph_get_ret_stack(cur.task().as_ptr(), 0);
         if !rs.is_null() {
             (*rs).subtime = 0;
         }
@@ -259,21 +256,19 @@ unsafe extern "C" fn graph_return(
 ) {
     // SAFETY: the graph core passes the return record.
     let t = unsafe { &*trace };
-    // SAFETY: notrace helpers; interrupts are restored below.
-    let flags = unsafe { rftrace_irq_save() };
-    // SAFETY: as above.
-    let cpu = unsafe { rftrace_cpu() } as usize;
-    if let Some(tab) = tables(cpu) {
+    let irq = IrqOff::new();
+    if let Some(tab) = tables(irq.cpu()) {
         if ENABLED.load(Ordering::Relaxed) && t.calltime != 0 {
             let mut time = t.rettime.wrapping_sub(t.calltime);
             if !GRAPH_TIME.load(Ordering::Relaxed) {
                 // SAFETY: the graph core's frames of the current task.
                 unsafe {
-                    let parent = ftrace_graph_get_ret_stack(current(), 1);
+                    let cur = Current::get().task().as_ptr();
+                    let parent = ftrace_graph_get_ret_stack(cur, 1);
                     if !parent.is_null() {
                         (*parent).subtime = (*parent).subtime.wrapping_add(time);
                     }
-                    let me = ftrace_graph_get_ret_stack(current(), 0);
+                    let me = ftrace_graph_get_ret_stack(cur, 0);
                     time = if !me.is_null() && (*me).subtime < time {
                         time - (*me).subtime
                     } else {
@@ -289,8 +284,6 @@ unsafe extern "C" fn graph_return(
             }
         }
     }
-    // SAFETY: paired with the save above.
-    unsafe { rftrace_irq_restore(flags) };
 }
 
 static GOPS: CGlobal<bindings::fgraph_ops> = CGlobal::new(bindings::fgraph_ops {
@@ -335,9 +328,10 @@ fn rec_at(t: &Tables, i: usize) -> *mut c_void {
 unsafe extern "C" fn stat_start(trace: *mut TracerStat) -> *mut c_void {
     // `stat` is the first field of a `CpuProfile`.
     let p = trace.cast::<CpuProfile>();
-    // SAFETY: registered stats are the `stat` of our profiles.
-    let t = unsafe { (*p).tables.load(Ordering::Acquire).as_ref() };
-    t.map_or(ptr::null_mut(), |t| rec_at(t, 0))
+    // SAFETY: registered stats are the `stat` of our profiles, which
+    // are never freed.
+    let p = unsafe { &*p };
+    p.tables().map_or(ptr::null_mut(), |t| rec_at(t, 0))
 }
 
 /// # Safety
@@ -382,7 +376,7 @@ unsafe extern "C" fn stat_headers(m: *mut bindings::seq_file) -> c_int {
 /// Called only through the operations table it is registered in, with
 /// the arguments that table's contract gives.
 unsafe extern "C" fn stat_show(m: *mut bindings::seq_file, v: *mut c_void) -> c_int {
-    let _g = Guard::of(PROFILE_LOCK.get());
+    let _g = PROFILE_LOCK.lock();
     // SAFETY: a record we handed out; the tables are never freed.
     let r = unsafe { ptr::read_volatile(v.cast::<Rec>()) };
     if r.hits == 0 {
@@ -406,23 +400,56 @@ unsafe extern "C" fn stat_show(m: *mut bindings::seq_file, v: *mut c_void) -> c_
 
 // --- function_profile_enabled -----------------------------------------------
 
-/// # Safety
-///
-/// Called only through the operations table it is registered in, with
-/// the arguments that table's contract gives.
-unsafe extern "C" fn enabled_read(
-    _file: *mut bindings::file,
-    ubuf: *mut c_char,
-    cnt: usize,
-    ppos: *mut bindings::loff_t,
-) -> isize {
-    let b: &[u8] = if ENABLED.load(Ordering::Relaxed) {
-        b"1\n"
+/// `function_profile_enabled`: 0 or 1; writing a number starts or stops
+/// the profiler.
+struct EnabledFile;
+
+impl TextFile for EnabledFile {
+    fn open(_data: *mut c_void, _mode: OpenMode) -> Result<Self> {
+        Ok(EnabledFile)
+    }
+
+    fn render(&self, o: &mut Out) {
+        o.bytes(if ENABLED.load(Ordering::Relaxed) {
+            b"1\n"
+        } else {
+            b"0\n"
+        });
+    }
+
+    fn write(&mut self, chunk: Option<Chunk>, pos: &mut bindings::loff_t) -> isize {
+        let Some(chunk) = chunk else {
+            return EFAULT.to_errno() as isize;
+        };
+        let Some(val) = crate::logic::parser::parse_ulong(chunk.bytes()) else {
+            return EINVAL.to_errno() as isize;
+        };
+        let cnt = chunk.bytes().len();
+        let r = set_enabled(val != 0);
+        // The whole write is taken, as C's `kstrtoul_from_user()` user does.
+        *pos = pos.wrapping_add(cnt as bindings::loff_t);
+        match r {
+            Ok(()) => cnt as isize,
+            Err(e) => e.to_errno() as isize,
+        }
+    }
+}
+
+/// Starts or stops the profiler.
+fn set_enabled(on: bool) -> Result {
+    let _g = PROFILE_LOCK.lock();
+    if ENABLED.load(Ordering::Relaxed) == on {
+        return Ok(());
+    }
+    if on {
+        start()?;
+        ENABLED.store(true, Ordering::Release);
     } else {
-        b"0\n"
-    };
-    // SAFETY: per the VFS contract; the source is static.
-    unsafe { bindings::simple_read_from_buffer(ubuf.cast(), cnt, ppos, b.as_ptr().cast(), b.len()) }
+        ENABLED.store(false, Ordering::Release);
+        // SAFETY: our static graph ops, registered by `start()`.
+        unsafe { unregister_ftrace_graph(GOPS.get()) };
+    }
+    Ok(())
 }
 
 fn start() -> Result {
@@ -430,8 +457,7 @@ fn start() -> Result {
         .load(Ordering::Relaxed)
         .max(1);
     for p in cpus() {
-        // SAFETY: published tables are never freed.
-        match unsafe { p.tables.load(Ordering::Acquire).as_ref() } {
+        match p.tables() {
             Some(t) => t.reset(),
             None => {
                 let Ok(t) = Tables::new(sites).and_then(|t| Ok(KBox::new(t, GFP_KERNEL)?)) else {
@@ -449,55 +475,11 @@ fn start() -> Result {
     }
 }
 
-/// # Safety
-///
-/// Called only through the operations table it is registered in, with
-/// the arguments that table's contract gives.
-unsafe extern "C" fn enabled_write(
-    _file: *mut bindings::file,
-    ubuf: *const c_char,
-    cnt: usize,
-    ppos: *mut bindings::loff_t,
-) -> isize {
-    let mut val: c_ulong = 0;
-    // SAFETY: the user buffer of this write.
-    let r = unsafe { bindings::kstrtoul_from_user(ubuf, cnt, 10, &mut val) };
-    if r != 0 {
-        return r as isize;
-    }
-    let on = val != 0;
-    let mut ret = cnt as isize;
-    {
-        let _g = Guard::of(PROFILE_LOCK.get());
-        if ENABLED.load(Ordering::Relaxed) != on {
-            if on {
-                match start() {
-                    Err(e) => ret = e.to_errno() as isize,
-                    Ok(()) => ENABLED.store(true, Ordering::Release),
-                }
-            } else {
-                ENABLED.store(false, Ordering::Release);
-                // SAFETY: registered by `start()`.
-                unsafe { unregister_ftrace_graph(GOPS.get()) };
-            }
-        }
-    }
-    // SAFETY: per the VFS contract.
-    unsafe { *ppos += cnt as bindings::loff_t };
-    ret
-}
-
-static FOPS: CGlobal<bindings::file_operations> = CGlobal::new(bindings::file_operations {
-    read: Some(enabled_read),
-    write: Some(enabled_write),
-    llseek: Some(bindings::default_llseek),
-    ..crate::tracefs::zeroed_fops()
-});
+static FOPS: CGlobal<bindings::file_operations> = CGlobal::new(fops::<EnabledFile>(true));
 
 /// Boot: the per-CPU stat files and `function_profile_enabled`.
 pub(crate) fn init(d: *mut bindings::dentry) {
-    // SAFETY: boot, once.
-    unsafe { crate::sys::mutex_init!(PROFILE_LOCK.get(), "ftrace_profile_lock") };
+    crate::sys::cmutex_init!(PROFILE_LOCK, "ftrace_profile_lock");
     // SAFETY: a kernel global, fixed after boot.
     let n = unsafe { bindings::nr_cpu_ids } as usize;
     let Ok(mut v) = KVVec::<CpuProfile>::with_capacity(n, GFP_KERNEL) else {

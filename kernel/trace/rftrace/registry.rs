@@ -4,15 +4,18 @@
 //! and the list every CPU walks. Below everything that registers,
 //! dispatches or plans.
 
-use crate::clist::list_init;
-use crate::hash::{self, FtraceHash};
-use crate::sys::{ftrace_list_end, ftrace_ops_list, Guard, Keeps};
-use crate::view;
+use crate::clist::{list_add, list_del, list_entries, list_init};
+use crate::hash::{FnSet, FtraceHash, PubSlot, Retired, SetRef};
+use crate::sys::{
+    ftrace_list_end, ftrace_ops_list, CGlobal, CoreGuard, Guard, Held, Keeps, TraceArray,
+};
+use crate::view::OpsView;
 use core::marker::PhantomData;
 use core::ptr;
 use core::sync::atomic::{AtomicPtr, Ordering};
 use kernel::bindings;
-use kernel::ffi::c_ulong;
+use kernel::ffi::{c_ulong, c_void};
+use kernel::prelude::*;
 
 pub(crate) type Ops = bindings::ftrace_ops;
 
@@ -36,130 +39,75 @@ pub(crate) const F_DIRECT: c_ulong = fl(bindings::FTRACE_OPS_FL_DIRECT);
 pub(crate) const F_ALLOC_TRAMP: c_ulong = fl(bindings::FTRACE_OPS_FL_ALLOC_TRAMP);
 pub(crate) const F_PERMANENT: c_ulong = fl(bindings::FTRACE_OPS_FL_PERMANENT);
 
-/// Gives an ops its lock, sub-op list and hash pointer the first time the
-/// core sees it.
-///
-/// # Safety
-///
-/// `ops` is valid; callers serialize (they hold `ftrace_lock`, or it is
-/// early boot).
-pub(crate) unsafe fn ops_init(ops: *mut Ops) {
-    // SAFETY: per the function's contract.
-    unsafe {
-        if view::has(ops, F_INITIALIZED) {
-            return;
-        }
-        crate::sys::mutex_init!(
-            ptr::addr_of_mut!((*ops).local_hash.regex_lock),
-            "ftrace_ops regex_lock"
-        );
-        list_init(ptr::addr_of_mut!((*ops).subop_list));
-        (*ops).func_hash = ptr::addr_of_mut!((*ops).local_hash);
-        view::set(ops, F_INITIALIZED);
-    }
-}
-
-/// [`ops_init`] taking `ftrace_lock` itself.
-///
-/// # Safety
-///
-/// `ops` is valid; `ftrace_lock` is not held.
-pub(crate) unsafe fn ops_init_locked(ops: *mut Ops) {
-    let _g = Guard::lock();
-    // SAFETY: per the function's contract; serialized by the lock.
-    unsafe { ops_init(ops) };
-}
-
 /// A published pointer slot, read locklessly.
 ///
 /// # Safety
 ///
-/// `p` is a valid, aligned pointer slot.
-pub(crate) unsafe fn slot<'a, T>(p: *mut *mut T) -> &'a AtomicPtr<T> {
+/// `p` is a valid, aligned pointer slot for `'a`, and every concurrent
+/// access to it is atomic.
+unsafe fn slot<'a, T>(p: *mut *mut T) -> &'a AtomicPtr<T> {
     // SAFETY: per the function's contract; `AtomicPtr` has the layout of
     // a pointer.
     unsafe { AtomicPtr::from_ptr(p) }
 }
 
-/// The filter and notrace sets of `ops` (null: empty).
+/// An ops the core was handed, alive for `'a`: by its C caller (the ops
+/// of a registration lives until it is unregistered), by the lock or
+/// preempt-off section it was listed in ([`list`]), or as the core's own
+/// (`global_ops`, a probe's ops).
 ///
-/// # Safety
-///
-/// `ops` is valid; the sets are used under RCU or `ftrace_lock`.
-#[inline]
-pub(crate) unsafe fn sets(ops: *const Ops) -> (*mut FtraceHash, *mut FtraceHash) {
-    // SAFETY: per the function's contract.
-    unsafe {
-        let fh = (*ops).func_hash;
-        if fh.is_null() {
-            return (ptr::null_mut(), ptr::null_mut());
-        }
-        let f = slot(ptr::addr_of_mut!((*fh).filter_hash)).load(Ordering::Acquire);
-        let n = slot(ptr::addr_of_mut!((*fh).notrace_hash)).load(Ordering::Acquire);
-        (f.cast(), n.cast())
-    }
-}
-
-/// Publishes `new` as the filter (or notrace) set of `ops` and returns the
-/// old one, which the caller frees with [`hash::free_rcu`].
-///
-/// # Safety
-///
-/// `ftrace_lock` is held; `ops` is initialised.
-pub(crate) unsafe fn set_hash(
-    ops: *mut Ops,
-    notrace: bool,
-    new: *mut FtraceHash,
-) -> *mut FtraceHash {
-    // SAFETY: per the function's contract.
-    unsafe {
-        let fh = (*ops).func_hash;
-        let p = if notrace {
-            ptr::addr_of_mut!((*fh).notrace_hash)
-        } else {
-            ptr::addr_of_mut!((*fh).filter_hash)
-        };
-        slot(p).swap(new.cast(), Ordering::AcqRel).cast()
-    }
-}
-
-/// Whether `ip` passes the sets of `ops`.
-///
-/// # Safety
-///
-/// As for [`sets`].
-#[inline]
-pub(crate) unsafe fn ops_wants(ops: *const Ops, ip: u64) -> bool {
-    // SAFETY: per the function's contract.
-    unsafe {
-        let (f, n) = sets(ops);
-        (hash::is_empty(f) || hash::contains(f, ip)) && !hash::contains(n, ip)
-    }
-}
-
-/// A registered ops, alive for `'a`: the lock or preempt-off section it
-/// was listed in ([`list`]).
+/// The handle never forms a `&` or `&mut` to the ops: other CPUs read
+/// its shared fields while the core changes them; every access to those
+/// is atomic (`opsview`). The fields only the core writes, and only under
+/// `ftrace_lock`, are written through the methods that ask for [`Held`].
 ///
 /// # Invariants
 ///
-/// `0` points to an ops that is live, and whose published sets stay
-/// valid, for `'a`; every access to its shared fields is atomic
-/// (`opsview`).
+/// `0` points to an `ftrace_ops` that is live for `'a`; every access to
+/// its shared fields is atomic (`opsview`).
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub(crate) struct OpsRef<'a>(ptr::NonNull<Ops>, PhantomData<&'a Ops>);
 
 impl<'a> OpsRef<'a> {
+    /// The handle of `p`.
+    ///
+    /// # Safety
+    ///
+    /// `p` is non-null and points to an `ftrace_ops` that lives for `'a`,
+    /// whose fields its owner does not write while the core may use them
+    /// (the contract of the C API: from registration, or from the first
+    /// filter call, until it is unregistered and its filters freed).
+    #[inline(always)]
+    pub(crate) unsafe fn from_raw(p: *mut Ops) -> Self {
+        // SAFETY: non-null per the function's contract.
+        // INVARIANT: live for `'a` (the contract).
+        Self(unsafe { ptr::NonNull::new_unchecked(p) }, PhantomData)
+    }
+
+    /// The handle of one of the core's own static ops.
+    pub(crate) fn of_static(p: &'static CGlobal<Ops>) -> OpsRef<'static> {
+        // INVARIANT: a static is live for ever; the core reaches it only
+        // through handles like this one.
+        OpsRef(ptr::NonNull::from(p).cast(), PhantomData)
+    }
+
     /// The ops, for what takes it by pointer.
     #[inline(always)]
     pub(crate) fn as_ptr(self) -> *mut Ops {
         self.0.as_ptr()
     }
 
+    /// Its shared words.
+    #[inline(always)]
+    fn view(self) -> OpsView<'a> {
+        // SAFETY: live for `'a` (the type's invariants).
+        unsafe { OpsView::from_raw(self.as_ptr()) }
+    }
+
     /// Its flags (`FTRACE_OPS_FL_*`).
     #[inline(always)]
     pub(crate) fn flags(self) -> c_ulong {
-        // SAFETY: live for `'a` (the type's invariants).
-        unsafe { view::flags(self.as_ptr()) }
+        self.view().flags()
     }
 
     /// Whether any of `f` is set.
@@ -168,47 +116,337 @@ impl<'a> OpsRef<'a> {
         self.flags() & f != 0
     }
 
+    /// Sets the flags `f`.
+    pub(crate) fn set(self, f: c_ulong) {
+        self.view().set(f)
+    }
+
+    /// Clears the flags `f`.
+    pub(crate) fn clear(self, f: c_ulong) {
+        self.view().clear(f)
+    }
+
     /// Its callback.
     #[inline(always)]
     pub(crate) fn func(self) -> bindings::ftrace_func_t {
-        // SAFETY: as above.
-        unsafe { view::func(self.as_ptr()) }
+        self.view().func()
+    }
+
+    /// Points it at another callback.
+    pub(crate) fn set_func(self, f: bindings::ftrace_func_t) {
+        self.view().set_func(f)
+    }
+
+    /// The callback a pid-filtered ops calls for the tasks it traces.
+    #[inline(always)]
+    pub(crate) fn saved_func(self) -> bindings::ftrace_func_t {
+        self.view().saved_func()
+    }
+
+    /// Sets `saved_func` (the core writes it under `ftrace_lock`).
+    pub(crate) fn set_saved_func(self, _held: &Held, f: bindings::ftrace_func_t) {
+        self.view().set_saved_func(f)
     }
 
     /// Its own trampoline, `(address, size)`; address 0 for none.
     pub(crate) fn trampoline(self) -> (u64, u64) {
-        // SAFETY: as above.
-        unsafe { view::trampoline(self.as_ptr()) }
+        self.view().trampoline()
     }
 
-    /// Its filter and notrace sets (null: empty), valid for `'a`.
+    /// Gives it a trampoline (`at` 0: none).
+    pub(crate) fn set_trampoline(self, _held: &Held, at: u64, size: u64) {
+        self.view().set_trampoline(at, size)
+    }
+
+    /// The direct trampoline of a direct ops (0: none).
     #[inline(always)]
-    pub(crate) fn sets(self) -> (*mut FtraceHash, *mut FtraceHash) {
-        // SAFETY: as above; the sets stay for `'a`.
-        unsafe { sets(self.as_ptr()) }
+    pub(crate) fn direct_call(self) -> c_ulong {
+        self.view().direct_call()
+    }
+
+    /// Sets the direct trampoline (read locklessly by the direct callback).
+    pub(crate) fn set_direct_call(self, _held: &Held, a: c_ulong) {
+        self.view().set_direct_call(a)
+    }
+
+    /// The owner's command callback (set before the ops is handed over).
+    pub(crate) fn ops_func(self) -> bindings::ftrace_ops_func_t {
+        // SAFETY: live; its owner sets the field before the core sees the
+        // ops and does not change it after (the contract of `from_raw`).
+        unsafe { ptr::addr_of!((*self.as_ptr()).ops_func).read() }
+    }
+
+    /// Asks its owner to do `cmd` (`EBUSY` when it cannot be asked).
+    pub(crate) fn ask(self, cmd: bindings::ftrace_ops_cmd) -> Result {
+        let f = self.ops_func().ok_or(EBUSY)?;
+        // SAFETY: the owner's callback, called with its ops as it expects.
+        kernel::error::to_result(unsafe { f(self.as_ptr(), cmd) })
+    }
+
+    /// Its owner's data: the trace array of a tracer's ops.
+    pub(crate) fn private(self) -> *mut c_void {
+        // SAFETY: as for `ops_func`.
+        unsafe { ptr::addr_of!((*self.as_ptr()).private).read() }
+    }
+
+    /// The trace array of a tracer's ops (none for other ops).
+    pub(crate) fn trace_array(self) -> Option<TraceArray> {
+        // SAFETY: an ops' `private` is null or, for the ops of a trace
+        // array's tracer, that array, which the tracing core keeps while
+        // the ops lives.
+        unsafe { TraceArray::from_raw(self.private()) }
+    }
+
+    /// Sets the trace array of an ops the core made (probes).
+    pub(crate) fn set_private(self, _held: &Held, p: *mut c_void) {
+        // SAFETY: live; the core's own ops, not registered yet.
+        unsafe { ptr::addr_of_mut!((*self.as_ptr()).private).write(p) }
+    }
+
+    /// The sets it reads (shared by several ops for a trace array), for
+    /// telling whether two ops share them.
+    pub(crate) fn func_hash(self) -> *mut bindings::ftrace_ops_hash {
+        // SAFETY: live; `func_hash` is written by `init` (once) or
+        // `share_sets` (before registration), under `ftrace_lock`.
+        unsafe { ptr::addr_of!((*self.as_ptr()).func_hash).read() }
+    }
+
+    /// Gives it its lock, sub-op list and set pointer the first time the
+    /// core sees it.
+    pub(crate) fn init(self, _held: &Held) {
+        if self.has(F_INITIALIZED) {
+            return;
+        }
+        let p = self.as_ptr();
+        // SAFETY: live; not initialised, so not registered: only the
+        // core, serialized by `ftrace_lock`, touches these fields.
+        unsafe {
+            crate::sys::mutex_init!(
+                ptr::addr_of_mut!((*p).local_hash.regex_lock),
+                "ftrace_ops regex_lock"
+            );
+            list_init(ptr::addr_of_mut!((*p).subop_list));
+            (*p).func_hash = ptr::addr_of_mut!((*p).local_hash);
+        }
+        self.set(F_INITIALIZED);
+    }
+
+    /// [`OpsRef::init`] taking `ftrace_lock` itself.
+    pub(crate) fn init_locked(self) {
+        if !self.has(F_INITIALIZED) {
+            let g = CoreGuard::lock();
+            self.init(g.held());
+        }
+    }
+
+    /// Makes it read the sets of `other` (an initialised ops that
+    /// outlives it): `global_ops`' for the top-level tracers.
+    pub(crate) fn share_sets(self, held: &Held, other: OpsRef<'static>) {
+        self.init(held);
+        let fh = other.func_hash();
+        // SAFETY: live; written under `ftrace_lock` while the ops is not
+        // registered (callers check), and read by the core only.
+        unsafe { ptr::addr_of_mut!((*self.as_ptr()).func_hash).write(fh) }
+    }
+
+    /// Takes the lock of its sets' writers (`regex_lock`), initialising
+    /// the ops first if need be.
+    pub(crate) fn lock_regex(self) -> RegexGuard<'a> {
+        self.init_locked();
+        let fh = self.func_hash();
+        // SAFETY: initialised: `func_hash` points to live sets (its own,
+        // or those of an ops that outlives it) with an initialised lock.
+        // The lock outlives the guard: it is in the sets, which outlive
+        // the ops (`'a`), which outlives the guard.
+        let m = unsafe { ptr::addr_of_mut!((*fh).regex_lock) };
+        // SAFETY: initialised (above) and alive while the guard is; the
+        // callers may sleep.
+        RegexGuard(unsafe { Guard::of(m) }, self)
+    }
+
+    fn set_slot(self, notrace: bool) -> Option<&'a AtomicPtr<FtraceHash>> {
+        let fh = self.func_hash();
+        if fh.is_null() {
+            return None;
+        }
+        // SAFETY: the sets of a live, initialised ops: both pointer
+        // slots are read and written atomically only.
+        Some(unsafe {
+            if notrace {
+                slot(ptr::addr_of_mut!((*fh).notrace_hash).cast())
+            } else {
+                slot(ptr::addr_of_mut!((*fh).filter_hash).cast())
+            }
+        })
+    }
+
+    /// Its filter and notrace sets, valid while `_k` keeps them: a set
+    /// is replaced under `ftrace_lock` and freed a grace period later.
+    #[inline(always)]
+    pub(crate) fn sets<'k>(self, _k: &'k impl Keeps) -> (SetRef<'k>, SetRef<'k>) {
+        let load = |n| {
+            self.set_slot(n).map_or(SetRef::EMPTY, |s| {
+                // SAFETY: null or a published set, freed only a grace
+                // period after it is replaced under `ftrace_lock`: `_k`
+                // keeps it for `'k`.
+                unsafe { SetRef::new(s.load(Ordering::Acquire)) }
+            })
+        };
+        (load(false), load(true))
+    }
+
+    /// Its filter set, read by its owner's own call (registration).
+    ///
+    /// # Safety
+    ///
+    /// Nothing replaces the filter for `'a`: only the ops' owner changes
+    /// it, and the owner is in the call that reads it.
+    pub(crate) unsafe fn owner_filter(self) -> SetRef<'a> {
+        self.set_slot(false).map_or(SetRef::EMPTY, |s| {
+            // SAFETY: null or a published set, not replaced for `'a`
+            // (the contract).
+            unsafe { SetRef::new(s.load(Ordering::Acquire)) }
+        })
     }
 
     /// Whether `ip` passes its sets.
     #[inline(always)]
-    pub(crate) fn wants(self, ip: u64) -> bool {
-        // SAFETY: as above.
-        unsafe { ops_wants(self.as_ptr(), ip) }
+    pub(crate) fn wants(self, k: &impl Keeps, ip: u64) -> bool {
+        let (f, n) = self.sets(k);
+        (f.is_empty() || f.contains(ip)) && !n.contains(ip)
+    }
+
+    /// Its filter (or notrace) set's slot, for the writer, who holds
+    /// `ftrace_lock` while it is used.
+    pub(crate) fn set_slot_mut<'h>(self, held: &'h Held, notrace: bool) -> Option<PubSlot<'h>>
+    where
+        'a: 'h,
+    {
+        self.init(held);
+        // SAFETY: a published-set slot whose writers hold `ftrace_lock`
+        // (held for `'h`).
+        self.set_slot(notrace).map(|s| unsafe { PubSlot::new(s) })
+    }
+
+    /// Publishes `new` (none: empty) as its filter (or notrace) set; the
+    /// old one is freed a grace period after the result drops (a set
+    /// read before is not used after: see `hash`).
+    pub(crate) fn swap_set(self, held: &Held, notrace: bool, new: Option<FnSet>) -> Retired {
+        match self.set_slot_mut(held, notrace) {
+            Some(s) => s.swap(new),
+            None => Retired::none(),
+        }
     }
 
     /// Whether it manages sub-ops.
-    pub(crate) fn is_manager(self) -> bool {
-        // SAFETY: live, and initialised before it was listed; the sub-op
-        // list changes under `ftrace_lock` only.
+    pub(crate) fn is_manager(self, _held: &Held) -> bool {
+        // SAFETY: live; the sub-op list is initialised with the ops or
+        // all zero, and changes under `ftrace_lock` only.
         unsafe { !crate::clist::list_empty(ptr::addr_of!((*self.as_ptr()).subop_list)) }
     }
 
-    /// The sets it reads (shared by several ops for a trace array).
-    pub(crate) fn func_hash(self) -> *mut bindings::ftrace_ops_hash {
-        // SAFETY: live; `func_hash` is set before the ops is listed and
-        // not changed while it is.
-        unsafe { (*self.as_ptr()).func_hash }
+    /// Its sub-ops (a manager's).
+    pub(crate) fn subops<'h>(self, _held: &'h Held) -> impl Iterator<Item = OpsRef<'h>>
+    where
+        'a: 'h,
+    {
+        // SAFETY: the sub-op list of a live ops, changed under
+        // `ftrace_lock` only (held for `'h`); its entries are live ops
+        // while listed (their owners unlink them before they go).
+        unsafe { list_entries::<Ops>(ptr::addr_of_mut!((*self.as_ptr()).subop_list), SUBOP_OFF) }
+            .filter_map(|p| ptr::NonNull::new(p).map(|p| OpsRef(p, PhantomData)))
+    }
+
+    /// Links `sub` on its sub-op list.
+    pub(crate) fn add_subop(self, held: &Held, sub: OpsRef<'_>) {
+        self.init(held);
+        sub.init(held);
+        // SAFETY: both live and initialised; `sub` is on no list (not
+        // enabled, checked by the callers); under `ftrace_lock`.
+        unsafe {
+            list_add(
+                ptr::addr_of_mut!((*sub.as_ptr()).list),
+                ptr::addr_of_mut!((*self.as_ptr()).subop_list),
+            );
+        }
+    }
+
+    /// Unlinks it from its manager's sub-op list.
+    pub(crate) fn del_subop(self, _held: &Held) {
+        // SAFETY: live, linked by `add_subop` (callers check the flag);
+        // under `ftrace_lock`.
+        unsafe { list_del(ptr::addr_of_mut!((*self.as_ptr()).list)) }
+    }
+
+    /// Records its manager (null: none).
+    pub(crate) fn set_managed(self, _held: &Held, m: *mut Ops) {
+        // SAFETY: live; a field only the core and fgraph.c, under
+        // `ftrace_lock`, use.
+        unsafe { ptr::addr_of_mut!((*self.as_ptr()).managed).write(m) }
+    }
+
+    fn next_slot(self) -> &'a AtomicPtr<Ops> {
+        // SAFETY: `next`, a pointer word of a live ops, read locklessly
+        // by the dispatcher and written atomically under `ftrace_lock`.
+        unsafe { slot(ptr::addr_of_mut!((*self.as_ptr()).next)) }
+    }
+
+    /// Puts it at the head of the ops list: every CPU may call it from
+    /// now on.
+    pub(crate) fn publish(self, _held: &Held) {
+        self.next_slot()
+            .store(ftrace_ops_list.load(Ordering::Acquire), Ordering::Release);
+        ftrace_ops_list.store(self.as_ptr(), Ordering::Release);
+    }
+
+    /// Takes it off the ops list (dispatchers already in it may still
+    /// run it until a grace period); whether it was there.
+    pub(crate) fn unlink(self, held: &Held) -> bool {
+        let next = self.next_slot().load(Ordering::Acquire);
+        if ftrace_ops_list.load(Ordering::Acquire) == self.as_ptr() {
+            ftrace_ops_list.store(next, Ordering::Release);
+            return true;
+        }
+        for p in list(held) {
+            let s = p.next_slot();
+            if s.load(Ordering::Acquire) == self.as_ptr() {
+                s.store(next, Ordering::Release);
+                return true;
+            }
+        }
+        false
     }
 }
+
+/// The writers' lock of an ops' sets (`regex_lock`), held: the sets stay
+/// as they are, except by a commit of this holder.
+pub(crate) struct RegexGuard<'a>(#[allow(dead_code)] Guard, OpsRef<'a>);
+
+impl<'a> RegexGuard<'a> {
+    /// The sets, as published now, for as long as the lock is held.
+    pub(crate) fn sets(&self) -> (SetRef<'_>, SetRef<'_>) {
+        let load = |n| {
+            self.1.set_slot(n).map_or(SetRef::EMPTY, |s| {
+                // SAFETY: writers of the sets hold the regex lock (held
+                // while `self` is borrowed): the published sets stay.
+                unsafe { SetRef::new(s.load(Ordering::Acquire)) }
+            })
+        };
+        (load(false), load(true))
+    }
+}
+
+impl TraceArray {
+    /// Its function tracer's ops, alive as long as the array is.
+    pub(crate) fn ops_ref(self) -> Option<OpsRef<'static>> {
+        let p = self.ops();
+        // SAFETY: the ops of a trace array lives in it and as long as it;
+        // the `'static` is bounded by the users, which keep the array.
+        (!p.is_null()).then(|| unsafe { OpsRef::from_raw(p) })
+    }
+}
+
+const SUBOP_OFF: usize = core::mem::offset_of!(Ops, list);
 
 /// The registered ops, newest first, alive while `_k` is: under
 /// `ftrace_lock`, or with preemption off (an unregistered dynamic ops is
@@ -221,10 +459,9 @@ pub(crate) fn list<'a>(_k: &'a impl Keeps) -> impl Iterator<Item = OpsRef<'a>> {
         if p == end {
             return None;
         }
-        let cur = ptr::NonNull::new(p)?;
-        // SAFETY: a listed ops is live while `_k` is (see above).
-        p = unsafe { slot(ptr::addr_of_mut!((*cur.as_ptr()).next)) }.load(Ordering::Acquire);
-        // INVARIANT: listed, so live for `'a`, and its sets with it.
-        Some(OpsRef(cur, PhantomData))
+        // INVARIANT: listed, so live for `'a`.
+        let cur = OpsRef(ptr::NonNull::new(p)?, PhantomData);
+        p = cur.next_slot().load(Ordering::Acquire);
+        Some(cur)
     })
 }

@@ -9,8 +9,8 @@
 //! [`hash`], [`tracefs`], [`task`], [`opsview`], [`clist`], [`shadow`],
 //! [`layout`], [`nokprobe`]); the ops layer ([`registry`], [`pidstate`],
 //! [`dispatch`], [`update`], [`ops`], [`subops`], [`direct`],
-//! [`sysctl`]); its users ([`filter`], [`fgstacks`], [`fgraph`],
-//! [`pid`]); [`probe`], [`funcprobe`], [`mapper`], [`profile`]; the
+//! [`sysctl`]); its users ([`filter`], [`gops`], [`fgstacks`],
+//! [`fgraph`], [`pid`]); [`probe`], [`funcprobe`], [`mapper`], [`profile`]; the
 //! files ([`files`], [`filterfile`], [`graphfile`], [`lookup`]); and at
 //! the top [`module`] and this root (boot, the
 //! tracefs top level, the trace arrays' entry points).
@@ -62,6 +62,8 @@ mod files;
 mod filter;
 mod filterfile;
 mod funcprobe;
+#[cfg(CONFIG_FUNCTION_GRAPH_TRACER)]
+mod gops;
 mod graphfile;
 pub mod hash;
 mod layout;
@@ -126,17 +128,16 @@ fn is_kernel_text(ip: u64) -> bool {
 /// table.
 #[no_mangle]
 pub extern "C" fn ftrace_init() {
-    // SAFETY: single-threaded early boot; our mutexes are not in use yet.
-    unsafe {
-        mutex_init!(ftrace_lock.get(), "ftrace_lock");
-        filterfile::init_locks();
-        graphfile::init_locks();
-        ops::init_locks();
-        #[cfg(CONFIG_FUNCTION_GRAPH_TRACER)]
-        fgstacks::init_locks();
-        ops::ops_init(global_ops.get());
-        crate::view::set(global_ops.get(), bindings::FTRACE_OPS_FL_PID as c_ulong);
-    }
+    crate::sys::cmutex_init!(ftrace_lock, "ftrace_lock");
+    filterfile::init_locks();
+    graphfile::init_locks();
+    ops::init_locks();
+    #[cfg(CONFIG_FUNCTION_GRAPH_TRACER)]
+    fgstacks::init_locks();
+    let g = CoreGuard::lock();
+    let global = OpsRef::of_static(&global_ops);
+    global.init(g.held());
+    global.set(bindings::FTRACE_OPS_FL_PID as c_ulong);
     // SAFETY: the linker delimits `__mcount_loc` with these symbols; it is
     // init data, ours to sort until init memory is freed.
     let locs = unsafe {
@@ -155,13 +156,12 @@ pub extern "C" fn ftrace_init() {
     } else {
         logic::sites::sort_unique(locs)
     };
-    let _g = Guard::lock();
     pr_info!("taking {} call sites from __mcount_loc\n", n);
     // SAFETY: a clock that works this early.
     let t0 = unsafe { sched_clock() };
     // SAFETY: early boot, the kernel's text is still writable and nothing
     // runs the sites but this CPU, which is here.
-    match unsafe { module::add_sites(ptr::null_mut(), &locs[..n]) } {
+    match unsafe { module::add_sites(g.held(), ptr::null_mut(), &locs[..n]) } {
         Ok((count, written)) => {
             // SAFETY: as above.
             let us = unsafe { sched_clock() }.wrapping_sub(t0) / 1000;
@@ -195,14 +195,12 @@ pub extern "C" fn ftrace_init() {
 #[no_mangle]
 pub unsafe extern "C" fn ftrace_init_array_ops(tr: *mut c_void, func: bindings::ftrace_func_t) {
     // SAFETY: per the function's contract.
-    unsafe {
-        let ops = rftrace_tr_ops(tr);
-        if ops.is_null() {
-            return;
-        }
-        crate::view::set_func(ops, func);
-        (*ops).private = tr;
-    }
+    let Some(ops) = (unsafe { TraceArray::from_raw(tr) }).and_then(TraceArray::ops_ref) else {
+        return;
+    };
+    ops.set_func(func);
+    let g = CoreGuard::lock();
+    ops.set_private(g.held(), tr);
 }
 
 /// Puts a trace array's ops back to the stub.
@@ -213,12 +211,9 @@ pub unsafe extern "C" fn ftrace_init_array_ops(tr: *mut c_void, func: bindings::
 #[no_mangle]
 pub unsafe extern "C" fn ftrace_reset_array_ops(tr: *mut c_void) {
     // SAFETY: per the function's contract.
-    unsafe {
-        let ops = rftrace_tr_ops(tr);
-        if !ops.is_null() {
-            // Just unregistered: a dispatcher may still read it.
-            crate::view::set_func(ops, Some(bindings::ftrace_stub));
-        }
+    if let Some(ops) = (unsafe { TraceArray::from_raw(tr) }).and_then(TraceArray::ops_ref) {
+        // Just unregistered: a dispatcher may still read it.
+        ops.set_func(Some(bindings::ftrace_stub));
     }
 }
 
@@ -315,7 +310,7 @@ pub unsafe extern "C" fn ftrace_lookup_ip(
     ip: c_ulong,
 ) -> *mut bindings::ftrace_func_entry {
     // SAFETY: per the function's contract.
-    unsafe { hash::lookup(h, ip as u64) }
+    unsafe { h.as_ref() }.map_or(ptr::null_mut(), |h| h.lookup(ip as u64))
 }
 
 /// Whether `addr` is in a trampoline the core made.

@@ -12,49 +12,59 @@
 
 use crate::logic::fgraph::{Words, SHADOW_STACK_WORDS};
 use crate::logic::retstack::{RetStack, StackMem};
-use crate::task::{self as field, Task};
+use crate::sys::ReadSide;
+use crate::task::{Current, TaskRef};
 use core::sync::atomic::{AtomicU64, Ordering};
 
 /// The storage of one task's shadow stack.
 ///
 /// # Invariants
 ///
-/// `t` is a live task and `p` points to `SHADOW_STACK_WORDS` aligned words
-/// that stay allocated while this value exists: either the stack `t`
-/// published (the core frees a published stack only after taking it out
-/// of its task and waiting for a grace period that the holders of this
-/// value, which run with preemption off or are the task itself, delay),
-/// or one not yet published.
-pub(crate) struct TaskStack {
-    t: Task,
+/// `p` points to `SHADOW_STACK_WORDS` aligned words that stay allocated
+/// for `'a`: either the stack `t` published (the core frees a published
+/// stack only after taking it out of its task and waiting for an RCU
+/// grace period that the holders of this value, which run with
+/// preemption off, in an RCU read-side section, or are the task itself,
+/// delay), or one not yet published.
+pub(crate) struct TaskStack<'a> {
+    t: TaskRef<'a>,
     p: *mut u64,
 }
 
 /// A task's shadow stack.
-pub(crate) type Shadow = RetStack<TaskStack>;
+pub(crate) type Shadow<'a> = RetStack<TaskStack<'a>>;
 
-impl TaskStack {
-    /// The stack of `t`, if it has one.
-    ///
-    /// # Safety
-    ///
-    /// `t` is alive for as long as the result is used; the caller is `t`
-    /// itself, or runs with preemption off.
+impl<'a> TaskStack<'a> {
     #[inline(always)]
-    pub(crate) unsafe fn of(t: Task) -> Option<Shadow> {
-        // SAFETY: `t` is alive (the contract). Acquire: the counters the
-        // task's stack was published with.
-        let p = unsafe { field::stack(t) }.load(Ordering::Acquire);
+    fn published(t: TaskRef<'a>) -> Option<Shadow<'a>> {
+        // Acquire: the counters the task's stack was published with.
+        let p = t.stack().load(Ordering::Acquire);
+        // INVARIANT: the callers hold what keeps a published stack (see
+        // the type).
         (!p.is_null()).then_some(RetStack::on(TaskStack { t, p }))
+    }
+
+    /// The stack of `t`, if it has one, read where a grace period waits
+    /// for the reader (`_rs`: preemption off, or RCU).
+    #[inline(always)]
+    pub(crate) fn of(t: TaskRef<'a>, _rs: &'a impl ReadSide) -> Option<Shadow<'a>> {
+        Self::published(t)
+    }
+
+    /// The current task's stack, if it has one (it cannot lose it while
+    /// it runs).
+    #[inline(always)]
+    pub(crate) fn of_current(cur: &'a Current) -> Option<Shadow<'a>> {
+        Self::published(cur.task())
     }
 
     /// The stack `p`, about to be given to `t`.
     ///
     /// # Safety
     ///
-    /// `t` is alive; `p` is an allocation of `SHADOW_STACK_WORDS` words
-    /// nobody else uses, alive while the result is used.
-    pub(crate) unsafe fn unpublished(t: Task, p: *mut u64) -> Shadow {
+    /// `p` is an allocation of `SHADOW_STACK_WORDS` words nobody else
+    /// uses, alive for `'a`.
+    pub(crate) unsafe fn unpublished(t: TaskRef<'a>, p: *mut u64) -> Shadow<'a> {
         RetStack::on(TaskStack { t, p })
     }
 
@@ -71,14 +81,14 @@ impl TaskStack {
     }
 }
 
-impl Words for TaskStack {
+impl Words for TaskStack<'_> {
     #[inline(always)]
     fn word(&self, i: usize) -> Option<u64> {
         self.cell(i).map(|c| c.load(Ordering::Relaxed))
     }
 }
 
-impl StackMem for TaskStack {
+impl StackMem for TaskStack<'_> {
     #[inline(always)]
     fn set_word(&mut self, i: usize, v: u64) {
         if let Some(c) = self.cell(i) {
@@ -88,39 +98,33 @@ impl StackMem for TaskStack {
 
     #[inline(always)]
     fn top(&self) -> usize {
-        // SAFETY: `t` is alive (the type's invariant).
-        let top = unsafe { field::top(self.t) }.load(Ordering::Relaxed);
+        let top = self.t.top().load(Ordering::Relaxed);
         usize::try_from(top).unwrap_or(usize::MAX)
     }
 
     #[inline(always)]
     fn set_top(&mut self, top: usize) {
         // The generic code stores offsets below `STACK_LIMIT` only.
-        // SAFETY: as above.
-        unsafe { field::top(self.t) }.store(top as i32, Ordering::Relaxed);
+        self.t.top().store(top as i32, Ordering::Relaxed);
     }
 
     #[inline(always)]
     fn depth(&self) -> i32 {
-        // SAFETY: as above.
-        unsafe { field::depth(self.t) }.load(Ordering::Relaxed)
+        self.t.depth().load(Ordering::Relaxed)
     }
 
     #[inline(always)]
     fn set_depth(&mut self, depth: i32) {
-        // SAFETY: as above.
-        unsafe { field::depth(self.t) }.store(depth, Ordering::Relaxed);
+        self.t.depth().store(depth, Ordering::Relaxed);
     }
 
     #[inline(always)]
     fn overrun(&self) -> u32 {
-        // SAFETY: as above.
-        unsafe { field::overrun(self.t) }.load(Ordering::Relaxed) as u32
+        self.t.overrun().load(Ordering::Relaxed) as u32
     }
 
     #[inline(always)]
     fn set_overrun(&mut self, n: u32) {
-        // SAFETY: as above.
-        unsafe { field::overrun(self.t) }.store(n as i32, Ordering::Relaxed);
+        self.t.overrun().store(n as i32, Ordering::Relaxed);
     }
 }

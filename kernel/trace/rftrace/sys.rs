@@ -4,13 +4,11 @@
 //! core, the cells and lock guards that state behind `ftrace_lock`
 //! requires, the error conversion at the C boundary, the way tracing is
 //! stopped for good, and the helpers of the tracing core the rest calls.
-//! Every other module builds on this one; it uses none of them but
-//! `hash` (the type of the graph filter globals).
+//! Every other module builds on this one; it uses none of them.
 
-use crate::hash;
 use core::cell::UnsafeCell;
 use core::ptr;
-use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU8, AtomicUsize, Ordering};
 use kernel::bindings;
 use kernel::c_str;
 use kernel::ffi::{c_int, c_ulong, c_void};
@@ -44,38 +42,66 @@ impl<T> CGlobal<T> {
     }
 }
 
-/// Data of the core only touched with `ftrace_lock` held.
-pub(crate) struct Locked<T>(UnsafeCell<T>);
+/// Data of the core only touched with `ftrace_lock` held: reachable only
+/// through [`Locked::borrow`], which asks for the proof ([`Held`]) and
+/// refuses a second borrow while the first lives (as a `RefCell`).
+///
+/// # Invariants
+///
+/// `data` is accessed only while `ftrace_lock` is held and `busy` was
+/// set by the accessor: at most one reference to it exists at a time.
+pub(crate) struct Locked<T> {
+    data: UnsafeCell<T>,
+    busy: core::cell::Cell<bool>,
+}
 
-// SAFETY: every access goes through `get`, whose callers hold `ftrace_lock`.
+// SAFETY: every access happens under `ftrace_lock` (the invariants),
+// which orders it with every other; `busy` too is touched only then.
 unsafe impl<T> Sync for Locked<T> {}
 
 impl<T> Locked<T> {
     pub(crate) const fn new(v: T) -> Self {
-        Locked(UnsafeCell::new(v))
-    }
-    /// The data, for as long as the guard of `ftrace_lock` is borrowed
-    /// mutably: the guard proves the lock held, and its one mutable borrow
-    /// makes this the only reference reached through it.
-    pub(crate) fn access<'a>(&'a self, _g: &'a mut CoreGuard) -> &'a mut T {
-        // SAFETY: `ftrace_lock` is held while `_g` lives (`CoreGuard`'s
-        // invariant) and `_g` is borrowed mutably for as long as the
-        // result: no other `access` can run meanwhile; `get`'s callers
-        // (the paths not yet holding a `CoreGuard`) promise not to run
-        // while a reference from here is alive.
-        unsafe { &mut *self.0.get() }
+        Locked {
+            data: UnsafeCell::new(v),
+            busy: core::cell::Cell::new(false),
+        }
     }
 
-    /// # Safety
-    ///
-    /// `ftrace_lock` is held for as long as the reference lives, and no
-    /// other reference from `get` or [`Locked::access`] is alive.
-    #[allow(clippy::mut_from_ref)]
-    pub(crate) unsafe fn get(&self) -> &mut T {
-        // Lockdep checks the contract where it runs (a warning if not).
-        assert_held(ftrace_lock.get());
-        // SAFETY: per the function's contract.
-        unsafe { &mut *self.0.get() }
+    /// The data, while the result lives; `EBUSY` if it is borrowed
+    /// already (a path that re-enters itself: a bug, refused without
+    /// harm).
+    pub(crate) fn borrow<'a>(&'a self, _held: &'a Held) -> Result<LockedMut<'a, T>> {
+        if self.busy.replace(true) {
+            pr_warn!("core state borrowed twice\n");
+            return Err(EBUSY);
+        }
+        // INVARIANT: the lock is held (`_held`) and `busy` is ours.
+        Ok(LockedMut(self))
+    }
+}
+
+/// A borrow of [`Locked`] data.
+pub(crate) struct LockedMut<'a, T>(&'a Locked<T>);
+
+impl<T> core::ops::Deref for LockedMut<'_, T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        // SAFETY: the one borrow of the data, under the lock (the
+        // invariants of `Locked`, set up by `borrow`).
+        unsafe { &*self.0.data.get() }
+    }
+}
+
+impl<T> core::ops::DerefMut for LockedMut<'_, T> {
+    fn deref_mut(&mut self) -> &mut T {
+        // SAFETY: as above; `&mut self` makes this the only reference.
+        unsafe { &mut *self.0.data.get() }
+    }
+}
+
+impl<T> Drop for LockedMut<'_, T> {
+    fn drop(&mut self) {
+        self.0.busy.set(false);
     }
 }
 
@@ -106,13 +132,6 @@ pub static ftrace_enabled: CGlobal<c_int> = CGlobal::new(0);
 /// Set by `ftrace_filter=` / `ftrace_notrace=` on the command line.
 #[no_mangle]
 pub static ftrace_filter_param: CGlobal<bool> = CGlobal::new(false);
-
-/// The function graph filter sets, read by the inline helpers of trace.h.
-#[no_mangle]
-pub static ftrace_graph_hash: AtomicPtr<hash::FtraceHash> = AtomicPtr::new(ptr::null_mut());
-/// The function graph notrace set.
-#[no_mangle]
-pub static ftrace_graph_notrace_hash: AtomicPtr<hash::FtraceHash> = AtomicPtr::new(ptr::null_mut());
 
 /// `dyn_ftrace_total_info`: records, and the pages and groups they use.
 #[no_mangle]
@@ -149,10 +168,7 @@ pub static ftrace_ops_list: AtomicPtr<bindings::ftrace_ops> = AtomicPtr::new(ftr
 
 /// The core's mutex; fgraph.c takes it too. Initialised by `ftrace_init()`.
 #[no_mangle]
-pub static ftrace_lock: CGlobal<bindings::mutex> = CGlobal::new(
-    // SAFETY: all-zero, then initialised by `ftrace_init()` before use.
-    unsafe { core::mem::zeroed() },
-);
+pub static ftrace_lock: CMutex = CMutex::new();
 
 /// The ops of the function tracer's top-level trace array.
 #[no_mangle]
@@ -181,9 +197,101 @@ pub(crate) fn enabled() -> bool {
     unsafe { ptr::read_volatile(ftrace_enabled.get()) != 0 }
 }
 
-/// Initialises a mutex of ours in a lockdep class of its own, keyed by a
-/// static key of the call site: what `DEFINE_MUTEX()` and `mutex_init()`
-/// give C (every ops' `regex_lock` shares the class of the one place that
+/// A static mutex of the core (C sees the `struct mutex` it starts with).
+/// It is initialised in a lockdep class of its own, keyed by a static key
+/// of the call site of [`cmutex_init!`]: what `DEFINE_MUTEX()` gives C.
+/// Taken before it was initialised (a boot-order bug), it is initialised
+/// then, in a class shared by all such.
+///
+/// # Invariants
+///
+/// `m` is initialised exactly once, by the caller that moves `state` from
+/// [`CMutex::NEW`] to [`CMutex::INITIALISING`]; it is locked only once
+/// `state` is [`CMutex::READY`].
+#[repr(C)]
+pub struct CMutex {
+    m: UnsafeCell<bindings::mutex>,
+    state: AtomicU8,
+}
+
+// SAFETY: a kernel mutex is made for sharing between tasks; `state`
+// orders its initialisation before every use (the invariants).
+unsafe impl Sync for CMutex {}
+
+impl CMutex {
+    const NEW: u8 = 0;
+    const INITIALISING: u8 = 1;
+    const READY: u8 = 2;
+
+    pub(crate) const fn new() -> Self {
+        CMutex {
+            // SAFETY: all-zero bytes are a valid (not yet initialised)
+            // `struct mutex`, initialised before use (the invariants).
+            m: UnsafeCell::new(unsafe { core::mem::zeroed() }),
+            state: AtomicU8::new(Self::NEW),
+        }
+    }
+
+    /// The C mutex.
+    pub(crate) fn as_ptr(&self) -> *mut bindings::mutex {
+        self.m.get()
+    }
+
+    /// Initialises the mutex in the class `key`, unless it was already.
+    pub(crate) fn init(&self, name: &'static CStr, key: &'static kernel::sync::LockClassKey) {
+        if self
+            .state
+            .compare_exchange(
+                Self::NEW,
+                Self::INITIALISING,
+                Ordering::Acquire,
+                Ordering::Acquire,
+            )
+            .is_err()
+        {
+            while self.state.load(Ordering::Acquire) != Self::READY {
+                core::hint::spin_loop();
+            }
+            return;
+        }
+        // `LockClassKey` is a transparent wrapper of an `Opaque` key,
+        // itself transparent: the cast gives the C key.
+        let key = ptr::from_ref(key)
+            .cast_mut()
+            .cast::<bindings::lock_class_key>();
+        // SAFETY: this caller alone initialises the mutex, which nobody
+        // uses before `READY` (the invariants); the key is static, as
+        // lockdep requires of a class key.
+        unsafe { bindings::__mutex_init(self.as_ptr(), name.as_char_ptr(), key) };
+        self.state.store(Self::READY, Ordering::Release);
+    }
+
+    /// Locks it, for the life of the guard (sleeps).
+    pub(crate) fn lock(&self) -> Guard {
+        if self.state.load(Ordering::Acquire) != Self::READY {
+            self.init(
+                kernel::c_str!("rftrace early mutex"),
+                kernel::static_lock_class!(),
+            );
+        }
+        // SAFETY: initialised (above, or before: the invariants).
+        unsafe { Guard::of(self.as_ptr()) }
+    }
+}
+
+/// Initialises a [`CMutex`] in a lockdep class of its own, keyed by a
+/// static key of this call site.
+macro_rules! cmutex_init {
+    ($m:expr, $name:literal) => {{
+        let key: &'static kernel::sync::LockClassKey = kernel::static_lock_class!();
+        $m.init(kernel::c_str!($name), key)
+    }};
+}
+pub(crate) use cmutex_init;
+
+/// Initialises a C mutex of an object in a lockdep class of its own,
+/// keyed by a static key of the call site: what `mutex_init()` gives C
+/// (every ops' `regex_lock` shares the class of the one place that
 /// initialises them, as in C).
 ///
 /// # Safety
@@ -207,8 +315,6 @@ pub(crate) unsafe fn mutex_init_keyed(
     name: &'static CStr,
     key: &'static kernel::sync::LockClassKey,
 ) {
-    // `LockClassKey` is a transparent wrapper of an `Opaque` key, itself
-    // transparent: the cast gives the C key.
     let key = ptr::from_ref(key)
         .cast_mut()
         .cast::<bindings::lock_class_key>();
@@ -217,16 +323,41 @@ pub(crate) unsafe fn mutex_init_keyed(
     unsafe { bindings::__mutex_init(m, name.as_char_ptr(), key) };
 }
 
+/// Waits until every CPU left its RCU read-side (and preempt-off)
+/// sections (sleeps).
+pub(crate) fn synchronize_rcu() {
+    // SAFETY: callable from any sleepable context, which every caller of
+    // the core's slow paths is.
+    unsafe { bindings::synchronize_rcu() }
+}
+
+/// Waits until every CPU went through a point where RCU watches, even
+/// those running where it does not (sleeps).
+pub(crate) fn synchronize_rcu_tasks_rude() {
+    // SAFETY: as above.
+    unsafe { bindings::synchronize_rcu_tasks_rude() }
+}
+
+/// Waits until every task was off the CPU voluntarily (sleeps).
+pub(crate) fn synchronize_rcu_tasks() {
+    // SAFETY: as above.
+    unsafe { bindings::synchronize_rcu_tasks() }
+}
+
 /// `ftrace_lock`, held for the life of the guard.
 pub(crate) struct Guard(*mut bindings::mutex);
 
 impl Guard {
     pub(crate) fn lock() -> Guard {
-        Self::of(ftrace_lock.get())
+        ftrace_lock.lock()
     }
-    pub(crate) fn of(m: *mut bindings::mutex) -> Guard {
-        // SAFETY: our mutexes are initialised in `ftrace_init()`, before
-        // anything can call into the core; callers may sleep.
+
+    /// # Safety
+    ///
+    /// `m` is an initialised mutex that outlives the guard; the caller
+    /// may sleep.
+    pub(crate) unsafe fn of(m: *mut bindings::mutex) -> Guard {
+        // SAFETY: per the function's contract.
         unsafe { bindings::mutex_lock(m) };
         Guard(m)
     }
@@ -239,21 +370,32 @@ impl Drop for Guard {
     }
 }
 
-/// `ftrace_lock`, held for the life of the guard: what [`Locked::access`]
+/// `ftrace_lock`, held for the life of the guard: what [`Locked::borrow`]
 /// asks for.
 ///
 /// # Invariants
 ///
 /// `ftrace_lock` is held by this task while the value lives.
 pub(crate) struct CoreGuard {
-    _held: Guard,
+    _held: Option<Guard>,
 }
 
 impl CoreGuard {
     pub(crate) fn lock() -> CoreGuard {
         CoreGuard {
-            _held: Guard::lock(),
+            _held: Some(Guard::lock()),
         }
+    }
+
+    /// The guard of a path that C enters with `ftrace_lock` held (it
+    /// stays held when the guard drops).
+    ///
+    /// # Safety
+    ///
+    /// `ftrace_lock` is held by this task for as long as the guard lives.
+    pub(crate) unsafe fn assume() -> CoreGuard {
+        assert_held(ftrace_lock.as_ptr());
+        CoreGuard { _held: None }
     }
 
     /// The proof that the lock is held, for as long as the guard is
@@ -274,20 +416,9 @@ mod private {
 }
 
 /// `ftrace_lock` is held by this task while a reference to this lives:
-/// borrowed from a [`CoreGuard`], or asserted with [`Held::assume`] by a
-/// path entered with the lock held (the callers that hold no guard yet).
+/// borrowed from a [`CoreGuard`] (of the lock, or of a path C enters with
+/// the lock held: [`CoreGuard::assume`]).
 pub(crate) struct Held(());
-
-impl Held {
-    /// # Safety
-    ///
-    /// `ftrace_lock` is held by this task for as long as `'a`.
-    pub(crate) unsafe fn assume<'a>() -> &'a Held {
-        // Lockdep checks the contract where it runs (a warning if not).
-        assert_held(ftrace_lock.get());
-        &Held(())
-    }
-}
 
 impl private::Sealed for Held {}
 impl Keeps for Held {}
@@ -309,6 +440,29 @@ impl NoPreempt {
 
 impl private::Sealed for NoPreempt {}
 impl Keeps for NoPreempt {}
+impl ReadSide for NoPreempt {}
+
+/// What delays a plain RCU grace period (`synchronize_rcu()`) while a
+/// reference to it lives: preemption off ([`NoPreempt`]) or an RCU
+/// read-side section ([`InRcu`]).
+pub(crate) trait ReadSide: private::Sealed {}
+
+/// This task is in an RCU read-side section while a reference to this
+/// lives: asserted by a path C runs inside one.
+pub(crate) struct InRcu(());
+
+impl InRcu {
+    /// # Safety
+    ///
+    /// This task is in an RCU read-side section for as long as `'a`.
+    #[inline(always)]
+    pub(crate) unsafe fn assume<'a>() -> &'a InRcu {
+        &InRcu(())
+    }
+}
+
+impl private::Sealed for InRcu {}
+impl ReadSide for InRcu {}
 
 /// Preemption off (notrace, as the tracer's own paths need) for the life
 /// of the guard.
@@ -332,6 +486,94 @@ impl Drop for PreemptOff {
     fn drop(&mut self) {
         // SAFETY: disabled in `new`.
         unsafe { bindings::ftrace_preempt_enable_notrace() };
+    }
+}
+
+/// An RCU read-side section, for the life of the guard.
+pub(crate) struct RcuRead(());
+
+impl RcuRead {
+    pub(crate) fn new() -> Self {
+        // SAFETY: callable in any context; paired with the unlock in
+        // `drop`.
+        unsafe { bindings::__rcu_read_lock() };
+        RcuRead(())
+    }
+}
+
+impl Drop for RcuRead {
+    fn drop(&mut self) {
+        // SAFETY: locked in `new`.
+        unsafe { bindings::__rcu_read_unlock() };
+    }
+}
+
+extern "C" {
+    fn rftrace_irq_save() -> c_ulong;
+    fn rftrace_irq_restore(flags: c_ulong);
+    fn rftrace_cpu() -> c_int;
+}
+
+/// Interrupts off on this CPU (notrace helpers) for the life of the guard.
+pub(crate) struct IrqOff(c_ulong);
+
+impl IrqOff {
+    #[inline(always)]
+    pub(crate) fn new() -> Self {
+        // SAFETY: a notrace helper, callable anywhere; restored in `drop`.
+        IrqOff(unsafe { rftrace_irq_save() })
+    }
+
+    /// This CPU (it cannot change while interrupts are off).
+    #[inline(always)]
+    pub(crate) fn cpu(&self) -> usize {
+        // SAFETY: a notrace helper reading this CPU's number.
+        unsafe { rftrace_cpu() as usize }
+    }
+}
+
+impl Drop for IrqOff {
+    #[inline(always)]
+    fn drop(&mut self) {
+        // SAFETY: the flags `new` saved.
+        unsafe { rftrace_irq_restore(self.0) };
+    }
+}
+
+/// `text_mutex`, held for the life of the guard (what the arch layer's
+/// text writers require).
+pub(crate) struct TextGuard {
+    _held: Guard,
+}
+
+impl TextGuard {
+    pub(crate) fn lock() -> Self {
+        let m = ptr::addr_of_mut!(bindings::text_mutex);
+        // SAFETY: the kernel's static, initialised text mutex; sleepable.
+        let g = unsafe { Guard::of(m) };
+        TextGuard { _held: g }
+    }
+}
+
+/// Points the shared trampolines' callback call at `f`, with the list end
+/// as its ops (before the first site calls them: the arch layer then
+/// patches the call itself).
+pub(crate) fn set_trace_function(f: bindings::ftrace_func_t) {
+    // SAFETY: C-visible globals of the core, written under `ftrace_lock`
+    // before any site calls a shared trampoline, as the C core does.
+    unsafe {
+        *function_trace_op.get() = ftrace_list_end.get();
+        *ftrace_trace_function.get() = f;
+    }
+}
+
+/// Shortens `v` to `n` elements (no change if it is shorter), keeping its
+/// room: what `Vec::truncate` does, for elements without drop glue.
+pub(crate) fn truncate<T: Copy>(v: &mut KVec<T>, n: usize) {
+    if n < v.len() {
+        // SAFETY: `n` is within the length, so the first `n` elements are
+        // initialised; `T: Copy` has no drop glue to skip for the rest.
+        unsafe { v.set_len(n) };
     }
 }
 
@@ -456,6 +698,42 @@ impl TraceArray {
     pub(crate) fn mod_list(self, notrace: bool) -> *mut bindings::list_head {
         // SAFETY: as above.
         unsafe { rftrace_tr_mod_list(self.as_ptr(), notrace) }
+    }
+}
+
+/// A reference on a trace array for an open file, taken by
+/// `tracing_check_open_get_tr()` (which refuses under lockdown too) and
+/// put when dropped; none for a file of no trace array.
+pub(crate) struct TrOpen(Option<TraceArray>);
+
+impl TrOpen {
+    /// Opens for the trace array `tr` (null: none, only lockdown is
+    /// checked).
+    ///
+    /// # Safety
+    ///
+    /// `tr` is null or a live trace array (a file's inode data, or the
+    /// private of a live ops).
+    pub(crate) unsafe fn get(tr: *mut c_void) -> Result<TrOpen> {
+        // SAFETY: per the function's contract; the reference is put by
+        // `drop`.
+        kernel::error::to_result(unsafe { tracing_check_open_get_tr(tr) })?;
+        // SAFETY: live, and now referenced while `self` is.
+        Ok(TrOpen(unsafe { TraceArray::from_raw(tr) }))
+    }
+
+    /// The trace array, referenced while `self` lives.
+    pub(crate) fn tr(&self) -> Option<TraceArray> {
+        self.0
+    }
+}
+
+impl Drop for TrOpen {
+    fn drop(&mut self) {
+        if let Some(tr) = self.0 {
+            // SAFETY: taken by `get`.
+            unsafe { trace_array_put(tr.as_ptr()) };
+        }
     }
 }
 

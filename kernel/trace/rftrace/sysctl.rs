@@ -40,8 +40,7 @@ unsafe extern "C" fn enabled_sysctl(
         unsafe { ptr::write_volatile(crate::sys::ftrace_enabled.get(), 1) };
         return EBUSY.to_errno();
     }
-    // SAFETY: `ftrace_lock` is held; sleepable.
-    to_errno(unsafe { update_sites() })
+    to_errno(update_sites(g.held()))
 }
 
 static SYSCTL: crate::sys::CGlobal<[bindings::ctl_table; 1]> =

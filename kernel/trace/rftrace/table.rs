@@ -8,6 +8,7 @@
 //! state (refs, flags) is only touched under `ftrace_lock`.
 
 use crate::logic::sites::{self, Site, SiteIp};
+use crate::sys::Held;
 use core::cell::UnsafeCell;
 use core::ptr;
 use core::sync::atomic::{AtomicPtr, AtomicU32, AtomicUsize, Ordering};
@@ -32,11 +33,7 @@ impl SiteIp for Cell {
 
 impl Cell {
     /// The record as it is now.
-    ///
-    /// # Safety
-    ///
-    /// `ftrace_lock` is held, or the record's group is not published yet.
-    pub(crate) unsafe fn read(&self) -> Site {
+    pub(crate) fn read(&self, _held: &Held) -> Site {
         let p = self.0.get();
         // SAFETY: `ip` never changes after publication and `refs` is only
         // written under `ftrace_lock`, which the caller holds; `flags` is
@@ -50,16 +47,11 @@ impl Cell {
         }
     }
 
-    /// Gives the record `next`'s state (count and flags). Its address is
-    /// not written: lock-free readers read it at any time (the store of
-    /// the whole record would race with them, even though it writes the
-    /// same address).
-    ///
-    /// # Safety
-    ///
-    /// `ftrace_lock` is held, or the record's group is not published yet;
-    /// `next` describes this record's site.
-    pub(crate) unsafe fn set(&self, next: Site) {
+    /// Gives the record `next`'s state (count and flags; `next` describes
+    /// this record's site). Its address is not written: lock-free readers
+    /// read it at any time (the store of the whole record would race with
+    /// them, even though it writes the same address).
+    pub(crate) fn set(&self, _held: &Held, next: Site) {
         debug_assert_eq!(next.ip, self.ip());
         let p = self.0.get();
         // SAFETY: the writers of `refs` and `flags` are serialized by
@@ -72,17 +64,10 @@ impl Cell {
     }
 
     /// Changes the record's state with `f`.
-    ///
-    /// # Safety
-    ///
-    /// As for [`Cell::set`].
-    pub(crate) unsafe fn update(&self, f: impl FnOnce(&mut Site)) {
-        // SAFETY: per the function's contract.
-        let mut s = unsafe { self.read() };
+    pub(crate) fn update(&self, held: &Held, f: impl FnOnce(&mut Site)) {
+        let mut s = self.read(held);
         f(&mut s);
-        // SAFETY: per the function's contract; `f` cannot change which
-        // record `s` is (checked in debug builds).
-        unsafe { self.set(s) };
+        self.set(held, s);
     }
 
     /// The record's flags word, accessed atomically.
@@ -172,23 +157,17 @@ impl Group {
 
     /// Marks the records `r` gone, in place: what [`crate::module::free_range`]
     /// does when it has no memory for a smaller group.
-    ///
-    /// # Safety
-    ///
-    /// `ftrace_lock` is held; `r` is within the group.
-    pub(crate) unsafe fn mark_gone(&self, r: core::ops::Range<usize>) {
+    pub(crate) fn mark_gone(&self, held: &Held, r: core::ops::Range<usize>) {
         let mut n = 0;
-        for c in &self.sites[r] {
-            // SAFETY: `ftrace_lock` is held.
-            let s = unsafe { c.read() };
+        for c in self.sites.get(r).unwrap_or(&[]) {
+            let s = c.read(held);
             if !s.has(sites::flags::GONE) {
                 let gone = Site {
                     refs: 0,
                     flags: sites::flags::GONE | sites::flags::DISABLED,
                     ..s
                 };
-                // SAFETY: `ftrace_lock` is held.
-                unsafe { c.set(gone) };
+                c.set(held, gone);
                 n += 1;
             }
         }
@@ -223,11 +202,7 @@ pub(crate) fn all() -> impl Iterator<Item = &'static Cell> {
 }
 
 /// Appends `g` to the table.
-///
-/// # Safety
-///
-/// `ftrace_lock` is held.
-pub(crate) unsafe fn publish(g: KBox<Group>) {
+pub(crate) fn publish(_held: &Held, g: KBox<Group>) {
     let n = g.sites.len();
     let raw = KBox::into_raw(g);
     let mut slot = &FIRST;
@@ -244,13 +219,8 @@ pub(crate) unsafe fn publish(g: KBox<Group>) {
 }
 
 /// Unlinks `old` from the table, putting `new` (if any) in its place, and
-/// frees `old` after a grace period.
-///
-/// # Safety
-///
-/// `ftrace_lock` is held; `old` is a published group. The context may
-/// sleep.
-pub(crate) unsafe fn replace(old: &'static Group, new: Option<KBox<Group>>) {
+/// frees `old` after a grace period (sleeps).
+pub(crate) fn replace(_held: &Held, old: &'static Group, new: Option<KBox<Group>>) {
     let old_ptr = ptr::from_ref(old).cast_mut();
     let next = old.next.load(Ordering::Acquire);
     let new_ptr = match new {
@@ -275,9 +245,11 @@ pub(crate) unsafe fn replace(old: &'static Group, new: Option<KBox<Group>>) {
     }
     slot.store(new_ptr, Ordering::Release);
     TOTAL.fetch_sub(old.live_len(), Ordering::Relaxed);
-    // SAFETY: waits for the readers that may still see `old`.
-    unsafe { bindings::synchronize_rcu() };
-    // SAFETY: unlinked and unreachable now; it came from `KBox::into_raw`.
+    // Waits for the readers that may still see `old`.
+    crate::sys::synchronize_rcu();
+    // SAFETY: found in the table, so published: it came from
+    // `KBox::into_raw`; unlinked under `ftrace_lock`, and no reader is
+    // left, so nothing else can reach it.
     drop(unsafe { KBox::from_raw(old_ptr) });
 }
 
@@ -294,26 +266,15 @@ pub(crate) fn core_group() -> Option<&'static Group> {
 /// The address of the first record overlapping `[start, end]`, or 0.
 /// Lock-free.
 pub(crate) fn location_range(start: u64, end: u64) -> u64 {
-    // SAFETY: RCU read side section around the walk.
-    unsafe { bindings::__rcu_read_lock() };
-    let mut r = 0;
-    for g in groups() {
-        if let Some(c) = g.first_overlapping(start, end) {
-            r = c.ip();
-            break;
-        }
-    }
-    // SAFETY: paired with the lock above.
-    unsafe { bindings::__rcu_read_unlock() };
-    r
+    let _rcu = crate::sys::RcuRead::new();
+    groups()
+        .find_map(|g| g.first_overlapping(start, end))
+        .map_or(0, |c| c.ip())
 }
 
-/// The record at exactly `ip`.
-///
-/// # Safety
-///
-/// `ftrace_lock` is held (the record may go away otherwise).
-pub(crate) unsafe fn find(ip: u64) -> Option<&'static Cell> {
+/// The record at exactly `ip` (under `ftrace_lock`: it may go away
+/// otherwise).
+pub(crate) fn find(_held: &Held, ip: u64) -> Option<&'static Cell> {
     groups().find_map(|g| g.find(ip))
 }
 

@@ -2,16 +2,18 @@
 
 //! The tracing fields of `struct task_struct` the hot paths use, and the
 //! recursion guard built on them. The field offsets come from the C
-//! compiler (task_offsets.c, at build time): the Rust bindings' layout of `task_struct` is not
-//! trusted here (it was found wrong for `pid`).
+//! compiler (task_offsets.c, at build time): the Rust bindings' layout of
+//! `task_struct` is not trusted here (it was found wrong for `pid`).
 
 use crate::logic::recursion;
 use crate::percpu;
 use crate::sys::NoPreempt;
+use core::marker::PhantomData;
+use core::ptr::NonNull;
 use core::sync::atomic::{compiler_fence, AtomicI32, AtomicPtr, AtomicU64, Ordering};
 use kernel::bindings;
 
-/// A task.
+/// A task, as C passes it.
 pub(crate) type Task = *mut bindings::task_struct;
 
 /// The offsets of the fields, from the C compiler (task_offsets.c).
@@ -20,57 +22,99 @@ mod off {
     include!(env!("RFTRACE_TASK_OFFSETS"));
 }
 
-fn at<T>(t: Task, off: usize) -> *mut T {
-    t.cast::<u8>().wrapping_add(off).cast()
-}
+/// A task that lives for `'a`.
+///
+/// # Invariants
+///
+/// `0` points to a `task_struct` that is alive for `'a`; its tracing
+/// fields are accessed atomically, or by the task itself only.
+#[derive(Clone, Copy, PartialEq, Eq)]
+#[repr(transparent)]
+pub(crate) struct TaskRef<'a>(NonNull<bindings::task_struct>, PhantomData<&'a ()>);
 
 macro_rules! accessor {
     ($(#[$m:meta])* $name:ident, $field:ident, $ty:ty) => {
         $(#[$m])*
-        ///
-        /// # Safety
-        ///
-        /// `t` is a live task; the reference is not used after it is freed.
         #[inline(always)]
         #[allow(dead_code)]
-        pub(crate) unsafe fn $name<'a>(t: Task) -> &'a $ty {
-            // SAFETY: the offset comes from the C compiler; the
-            // field has the size and alignment of `$ty`; every access to
-            // it is atomic or by the owning task.
-            unsafe { <$ty>::from_ptr(at(t, off::$field)) }
+        pub(crate) fn $name(self) -> &'a $ty {
+            self.field::<$ty>(off::$field)
         }
     };
 }
 
-accessor!(
-    /// `ret_stack`: the shadow stack, or null.
-    stack, RET_STACK, AtomicPtr<u64>);
-accessor!(
-    /// `curr_ret_stack`: the first free word of the shadow stack.
-    top, CURR_RET_STACK, AtomicI32);
-accessor!(
-    /// `curr_ret_depth`: depth of the top frame, -1 when empty.
-    depth, CURR_RET_DEPTH, AtomicI32);
-accessor!(
-    /// `trace_overrun`: pushes refused for lack of room.
-    overrun, TRACE_OVERRUN, AtomicI32);
-accessor!(
-    /// `ftrace_timestamp`: when the task was switched out.
-    timestamp, FTRACE_TIMESTAMP, AtomicU64);
-accessor!(
-    /// `tracing_graph_pause`: graph tracing paused for the task.
-    pause, TRACING_GRAPH_PAUSE, AtomicI32);
-accessor!(
-    /// `trace_recursion`: the recursion guard's bits.
-    recursion, TRACE_RECURSION, AtomicU64);
-accessor!(
-    /// `pid`: set when the task is made.
-    pid, PID, AtomicI32);
+impl<'a> TaskRef<'a> {
+    /// The handle of `t`.
+    ///
+    /// # Safety
+    ///
+    /// `t` is non-null and points to a task that is alive for `'a`.
+    #[inline(always)]
+    pub(crate) unsafe fn from_raw(t: Task) -> Self {
+        // SAFETY: non-null per the function's contract.
+        // INVARIANT: alive for `'a` (the contract).
+        TaskRef(unsafe { NonNull::new_unchecked(t) }, PhantomData)
+    }
 
-/// The current task.
-#[inline(always)]
-pub(crate) fn current() -> Task {
-    percpu::current()
+    /// The task, for C.
+    #[inline(always)]
+    pub(crate) fn as_ptr(self) -> Task {
+        self.0.as_ptr()
+    }
+
+    #[inline(always)]
+    fn field<T>(self, off: usize) -> &'a T {
+        let p = self.as_ptr().cast::<u8>().wrapping_add(off).cast::<T>();
+        // SAFETY: the task is alive for `'a` (the invariants); the offset
+        // comes from the C compiler and the field has the size and
+        // alignment of `T`, an atomic of the field's type, through which
+        // every access of ours goes.
+        unsafe { &*p }
+    }
+
+    accessor!(
+        /// `ret_stack`: the shadow stack, or null.
+        stack, RET_STACK, AtomicPtr<u64>);
+    accessor!(
+        /// `curr_ret_stack`: the first free word of the shadow stack.
+        top, CURR_RET_STACK, AtomicI32);
+    accessor!(
+        /// `curr_ret_depth`: depth of the top frame, -1 when empty.
+        depth, CURR_RET_DEPTH, AtomicI32);
+    accessor!(
+        /// `trace_overrun`: pushes refused for lack of room.
+        overrun, TRACE_OVERRUN, AtomicI32);
+    accessor!(
+        /// `ftrace_timestamp`: when the task was switched out.
+        timestamp, FTRACE_TIMESTAMP, AtomicU64);
+    accessor!(
+        /// `tracing_graph_pause`: graph tracing paused for the task.
+        pause, TRACING_GRAPH_PAUSE, AtomicI32);
+    accessor!(
+        /// `trace_recursion`: the recursion guard's bits.
+        recursion, TRACE_RECURSION, AtomicU64);
+    accessor!(
+        /// `pid`: set when the task is made.
+        pid, PID, AtomicI32);
+}
+
+/// The task this code runs on: alive while the code runs, so while this
+/// value, a local of that code (it cannot be sent), lives.
+pub(crate) struct Current(PhantomData<*mut ()>);
+
+impl Current {
+    #[inline(always)]
+    pub(crate) fn get() -> Current {
+        Current(PhantomData)
+    }
+
+    /// The current task, for as long as `self` is borrowed.
+    #[inline(always)]
+    pub(crate) fn task(&self) -> TaskRef<'_> {
+        // SAFETY: `current` is never null, and the task outlives the code
+        // running on it, which `self` does not leave.
+        unsafe { TaskRef::from_raw(percpu::current()) }
+    }
 }
 
 /// Runs `f` holding the current context's recursion bit of the group at
@@ -78,9 +122,9 @@ pub(crate) fn current() -> Task {
 /// `trace_clear_recursion()`, inlined); `None`, without running it, when
 /// the caller is recursing.
 #[inline(always)]
-pub(crate) fn guarded<R>(t: Task, start: u32, f: impl FnOnce(&NoPreempt) -> R) -> Option<R> {
-    // SAFETY: `t` is the current task, alive while this runs.
-    let rec = unsafe { recursion(t) };
+pub(crate) fn guarded<R>(start: u32, f: impl FnOnce(&NoPreempt) -> R) -> Option<R> {
+    let cur = Current::get();
+    let rec = cur.task().recursion();
     let val = rec.load(Ordering::Relaxed);
     let bit = recursion::take_bit(val, percpu::preempt_count(), start)?;
     rec.store(val | (1 << bit), Ordering::Relaxed);

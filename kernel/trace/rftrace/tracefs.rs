@@ -261,6 +261,14 @@ pub(crate) struct Chunk {
     len: usize,
 }
 
+impl Chunk {
+    /// The bytes copied (the start of the write, at most a token's worth
+    /// and some).
+    pub(crate) fn bytes(&self) -> &[u8] {
+        &self.buf[..self.len.min(self.buf.len())]
+    }
+}
+
 /// Copies the start of a write from user space (`None`: a fault). No lock
 /// of the core is held here: a writer whose buffer faults slowly (swap,
 /// userfaultfd) then blocks no other filter file.

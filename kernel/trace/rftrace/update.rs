@@ -13,11 +13,11 @@
 
 use crate::archif::Change;
 use crate::dispatch::arch_ftrace_ops_list_func;
-use crate::hash::{self, FtraceHash, SetRef};
+use crate::hash::SetRef;
 use crate::logic::plan::{self, OpsSites, Shared};
 use crate::logic::sites::{flags as sf, Site};
 use crate::registry::*;
-use crate::sys::{addr, dead, enabled, ftrace_list_end, Held, Locked};
+use crate::sys::{addr, dead, enabled, Held, Locked};
 use crate::table::{self, Cell};
 use core::ptr;
 use core::sync::atomic::{AtomicBool, Ordering};
@@ -38,37 +38,29 @@ pub(crate) struct Slot {
 
 pub(crate) static SLOTS: Locked<KVec<Slot>> = Locked::new(KVec::new());
 
-/// # Safety
-///
-/// `ftrace_lock` is held.
-pub(crate) unsafe fn slot_of(ops: *mut Ops) -> u32 {
-    // SAFETY: per the function's contract.
-    let s = unsafe { SLOTS.get() };
-    s.iter()
-        .position(|x| x.ops == ops)
-        .map_or(0, |i| i as u32 + 1)
+/// The slot number of `ops` (0: none).
+pub(crate) fn slot_of(held: &Held, ops: OpsRef<'_>) -> Result<u32> {
+    let s = SLOTS.borrow(held)?;
+    Ok(s.iter()
+        .position(|x| x.ops == ops.as_ptr())
+        .map_or(0, |i| i as u32 + 1))
 }
 
 /// What the sites of slot `slot` (0: none) call.
-///
-/// # Safety
-///
-/// `ftrace_lock` is held.
-unsafe fn slot_target(slot: u32) -> u64 {
-    // SAFETY: per the function's contract.
-    let s = unsafe { SLOTS.get() };
+fn slot_target(slots: &[Slot], slot: u32) -> u64 {
     (slot as usize)
         .checked_sub(1)
-        .and_then(|i| s.get(i))
+        .and_then(|i| slots.get(i))
         .map_or(0, |x| x.tramp)
 }
 
-/// # Safety
-///
-/// `ftrace_lock` is held.
-pub(crate) unsafe fn slot_alloc(ops: *mut Ops, tramp: u64) -> u32 {
-    // SAFETY: per the function's contract.
-    let s = unsafe { SLOTS.get() };
+/// Gives `ops` a slot whose sites call `tramp` (0: none could be had; the
+/// ops then goes through the list trampoline).
+pub(crate) fn slot_alloc(held: &Held, ops: OpsRef<'_>, tramp: u64) -> u32 {
+    let Ok(mut s) = SLOTS.borrow(held) else {
+        return 0;
+    };
+    let ops = ops.as_ptr();
     if let Some(i) = s.iter().position(|x| x.ops == ops) {
         s[i].tramp = tramp;
         return i as u32 + 1;
@@ -80,19 +72,17 @@ pub(crate) unsafe fn slot_alloc(ops: *mut Ops, tramp: u64) -> u32 {
     if s.len() + 1 >= crate::logic::sites::MAX_SLOTS as usize
         || s.push(Slot { ops, tramp, was: 0 }, GFP_KERNEL).is_err()
     {
-        // The ops then goes through the list trampoline.
         return 0;
     }
     s.len() as u32
 }
 
-/// # Safety
-///
-/// `ftrace_lock` is held and no site calls the ops' trampoline any more.
-pub(crate) unsafe fn slot_free(ops: *mut Ops) {
-    // SAFETY: per the function's contract.
-    let s = unsafe { SLOTS.get() };
-    for x in s.iter_mut().filter(|x| x.ops == ops) {
+/// Frees the slot of `ops`, whose trampoline no site calls any more.
+pub(crate) fn slot_free(held: &Held, ops: OpsRef<'_>) {
+    let Ok(mut s) = SLOTS.borrow(held) else {
+        return;
+    };
+    for x in s.iter_mut().filter(|x| x.ops == ops.as_ptr()) {
         x.ops = ptr::null_mut();
         x.tramp = 0;
     }
@@ -101,8 +91,9 @@ pub(crate) unsafe fn slot_free(ops: *mut Ops) {
 // --- the plan ------------------------------------------------------------
 
 /// What an update needs to know of one registered ops: its sets are read
-/// under `ftrace_lock`, which the whole update holds.
-type Planned = plan::Planned<SetRef>;
+/// under `ftrace_lock`, which the whole update holds. Kept between
+/// updates for its room only: emptied before the update returns.
+type Planned = plan::Planned<SetRef<'static>>;
 
 static LIST_FUNC_SET: AtomicBool = AtomicBool::new(false);
 
@@ -113,16 +104,12 @@ fn set_list_func() {
         return;
     }
     let f: bindings::ftrace_func_t = Some(arch_ftrace_ops_list_func);
-    // SAFETY: written before the first site calls a shared trampoline.
-    unsafe {
-        *crate::sys::function_trace_op.get() = ftrace_list_end.get();
-        *crate::sys::ftrace_trace_function.get() = f;
-        bindings::mutex_lock(ptr::addr_of_mut!(bindings::text_mutex));
-    }
-    // SAFETY: `text_mutex` is held, as the arch layer requires.
-    let r = unsafe { bindings::ftrace_update_ftrace_func(f) };
-    // SAFETY: taken above.
-    unsafe { bindings::mutex_unlock(ptr::addr_of_mut!(bindings::text_mutex)) };
+    crate::sys::set_trace_function(f);
+    let r = {
+        let _t = crate::sys::TextGuard::lock();
+        // SAFETY: `text_mutex` is held, as the arch layer requires.
+        unsafe { bindings::ftrace_update_ftrace_func(f) }
+    };
     if r == 0 {
         LIST_FUNC_SET.store(true, Ordering::Relaxed);
     } else {
@@ -142,17 +129,11 @@ const _: (crate::archif::ApplyFn, crate::archif::InitSiteFn) =
     (rftrace_arch_apply, rftrace_arch_init_site);
 
 /// The address the site calls now, by its flags.
-///
-/// # Safety
-///
-/// `ftrace_lock` is held.
-unsafe fn current_target(s: &Site, list: u64, regs: u64) -> Option<u64> {
+fn current_target(slots: &[Slot], s: &Site, list: u64, regs: u64) -> Option<u64> {
     if !s.has(sf::ENABLED) {
         return Some(0);
     }
     if s.has(sf::DIRECT_OPS) {
-        // SAFETY: per the function's contract.
-        let slots = unsafe { SLOTS.get() };
         let i = (s.slot() as usize).checked_sub(1)?;
         return slots
             .get(i)
@@ -196,32 +177,23 @@ static PLANNED: Locked<KVec<Planned>> = Locked::new(KVec::new());
 
 /// Makes room in the plan for the registered ops and `extra` more, before
 /// an ops is published. Fails with `ENOMEM` while nothing has changed yet.
-///
-/// # Safety
-///
-/// `ftrace_lock` is held.
-pub(crate) unsafe fn reserve_plan(extra: usize) -> Result {
-    // SAFETY: per the function's contract.
-    let (planned, held) = unsafe { (PLANNED.get(), Held::assume()) };
+pub(crate) fn reserve_plan(held: &Held, extra: usize) -> Result {
+    let mut planned = PLANNED.borrow(held)?;
     let want = list(held).count().saturating_add(extra);
-    planned
-        .reserve(want.saturating_sub(planned.len()), GFP_KERNEL)
-        .map_err(|_| ENOMEM)
+    let more = want.saturating_sub(planned.len());
+    planned.reserve(more, GFP_KERNEL).map_err(|_| ENOMEM)
 }
 
 /// Writes the gathered sites, then their records; empties the batch.
-///
-/// # Safety
-///
-/// `ftrace_lock` is held; the context may sleep.
-unsafe fn flush(b: &mut Batch) -> Result {
+fn flush(held: &Held, b: &mut Batch) -> Result {
     let n = core::mem::replace(&mut b.len, 0);
     if n == 0 {
         return Ok(());
     }
     set_list_func();
     let mut bad = 0u64;
-    // SAFETY: `changes` holds `n` changes; sleepable, `ftrace_lock` held.
+    // SAFETY: `changes` holds `n` changes; sleepable, `ftrace_lock` held
+    // (`held`), as the arch layer requires.
     let r = unsafe { rftrace_arch_apply(b.changes.as_ptr(), n, &mut bad) };
     if let Err(e) = to_result(r) {
         // The arch layer wrote nothing of this batch: it found a site not
@@ -231,22 +203,16 @@ unsafe fn flush(b: &mut Batch) -> Result {
     }
     for (cell, s) in b.cells[..n].iter().zip(b.next[..n].iter()) {
         if let Some(cell) = cell {
-            // SAFETY: `ftrace_lock` is held; `s` was planned for `cell`.
-            unsafe { cell.set(*s) };
+            cell.set(held, *s);
         }
     }
     Ok(())
 }
 
 /// Recomputes what every site must call and writes the sites that change,
-/// in batches.
-///
-/// # Safety
-///
-/// `ftrace_lock` is held; the context may sleep.
-pub(crate) unsafe fn update_sites() -> Result {
-    // SAFETY: per the function's contract.
-    unsafe { update_scope(&[]) }
+/// in batches (sleeps).
+pub(crate) fn update_sites(held: &Held) -> Result {
+    update_scope(held, &[])
 }
 
 /// [`update_sites`] for the sites of the sets of `scope` only (all sites
@@ -257,133 +223,121 @@ pub(crate) unsafe fn update_sites() -> Result {
 /// Allocates nothing: the plan's room was reserved when the ops now
 /// registered came, and the batch is static. It fails only when a site
 /// does not hold what its record says, which kills tracing (`ftrace_bug()`).
-///
-/// # Safety
-///
-/// `ftrace_lock` is held; the sets are valid; the context may sleep.
-pub(crate) unsafe fn update_scope(scope: &[*const FtraceHash]) -> Result {
+pub(crate) fn update_scope(held: &Held, scope: &[SetRef<'_>]) -> Result {
     let on = enabled() && !dead();
-    // SAFETY: `ftrace_lock` is held.
-    let planned = unsafe { fill_plan() }?;
-    // SAFETY: `ftrace_lock` is held; nothing else borrows the batch.
-    let b = unsafe { BATCH_BUF.get() };
-    b.len = 0;
-    let mut visit = |cell: &'static Cell| -> Result {
-        // SAFETY: `ftrace_lock` is held; sleepable.
-        unsafe { plan_site(cell, on, planned, b) }
-    };
-    if scope.is_empty() {
-        for cell in table::all() {
-            visit(cell)?;
-        }
-    } else {
-        let mut r = Ok(());
-        for (i, &h) in scope.iter().enumerate() {
-            // SAFETY: per the function's contract.
-            unsafe {
-                hash::for_each(h, |e| {
-                    let ip = (*e).ip as u64;
-                    // A site in two of the sets is taken once.
-                    if r.is_err() || scope[..i].iter().any(|&p| hash::contains(p, ip)) {
-                        return;
-                    }
-                    if let Some(c) = table::find(ip) {
-                        r = visit(c);
-                    }
-                });
+    let mut planned = PLANNED.borrow(held)?;
+    let r = fill_plan(held, &mut planned).and_then(|()| {
+        let mut b = BATCH_BUF.borrow(held)?;
+        let slots = SLOTS.borrow(held)?;
+        b.len = 0;
+        let mut visit =
+            |cell: &'static Cell| -> Result { plan_site(held, &slots, cell, on, &planned, &mut b) };
+        if scope.is_empty() {
+            for cell in table::all() {
+                visit(cell)?;
             }
-            r?;
+        } else {
+            for (i, h) in scope.iter().enumerate() {
+                for ip in h.ips() {
+                    // A site in two of the sets is taken once.
+                    if scope[..i].iter().any(|p| p.contains(ip)) {
+                        continue;
+                    }
+                    if let Some(c) = table::find(held, ip) {
+                        visit(c)?;
+                    }
+                }
+            }
         }
-    }
-    // SAFETY: `ftrace_lock` is held; sleepable.
-    unsafe { flush(b) }
+        drop(slots);
+        flush(held, &mut b)
+    });
+    // No set of this update is read after it.
+    crate::sys::truncate(&mut *planned, 0);
+    r
 }
 
 /// [`update_sites`] for the sites at `ips` only (each once, no other
 /// site can have changed), allocation-free like it.
-///
-/// # Safety
-///
-/// `ftrace_lock` is held; the context may sleep.
-pub(crate) unsafe fn update_ips(ips: &[u64]) -> Result {
+pub(crate) fn update_ips(held: &Held, ips: &[u64]) -> Result {
     let on = enabled() && !dead();
-    // SAFETY: `ftrace_lock` is held.
-    let planned = unsafe { fill_plan() }?;
-    // SAFETY: `ftrace_lock` is held; nothing else borrows the batch.
-    let b = unsafe { BATCH_BUF.get() };
-    b.len = 0;
-    for (i, &ip) in ips.iter().enumerate() {
-        // SAFETY: `ftrace_lock` is held.
-        let cell = unsafe { table::find(ip) };
-        if let Some(c) = cell.filter(|_| !ips[..i].contains(&ip)) {
-            // SAFETY: `ftrace_lock` is held; sleepable.
-            unsafe { plan_site(c, on, planned, b) }?;
+    let mut planned = PLANNED.borrow(held)?;
+    let r = fill_plan(held, &mut planned).and_then(|()| {
+        let mut b = BATCH_BUF.borrow(held)?;
+        let slots = SLOTS.borrow(held)?;
+        b.len = 0;
+        for (i, &ip) in ips.iter().enumerate() {
+            let cell = table::find(held, ip);
+            if let Some(c) = cell.filter(|_| !ips[..i].contains(&ip)) {
+                plan_site(held, &slots, c, on, &planned, &mut b)?;
+            }
         }
-    }
-    // SAFETY: `ftrace_lock` is held; sleepable.
-    unsafe { flush(b) }
+        drop(slots);
+        flush(held, &mut b)
+    });
+    crate::sys::truncate(&mut *planned, 0);
+    r
 }
 
 /// Fills the plan with what every registered ops wants, within the room
 /// [`reserve_plan`] made: no allocation.
-///
-/// # Safety
-///
-/// `ftrace_lock` is held, and the plan is not borrowed elsewhere.
-unsafe fn fill_plan() -> Result<&'static [Planned]> {
-    // SAFETY: per the function's contract.
-    let (planned, held) = unsafe { (PLANNED.get(), Held::assume()) };
-    // SAFETY: `Planned` is `Copy` (no drop glue); length 0 is in bounds.
-    unsafe { planned.set_len(0) };
+fn fill_plan(held: &Held, planned: &mut KVec<Planned>) -> Result {
+    crate::sys::truncate(planned, 0);
+    let slots = SLOTS.borrow(held)?;
     for op in list(held) {
         let flags = op.flags();
         if flags & F_STUB != 0 {
             continue;
         }
-        let (filter, notrace) = op.sets();
-        // SAFETY: `ftrace_lock` is held.
-        let slot = unsafe { slot_of(op.as_ptr()) };
+        let (filter, notrace) = op.sets(held);
+        let slot = slots
+            .iter()
+            .position(|x| x.ops == op.as_ptr())
+            .map_or(0, |i| i as u32 + 1);
+        // SAFETY: the sets of a listed ops stay while `ftrace_lock` is
+        // held, and the update that reads them holds it throughout; the
+        // plan is emptied before the update returns, so no set is read
+        // through it after (the `'static` is only the plan's storage).
+        let (filter, notrace) =
+            unsafe { (SetRef::new(filter.as_ptr()), SetRef::new(notrace.as_ptr())) };
         // Within the capacity reserved for every listed ops: no allocation.
         planned
             .push(
                 Planned {
-                    // SAFETY: the sets of a listed ops stay while
-                    // `ftrace_lock`, held for the whole update, is.
-                    sites: unsafe {
-                        OpsSites {
-                            filter: SetRef::new(filter),
-                            notrace: SetRef::new(notrace),
-                            regs: flags & F_SAVE_REGS != 0,
-                            ipmodify: flags & F_IPMODIFY != 0,
-                        }
+                    sites: OpsSites {
+                        filter,
+                        notrace,
+                        regs: flags & F_SAVE_REGS != 0,
+                        ipmodify: flags & F_IPMODIFY != 0,
                     },
                     direct: flags & F_DIRECT != 0,
                     slot,
-                    // SAFETY: `ftrace_lock` is held.
-                    tramp: unsafe { slot_target(slot) },
+                    tramp: slot_target(&slots, slot),
                 },
                 GFP_KERNEL,
             )
             .map_err(|_| ENOMEM)?;
     }
-    Ok(planned.as_slice())
+    Ok(())
 }
 
 /// Whether any registered ops manages sub-ops (their filters are then
 /// rebuilt from the sub-ops' on every change).
 pub(crate) fn any_manager(held: &Held) -> bool {
-    list(held).any(OpsRef::is_manager)
+    list(held).any(|o| o.is_manager(held))
 }
 
 /// Plans one site: its record is set at once when its instruction stays,
 /// else the change joins the batch (written when the batch is full).
-///
-/// # Safety
-///
-/// `ftrace_lock` is held; the context may sleep.
-unsafe fn plan_site(cell: &'static Cell, on: bool, planned: &[Planned], b: &mut Batch) -> Result {
-    // SAFETY: `ftrace_lock` is held.
-    let site = unsafe { cell.read() };
+fn plan_site(
+    held: &Held,
+    slots: &[Slot],
+    cell: &'static Cell,
+    on: bool,
+    planned: &[Planned],
+    b: &mut Batch,
+) -> Result {
+    let site = cell.read(held);
     if site.has(sf::DISABLED) {
         return Ok(());
     }
@@ -395,15 +349,13 @@ unsafe fn plan_site(cell: &'static Cell, on: bool, planned: &[Planned], b: &mut 
         regs: regs_tramp,
     };
     let (new, next) = plan::plan_site(&site, on, planned, shared);
-    // SAFETY: `ftrace_lock` is held.
-    let Some(cur) = (unsafe { current_target(&site, list_tramp, regs_tramp) }) else {
+    let Some(cur) = current_target(slots, &site, list_tramp, regs_tramp) else {
         pr_err!("site {:#x}: lost track of its trampoline\n", ip);
         crate::sys::report_bug(EINVAL, ip);
         return Err(EINVAL);
     };
     if cur == new {
-        // SAFETY: `ftrace_lock` is held; `next` is this site's.
-        unsafe { cell.set(next) };
+        cell.set(held, next);
         return Ok(());
     }
     let i = b.len;
@@ -412,8 +364,7 @@ unsafe fn plan_site(cell: &'static Cell, on: bool, planned: &[Planned], b: &mut 
     b.next[i] = next;
     b.len += 1;
     if b.len == BATCH {
-        // SAFETY: `ftrace_lock` is held; sleepable.
-        unsafe { flush(b) }?;
+        flush(held, b)?;
     }
     Ok(())
 }
@@ -421,43 +372,31 @@ unsafe fn plan_site(cell: &'static Cell, on: bool, planned: &[Planned], b: &mut 
 /// Whether enabling `ops` with filter `filter` would put two ops that may
 /// change the return address on one function (refused with `EBUSY`).
 /// Only explicit filter entries count, as in the C core.
-///
-/// # Safety
-///
-/// `ftrace_lock` is held; `filter` is null or a valid set.
-pub(crate) unsafe fn ipmodify_conflict(ops: *mut Ops, filter: *const FtraceHash) -> bool {
-    // SAFETY: per the function's contract, `filter` stays for the call.
-    let (candidates, held) = unsafe { (SetRef::new(filter).ips(), Held::assume()) };
+pub(crate) fn ipmodify_conflict(held: &Held, ops: OpsRef<'_>, filter: SetRef<'_>) -> bool {
     let others = || {
         list(held)
-            .filter(move |o| o.as_ptr() != ops && o.has(F_IPMODIFY))
+            .filter(move |o| *o != ops && o.has(F_IPMODIFY))
             .map(|o| {
-                let (f, n) = o.sets();
-                // SAFETY: the sets of a listed ops stay while the lock,
-                // held for the call, is.
-                unsafe {
-                    OpsSites {
-                        filter: SetRef::new(f),
-                        notrace: SetRef::new(n),
-                        regs: false,
-                        ipmodify: true,
-                    }
+                let (filter, notrace) = o.sets(held);
+                OpsSites {
+                    filter,
+                    notrace,
+                    regs: false,
+                    ipmodify: true,
                 }
             })
     };
-    plan::ipmodify_conflict(candidates, others).is_some()
+    plan::ipmodify_conflict(filter.ips(), others).is_some()
 }
 
 /// The sites an ops alone can change, for [`update_scope`]: its filter,
 /// when it has one and no notrace set (else every site: empty).
-pub(crate) fn own_sites(ops: *mut Ops) -> KVec<*const FtraceHash> {
+pub(crate) fn own_sites<'h>(held: &'h Held, ops: OpsRef<'_>) -> KVec<SetRef<'h>> {
     let mut v = KVec::new();
-    // SAFETY: callers hold `ftrace_lock`; `ops` is valid.
-    let (f, n) = unsafe { sets(ops) };
-    // SAFETY: as above.
-    if unsafe { !hash::is_empty(f) && hash::is_empty(n) } {
+    let (f, n) = ops.sets(held);
+    if !f.is_empty() && n.is_empty() {
         // Without memory, every site is visited: slower, still right.
-        let _ = v.push(f.cast_const(), GFP_KERNEL);
+        let _ = v.push(f, GFP_KERNEL);
     }
     v
 }

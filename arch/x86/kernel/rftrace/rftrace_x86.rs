@@ -793,7 +793,8 @@ const RET_INT3: [u8; 2] = [0xc3, 0xcc];
 /// `ops` is a live ops.
 unsafe fn ops_flag(ops: *mut bindings::ftrace_ops, flag: u32) -> bool {
     // SAFETY: per the function's contract.
-    unsafe { view::has(ops, flag as c_ulong) }
+    let f = unsafe { view::OpsView::from_raw(ops) }.flags();
+    f & flag as c_ulong != 0
 }
 
 /// Room for the return of a per-ops trampoline: a `jmp` to the return
@@ -913,7 +914,7 @@ unsafe fn create_trampoline(ops: *mut bindings::ftrace_ops) -> u64 {
         return 0;
     }
     // SAFETY: `ops` is live; other CPUs may read its flags.
-    unsafe { view::set(ops, bindings::FTRACE_OPS_FL_ALLOC_TRAMP as c_ulong) };
+    unsafe { view::OpsView::from_raw(ops) }.set(bindings::FTRACE_OPS_FL_ALLOC_TRAMP as c_ulong);
     let pages = size.div_ceil(bindings::PAGE_SIZE) as c_int;
     // SAFETY: the trampoline is complete; make it read-only and executable.
     unsafe { bindings::set_memory_rox(at as c_ulong, pages) };
@@ -933,7 +934,7 @@ pub unsafe extern "C" fn arch_ftrace_update_trampoline(ops: *mut bindings::ftrac
     // meanwhile, so every access goes through `view`.
     // SAFETY: per the function's contract, for every `view` and
     // `ops_flag` call below.
-    let (tramp, _) = unsafe { view::trampoline(ops) };
+    let (tramp, _) = unsafe { view::OpsView::from_raw(ops) }.trampoline();
     // SAFETY: as above.
     let regs = unsafe { ops_flag(ops, bindings::FTRACE_OPS_FL_SAVE_REGS) };
     let t = template(regs);
@@ -942,7 +943,7 @@ pub unsafe extern "C" fn arch_ftrace_update_trampoline(ops: *mut bindings::ftrac
         let at = unsafe { create_trampoline(ops) };
         if at != 0 {
             // SAFETY: as above.
-            unsafe { view::set_trampoline(ops, at, trampoline_size(&t) as u64) };
+            unsafe { view::OpsView::from_raw(ops) }.set_trampoline(at, trampoline_size(&t) as u64);
         }
         return;
     }
@@ -999,7 +1000,7 @@ pub unsafe extern "C" fn arch_ftrace_trampoline_func(
         0
     } else {
         // SAFETY: as said.
-        unsafe { view::trampoline(ops).0 }
+        unsafe { view::OpsView::from_raw(ops) }.trampoline().0
     };
     if of(bindings::FTRACE_OPS_FL_ALLOC_TRAMP) {
         let t = template(of(bindings::FTRACE_OPS_FL_SAVE_REGS));
@@ -1026,7 +1027,7 @@ pub unsafe extern "C" fn arch_ftrace_trampoline_free(ops: *mut bindings::ftrace_
         return;
     }
     // SAFETY: per the function's contract, for both `view` calls here.
-    let (tramp, _) = unsafe { view::trampoline(ops) };
+    let (tramp, _) = unsafe { view::OpsView::from_raw(ops) }.trampoline();
     // SAFETY: as above.
     if !unsafe { ops_flag(ops, bindings::FTRACE_OPS_FL_ALLOC_TRAMP) } || tramp == 0 {
         return;
@@ -1035,7 +1036,7 @@ pub unsafe extern "C" fn arch_ftrace_trampoline_free(ops: *mut bindings::ftrace_
     // longer in use per the function's contract.
     unsafe {
         bindings::execmem_free(tramp as *mut c_void);
-        view::set_trampoline(ops, 0, 0);
+        view::OpsView::from_raw(ops).set_trampoline(0, 0);
     }
 }
 

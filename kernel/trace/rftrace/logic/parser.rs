@@ -150,6 +150,21 @@ impl<'a> Token<'a> {
     }
 }
 
+/// An unsigned decimal as the kernel's `kstrtoul()` reads one: an
+/// optional `+`, digits, and at most one trailing newline; `None` for
+/// anything else or an overflow.
+pub fn parse_ulong(b: &[u8]) -> Option<u64> {
+    let b = b.strip_suffix(b"\n").unwrap_or(b);
+    let b = b.strip_prefix(b"+").unwrap_or(b);
+    if b.is_empty() {
+        return None;
+    }
+    b.iter().try_fold(0u64, |v, &c| {
+        let d = c.checked_sub(b'0').filter(|&d| d < 10)?;
+        v.checked_mul(10)?.checked_add(u64::from(d))
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -232,6 +247,26 @@ mod tests {
         w.push(b'\n');
         assert_eq!(q.scan(&w, 0), Ok(BUF_SIZE));
         assert_eq!(q.token().len(), BUF_SIZE - 1);
+    }
+
+    #[test]
+    fn ulong() {
+        assert_eq!(parse_ulong(b"1\n"), Some(1));
+        assert_eq!(parse_ulong(b"+42"), Some(42));
+        assert_eq!(parse_ulong(b"0"), Some(0));
+        assert_eq!(parse_ulong(b"18446744073709551615"), Some(u64::MAX));
+        for bad in [
+            &b""[..],
+            b"\n",
+            b"-1",
+            b"1 ",
+            b" 1",
+            b"1\n\n",
+            b"x",
+            b"18446744073709551616",
+        ] {
+            assert_eq!(parse_ulong(bad), None, "{:?}", bad);
+        }
     }
 
     #[test]

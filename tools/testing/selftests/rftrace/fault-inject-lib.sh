@@ -71,7 +71,9 @@ wrong() {
 		fail "$name, allocation $n failed: $*"
 	fi
 }
-enabled() { wc -l < $T/enabled_functions; }
+# Functions in enabled_functions (a direct site's "\tdirect-->" line is
+# its own).
+enabled() { grep -vc '^[[:space:]]' $T/enabled_functions; }
 loaded() { grep -q "^$1 " /proc/modules; }
 expect() { # what enabled_functions must count
 	[ "$(enabled)" -eq "$1" ] || fail "$name: enabled_functions has $(enabled) lines, $1 expected: $(head -3 $T/enabled_functions)"
@@ -279,6 +281,8 @@ op_direct() { echo insmod "$direct"; }
 check_direct() {
 	if loaded ftrace_direct; then
 		expect 1
+		grep -q "^	direct-->my_tramp" $T/enabled_functions ||
+			fail "direct: no direct-->my_tramp line: $(head -3 $T/enabled_functions)"
 	else
 		[ "$1" != 0 ] || fail "direct: insmod succeeded, no module"
 		expect 0

@@ -1,0 +1,172 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! A graph ops (`struct fgraph_ops`) as the function graph core uses it:
+//! its callbacks, its index, and the ops inside it.
+
+use crate::registry::OpsRef;
+use crate::sys::{Held, TraceArray};
+use core::marker::PhantomData;
+use core::mem::offset_of;
+use core::ptr::NonNull;
+use core::sync::atomic::{AtomicPtr, Ordering};
+use kernel::bindings;
+use kernel::ffi::c_int;
+
+pub(crate) type Gops = bindings::fgraph_ops;
+
+/// A graph ops that lives for `'a`: from its registration to the end of
+/// its unregistration, which waits for the entries and returns in flight.
+///
+/// # Invariants
+///
+/// `0` points to a live `fgraph_ops` for `'a`; its `entryfunc` and
+/// `saved_func` words, which the entry path reads while the pid filter
+/// changes them, are accessed atomically; `idx` is written only under
+/// `ftrace_lock` before the graph ops is published; `retfunc` does not
+/// change while the core holds it.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) struct GopsRef<'a>(NonNull<Gops>, PhantomData<&'a Gops>);
+
+/// A graph entry callback from its word.
+#[inline(always)]
+fn entry_of(p: *mut ()) -> bindings::trace_func_graph_ent_t {
+    // SAFETY: the word holds a `trace_func_graph_ent_t` (null: `None`),
+    // written by C or by `store`; one pointer word.
+    unsafe { core::mem::transmute::<*mut (), bindings::trace_func_graph_ent_t>(p) }
+}
+
+fn word_of(f: bindings::trace_func_graph_ent_t) -> *mut () {
+    f.map_or(core::ptr::null_mut(), |f| f as *mut ())
+}
+
+impl<'a> GopsRef<'a> {
+    /// # Safety
+    ///
+    /// `g` is non-null and points to a graph ops that lives for `'a`, whose
+    /// owner does not write it meanwhile (the C API's contract).
+    #[inline(always)]
+    pub(crate) unsafe fn from_raw(g: *mut Gops) -> Self {
+        // SAFETY: non-null per the function's contract.
+        // INVARIANT: alive for `'a` (the contract).
+        GopsRef(unsafe { NonNull::new_unchecked(g) }, PhantomData)
+    }
+
+    #[inline(always)]
+    pub(crate) fn as_ptr(self) -> *mut Gops {
+        self.0.as_ptr()
+    }
+
+    /// The graph ops whose ops is `op` (a sub-ops of the graph manager).
+    pub(crate) fn of_ops(op: OpsRef<'a>) -> Self {
+        let g = op
+            .as_ptr()
+            .cast::<u8>()
+            .wrapping_sub(offset_of!(Gops, ops))
+            .cast::<Gops>();
+        // SAFETY: the graph manager's sub-ops are the `ops` of graph ops,
+        // which live as long as their ops.
+        unsafe { Self::from_raw(g) }
+    }
+
+    #[inline(always)]
+    fn word(self, off: usize) -> &'a AtomicPtr<()> {
+        let p = self
+            .as_ptr()
+            .cast::<u8>()
+            .wrapping_add(off)
+            .cast::<AtomicPtr<()>>();
+        // SAFETY: a callback field of a live graph ops (the invariants):
+        // an `Option` of a function pointer, one aligned pointer word,
+        // accessed atomically.
+        unsafe { &*p }
+    }
+
+    /// The ops inside it.
+    #[inline(always)]
+    pub(crate) fn ops(self) -> OpsRef<'a> {
+        let p = self
+            .as_ptr()
+            .cast::<u8>()
+            .wrapping_add(offset_of!(Gops, ops));
+        // SAFETY: a field of a live graph ops, alive as long.
+        unsafe { OpsRef::from_raw(p.cast()) }
+    }
+
+    /// Its trace array (none for graph ops without one).
+    #[inline(always)]
+    pub(crate) fn trace_array(self) -> Option<TraceArray> {
+        self.ops().trace_array()
+    }
+
+    /// Its index in the graph core (-1 or what registration gave).
+    pub(crate) fn idx(self) -> c_int {
+        // SAFETY: live; written only by `set_idx`, under `ftrace_lock`,
+        // before the graph ops is published.
+        unsafe { core::ptr::addr_of!((*self.as_ptr()).idx).read() }
+    }
+
+    pub(crate) fn set_idx(self, _held: &Held, i: c_int) {
+        // SAFETY: as above.
+        unsafe { core::ptr::addr_of_mut!((*self.as_ptr()).idx).write(i) }
+    }
+
+    /// The entry callback the core calls.
+    #[inline(always)]
+    pub(crate) fn entry(self) -> bindings::trace_func_graph_ent_t {
+        entry_of(
+            self.word(offset_of!(Gops, entryfunc))
+                .load(Ordering::Acquire),
+        )
+    }
+
+    pub(crate) fn set_entry(self, f: bindings::trace_func_graph_ent_t) {
+        self.word(offset_of!(Gops, entryfunc))
+            .store(word_of(f), Ordering::Release);
+    }
+
+    /// The owner's entry callback while the pid filter stands in front.
+    #[inline(always)]
+    pub(crate) fn saved(self) -> bindings::trace_func_graph_ent_t {
+        entry_of(
+            self.word(offset_of!(Gops, saved_func))
+                .load(Ordering::Acquire),
+        )
+    }
+
+    pub(crate) fn set_saved(self, f: bindings::trace_func_graph_ent_t) {
+        self.word(offset_of!(Gops, saved_func))
+            .store(word_of(f), Ordering::Release);
+    }
+
+    /// Runs the entry callback `f` (the graph ops' own or saved): whether
+    /// it wants the return.
+    #[inline(always)]
+    pub(crate) fn call_entry(
+        self,
+        f: bindings::trace_func_graph_ent_t,
+        trace: &mut bindings::ftrace_graph_ent,
+    ) -> bool {
+        // SAFETY: a callback of this graph ops, called as its type says
+        // with the entry record and the graph ops.
+        matches!(f, Some(f) if unsafe { f(trace, self.as_ptr()) } != 0)
+    }
+
+    /// Whether it has a return callback.
+    #[inline(always)]
+    pub(crate) fn has_ret(self) -> bool {
+        // SAFETY: live; not changed while registered (the invariants).
+        unsafe { core::ptr::addr_of!((*self.as_ptr()).retfunc).read() }.is_some()
+    }
+
+    /// Runs the return callback.
+    #[inline(always)]
+    pub(crate) fn call_ret(self, trace: &mut bindings::ftrace_graph_ret) {
+        // SAFETY: as for `has_ret`; the callback is called as its type
+        // says with the return record and the graph ops.
+        unsafe {
+            if let Some(f) = core::ptr::addr_of!((*self.as_ptr()).retfunc).read() {
+                f(trace, self.as_ptr());
+            }
+        }
+    }
+}
