@@ -294,11 +294,7 @@ pub(crate) fn zero_task_vars(_held: &Held, idx: usize) {
 }
 
 /// CPU hotplug: a CPU coming online gets a stack for its idle task.
-///
-/// # Safety
-///
-/// Called by the CPU hotplug core for that CPU.
-pub(crate) unsafe extern "C" fn cpu_online(cpu: c_uint) -> c_int {
+pub(crate) extern "C" fn cpu_online(cpu: c_uint) -> c_int {
     give_idle_stack(cpu as c_int);
     0
 }

@@ -74,12 +74,8 @@ pub unsafe extern "C" fn ftrace_module_enable(m: *mut bindings::module) {
 }
 
 /// A module is gone: so are its sites.
-///
-/// # Safety
-///
-/// `m` is a module.
 #[no_mangle]
-pub unsafe extern "C" fn ftrace_release_mod(m: *mut bindings::module) {
+pub extern "C" fn ftrace_release_mod(m: *mut bindings::module) {
     crate::probe::scrub_module(m);
     let guard = CoreGuard::lock();
     if let Some(g) = table::of_module(m) {

@@ -70,11 +70,9 @@ pub unsafe extern "C" fn register_ftrace_command(cmd: *mut FtraceFuncCommand) ->
     }
 }
 
-/// # Safety
-///
-/// `cmd` is valid.
+/// Unregisters a filter-file command (found by address).
 #[no_mangle]
-pub unsafe extern "C" fn unregister_ftrace_command(cmd: *mut FtraceFuncCommand) -> c_int {
+pub extern "C" fn unregister_ftrace_command(cmd: *mut FtraceFuncCommand) -> c_int {
     let g = CoreGuard::lock();
     let mut cmds = match COMMANDS.borrow(g.held()) {
         Ok(c) => c,

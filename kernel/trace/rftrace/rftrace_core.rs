@@ -286,16 +286,8 @@ pub extern "C" fn ftrace_free_init_mem() {
 }
 
 /// A module's init memory `[start, end)` is being freed.
-///
-/// # Safety
-///
-/// `m` is the module.
 #[no_mangle]
-pub unsafe extern "C" fn ftrace_free_mem(
-    m: *mut bindings::module,
-    start: *mut c_void,
-    end: *mut c_void,
-) {
+pub extern "C" fn ftrace_free_mem(m: *mut bindings::module, start: *mut c_void, end: *mut c_void) {
     module::free_range(m, start as u64, end as u64);
 }
 

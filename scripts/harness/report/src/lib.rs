@@ -222,13 +222,29 @@ pub fn test_times(log: &str, most: usize) -> (u64, Vec<(String, u64)>) {
 /// test output the guest quoted ("    | ...") are not the kernel's.
 pub fn kernel_trouble(log: &str) -> Vec<String> {
     let mut seen: Vec<String> = Vec::new();
-    for l in log.lines() {
+    let lines: Vec<&str> = log.lines().collect();
+    for (i, l) in lines.iter().enumerate() {
         if l.starts_with("    | ") || l.starts_with("RESULT ") || l.starts_with("TIME ") {
             continue;
         }
         let s = strip_timestamp(l).trim();
-        if KERNEL_TROUBLE.iter().any(|p| s.contains(p)) && !seen.iter().any(|x| x == s) {
-            seen.push(s.to_string());
+        if !KERNEL_TROUBLE.iter().any(|p| s.contains(p)) {
+            continue;
+        }
+        // An oops names where it happened a few lines on ("RIP: 0010:f+o"):
+        // the line says it too, so that a known entry can name the place.
+        let mut t = s.to_string();
+        if s.starts_with("Oops") || s.starts_with("BUG:") {
+            let rip = lines[i + 1..]
+                .iter()
+                .take(12)
+                .find_map(|n| strip_timestamp(n).trim().strip_prefix("RIP: 0010:"));
+            if let Some(at) = rip {
+                t = format!("{t} at {at}");
+            }
+        }
+        if !seen.iter().any(|x| *x == t) {
+            seen.push(t);
         }
     }
     seen
@@ -761,6 +777,17 @@ mod tests {
         });
         assert_eq!((s.passed, s.failed), (1, 3), "{:#?}", s.lines);
         assert!(s.lines.iter().any(|l| l.contains("kernel log [Oops: 0000")));
+    }
+
+    #[test]
+    fn oops_names_its_place() {
+        let t = kernel_trouble(
+            "[ 1.0] Oops: general protection fault, probably for non-canonical address 0x1: 0000 [#1]\n\
+             [ 1.0] CPU: 1 UID: 0 PID: 5 Comm: modprobe\n\
+             [ 1.0] RIP: 0010:kprobes_module_callback+0xce/0x1df\n",
+        );
+        assert_eq!(t.len(), 1, "{t:?}");
+        assert!(t[0].ends_with(" at kprobes_module_callback+0xce/0x1df"), "{t:?}");
     }
 
     #[test]
