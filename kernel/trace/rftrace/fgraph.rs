@@ -31,7 +31,7 @@
 //! freed waits for.
 
 use crate::fgstacks::{cpu_online, ftrace_graph_active, give_stacks, take_stacks, zero_task_vars};
-use crate::logic::fgraph::{self as sg, OPS_SLOTS};
+use crate::logic::fgraph::{self as sg, Returning, OPS_SLOTS};
 use crate::logic::recursion;
 use crate::ops::{self, Ops};
 use crate::pidstate::{
@@ -238,8 +238,17 @@ pub unsafe extern "C" fn ftrace_return_to_handler(fregs: *mut bindings::ftrace_r
     // The callbacks of the ops the frame names that are still registered;
     // an index unregistered since the entry is skipped.
     let live = LIVE.load(Ordering::Acquire);
-    let mut trace = None;
-    let left = s.leave(None, live, |c, r| {
+    let init = |r: &Returning| bindings::ftrace_graph_ret {
+        func: r.frame.func as c_ulong,
+        // SAFETY: on x86_64 `struct ftrace_regs` is a `struct pt_regs`;
+        // the trampoline saved the return value in `ax`.
+        retval: unsafe { (*fregs.cast::<bindings::pt_regs>()).ax },
+        depth: r.depth,
+        overrun: r.overrun as c_uint,
+        calltime: r.frame.calltime,
+        rettime,
+    };
+    let left = s.leave(None, live, init, |c, _, trace| {
         let Some(g) = ARRAY.get(c.idx()).map(|a| a.load(Ordering::Acquire)) else {
             return;
         };
@@ -250,20 +259,9 @@ pub unsafe extern "C" fn ftrace_return_to_handler(fregs: *mut bindings::ftrace_r
         // as C's does, for every CPU to schedule (rude RCU-tasks) before
         // its owner may free it.
         let g = unsafe { GopsRef::from_raw(g) };
-        if !g.has_ret() {
-            return;
+        if let Some(ret) = g.ret_callback() {
+            ret.call(trace);
         }
-        let t = trace.get_or_insert_with(|| bindings::ftrace_graph_ret {
-            func: r.frame.func as c_ulong,
-            // SAFETY: on x86_64 `struct ftrace_regs` is a `struct pt_regs`;
-            // the trampoline saved the return value in `ax`.
-            retval: unsafe { (*fregs.cast::<bindings::pt_regs>()).ax },
-            depth: r.depth,
-            overrun: r.overrun as c_uint,
-            calltime: r.frame.calltime,
-            rettime,
-        });
-        g.call_ret(t);
     });
     match left {
         Ok(r) => r.frame.ret as c_ulong,

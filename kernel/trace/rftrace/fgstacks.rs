@@ -51,8 +51,10 @@ unsafe fn free_stack(p: *mut u64) {
 ///
 /// `t` has no stack; `p` is an unused stack from [`alloc_stack`].
 unsafe fn give_stack(t: TaskRef<'_>, p: *mut u64) {
-    // SAFETY: per the function's contract.
-    unsafe { TaskStack::unpublished(t, p) }.reset();
+    if let Some(nn) = ptr::NonNull::new(p) {
+        // SAFETY: an unused stack from `alloc_stack` (the contract).
+        unsafe { TaskStack::unpublished(t, nn) }.reset();
+    }
     t.timestamp().store(0, Ordering::Relaxed);
     // Release: the fields above before the stack.
     t.stack().store(p, Ordering::Release);

@@ -151,22 +151,27 @@ impl<'a> GopsRef<'a> {
         matches!(f, Some(f) if unsafe { f(trace, self.as_ptr()) } != 0)
     }
 
-    /// Whether it has a return callback.
+    /// Its return callback, read once (none: it has none).
     #[inline(always)]
-    pub(crate) fn has_ret(self) -> bool {
+    pub(crate) fn ret_callback(self) -> Option<RetCallback<'a>> {
         // SAFETY: live; not changed while registered (the invariants).
-        unsafe { core::ptr::addr_of!((*self.as_ptr()).retfunc).read() }.is_some()
+        let f = unsafe { core::ptr::addr_of!((*self.as_ptr()).retfunc).read() }?;
+        Some(RetCallback { f, g: self })
     }
+}
 
-    /// Runs the return callback.
+/// The return callback of a live graph ops, as read from it.
+pub(crate) struct RetCallback<'a> {
+    f: unsafe extern "C" fn(*mut bindings::ftrace_graph_ret, *mut Gops),
+    g: GopsRef<'a>,
+}
+
+impl RetCallback<'_> {
+    /// Runs it with the return record.
     #[inline(always)]
-    pub(crate) fn call_ret(self, trace: &mut bindings::ftrace_graph_ret) {
-        // SAFETY: as for `has_ret`; the callback is called as its type
-        // says with the return record and the graph ops.
-        unsafe {
-            if let Some(f) = core::ptr::addr_of!((*self.as_ptr()).retfunc).read() {
-                f(trace, self.as_ptr());
-            }
-        }
+    pub(crate) fn call(&self, trace: &mut bindings::ftrace_graph_ret) {
+        // SAFETY: the callback of a live graph ops, called as its type
+        // says with the return record and that graph ops.
+        unsafe { (self.f)(trace, self.g.as_ptr()) }
     }
 }

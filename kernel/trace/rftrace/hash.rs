@@ -127,6 +127,12 @@ impl FtraceHash {
         if self.count.load(Ordering::Relaxed) == 0 {
             return ptr::null_mut();
         }
+        self.find(ip)
+    }
+
+    /// As [`Self::lookup`], for a set just seen to hold entries.
+    #[inline(always)]
+    fn find(&self, ip: u64) -> *mut Entry {
         // SAFETY: the bucket array has `1 << size_bits` heads, fixed for
         // the set's life; every node of a bucket is the `hlist` (the first
         // member) of a live entry, and readers may walk a bucket while a
@@ -524,6 +530,20 @@ impl<'a> SetRef<'a> {
     #[inline(always)]
     pub(crate) fn contains(self, ip: u64) -> bool {
         self.0.is_some_and(|h| !h.lookup(ip).is_null())
+    }
+
+    /// Whether, as a filter, it lets `ip` through: it is empty (the C
+    /// `ftrace_hash_empty()`) or holds `ip`. One read of the count for
+    /// both questions: the dispatcher asks it of every ops.
+    #[inline(always)]
+    pub(crate) fn admits(self, ip: u64) -> bool {
+        self.0.map_or(true, |h| {
+            if h.count.load(Ordering::Relaxed) == 0 {
+                h.flags.load(Ordering::Relaxed) & FL_MOD == 0
+            } else {
+                !h.find(ip).is_null()
+            }
+        })
     }
 
     /// Its addresses, in bucket order.

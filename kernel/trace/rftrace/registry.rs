@@ -265,6 +265,13 @@ impl<'a> OpsRef<'a> {
     }
 
     fn set_slot(self, notrace: bool) -> Option<&'a AtomicPtr<FtraceHash>> {
+        self.set_slots().map(|(f, n)| if notrace { n } else { f })
+    }
+
+    /// Its filter and notrace set slots (none before the core gave it
+    /// sets), from one read of `func_hash`.
+    #[inline(always)]
+    fn set_slots(self) -> Option<(&'a AtomicPtr<FtraceHash>, &'a AtomicPtr<FtraceHash>)> {
         let fh = self.func_hash();
         if fh.is_null() {
             return None;
@@ -272,11 +279,10 @@ impl<'a> OpsRef<'a> {
         // SAFETY: the sets of a live, initialised ops: both pointer
         // slots are read and written atomically only.
         Some(unsafe {
-            if notrace {
-                slot(ptr::addr_of_mut!((*fh).notrace_hash).cast())
-            } else {
-                slot(ptr::addr_of_mut!((*fh).filter_hash).cast())
-            }
+            (
+                slot(ptr::addr_of_mut!((*fh).filter_hash).cast()),
+                slot(ptr::addr_of_mut!((*fh).notrace_hash).cast()),
+            )
         })
     }
 
@@ -284,15 +290,18 @@ impl<'a> OpsRef<'a> {
     /// is replaced under `ftrace_lock` and freed a grace period later.
     #[inline(always)]
     pub(crate) fn sets<'k>(self, _k: &'k impl Keeps) -> (SetRef<'k>, SetRef<'k>) {
-        let load = |n| {
-            self.set_slot(n).map_or(SetRef::EMPTY, |s| {
-                // SAFETY: null or a published set, freed only a grace
-                // period after it is replaced under `ftrace_lock`: `_k`
-                // keeps it for `'k`.
-                unsafe { SetRef::new(s.load(Ordering::Acquire)) }
+        self.set_slots()
+            .map_or((SetRef::EMPTY, SetRef::EMPTY), |(f, n)| {
+                // SAFETY: null or published sets, freed only a grace period
+                // after they are replaced under `ftrace_lock`: `_k` keeps them
+                // for `'k`.
+                unsafe {
+                    (
+                        SetRef::new(f.load(Ordering::Acquire)),
+                        SetRef::new(n.load(Ordering::Acquire)),
+                    )
+                }
             })
-        };
-        (load(false), load(true))
     }
 
     /// Its filter set, read by its owner's own call (registration).
@@ -313,7 +322,7 @@ impl<'a> OpsRef<'a> {
     #[inline(always)]
     pub(crate) fn wants(self, k: &impl Keeps, ip: u64) -> bool {
         let (f, n) = self.sets(k);
-        (f.is_empty() || f.contains(ip)) && !n.contains(ip)
+        f.admits(ip) && !n.contains(ip)
     }
 
     /// Its filter (or notrace) set's slot, for the writer, who holds

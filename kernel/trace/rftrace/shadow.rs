@@ -14,6 +14,7 @@ use crate::logic::fgraph::{Words, SHADOW_STACK_WORDS};
 use crate::logic::retstack::{RetStack, StackMem};
 use crate::sys::ReadSide;
 use crate::task::{Current, TaskRef};
+use core::ptr::NonNull;
 use core::sync::atomic::{AtomicU64, Ordering};
 
 /// The storage of one task's shadow stack.
@@ -28,7 +29,7 @@ use core::sync::atomic::{AtomicU64, Ordering};
 /// delay), or one not yet published.
 pub(crate) struct TaskStack<'a> {
     t: TaskRef<'a>,
-    p: *mut u64,
+    p: NonNull<u64>,
 }
 
 /// A task's shadow stack.
@@ -38,10 +39,10 @@ impl<'a> TaskStack<'a> {
     #[inline(always)]
     fn published(t: TaskRef<'a>) -> Option<Shadow<'a>> {
         // Acquire: the counters the task's stack was published with.
-        let p = t.stack().load(Ordering::Acquire);
+        let p = NonNull::new(t.stack().load(Ordering::Acquire))?;
         // INVARIANT: the callers hold what keeps a published stack (see
         // the type).
-        (!p.is_null()).then_some(RetStack::on(TaskStack { t, p }))
+        Some(RetStack::on(TaskStack { t, p }))
     }
 
     /// The stack of `t`, if it has one, read where a grace period waits
@@ -64,20 +65,20 @@ impl<'a> TaskStack<'a> {
     ///
     /// `p` is an allocation of `SHADOW_STACK_WORDS` words nobody else
     /// uses, alive for `'a`.
-    pub(crate) unsafe fn unpublished(t: TaskRef<'a>, p: *mut u64) -> Shadow<'a> {
+    pub(crate) unsafe fn unpublished(t: TaskRef<'a>, p: NonNull<u64>) -> Shadow<'a> {
         RetStack::on(TaskStack { t, p })
     }
 
     /// The address of word `i`, for the C callers that are given one.
     pub(crate) fn word_ptr(&self, i: usize) -> *mut u64 {
-        self.p.wrapping_add(i)
+        self.p.as_ptr().wrapping_add(i)
     }
 
     #[inline(always)]
     fn cell(&self, i: usize) -> Option<&AtomicU64> {
         // SAFETY: in range, and alive by the type's invariant; every
         // access to the words is atomic.
-        (i < SHADOW_STACK_WORDS).then(|| unsafe { AtomicU64::from_ptr(self.p.add(i)) })
+        (i < SHADOW_STACK_WORDS).then(|| unsafe { AtomicU64::from_ptr(self.p.as_ptr().add(i)) })
     }
 }
 
@@ -98,8 +99,9 @@ impl StackMem for TaskStack<'_> {
 
     #[inline(always)]
     fn top(&self) -> usize {
-        let top = self.t.top().load(Ordering::Relaxed);
-        usize::try_from(top).unwrap_or(usize::MAX)
+        // A negative value reads as 2^31 or more: above `STACK_LIMIT`, as
+        // the trait asks, in one zero extension.
+        self.t.top().load(Ordering::Relaxed) as u32 as usize
     }
 
     #[inline(always)]

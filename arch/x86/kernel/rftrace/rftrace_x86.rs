@@ -26,6 +26,9 @@ use kernel::prelude::*;
 mod archif;
 #[allow(unreachable_pub, missing_docs)]
 #[path = "../../../../kernel/trace/rftrace/logic/insn.rs"]
+// `jmp` is the return of a trampoline through the return thunk: unused
+// without return thunks.
+#[cfg_attr(not(CONFIG_MITIGATION_RETHUNK), allow(dead_code))]
 mod insn;
 #[path = "../../../../kernel/trace/rftrace/nokprobe.rs"]
 mod nokprobe;

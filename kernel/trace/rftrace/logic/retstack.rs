@@ -33,7 +33,8 @@ use core::sync::atomic::{compiler_fence, Ordering};
 pub trait StackMem: Words {
     /// Stores word `i`.
     fn set_word(&mut self, i: usize, v: u64);
-    /// The first free word (`usize::MAX` if the stored value is negative).
+    /// The first free word. A corrupted (negative) stored value must read
+    /// as some value above [`STACK_LIMIT`], which every user refuses.
     fn top(&self) -> usize;
     /// Moves the top.
     fn set_top(&mut self, top: usize);
@@ -227,6 +228,25 @@ impl<M: StackMem> RetStack<M> {
             .push(ret, func, calltime, retp)
             .map_err(|_| EnterError::Full)?;
         let mut bitmap = 0u16;
+        if candidates & candidates.wrapping_sub(1) == 0 {
+            // One candidate (or none): what it reserves and then declines
+            // goes with the frame, so no mark to return to.
+            let i = candidates.trailing_zeros() as usize;
+            if i < OPS_SLOTS
+                && entry(&mut OpsCtx {
+                    stack: self,
+                    idx: i,
+                })
+            {
+                bitmap = 1 << i;
+            }
+            let bitmap = self.finish_entry(p, bitmap)?;
+            return Ok(Entered {
+                depth: p.depth,
+                bitmap,
+                offset: p.start,
+            });
+        }
         for i in Bits(candidates) {
             let mark = self.top();
             if entry(&mut OpsCtx {
@@ -303,20 +323,24 @@ impl<M: StackMem> RetStack<M> {
     }
 
     /// A whole return (C's `__ftrace_return_to_handler()`): reads the top
-    /// frame, runs `ret` for each index of its bitmap registered in `live`
-    /// in index order, then removes the frame. The real return address is
-    /// in the result's `frame.ret`.
+    /// frame, makes the callbacks' shared record from it with `init`, runs
+    /// `ret` for each index of its bitmap registered in `live` in index
+    /// order, then removes the frame. The real return address is in the
+    /// result's `frame.ret`.
     #[inline(always)]
-    pub fn leave<F>(
+    pub fn leave<T, I, F>(
         &mut self,
         expect_retp: Option<u64>,
         live: u16,
+        init: I,
         mut ret: F,
     ) -> Result<Returning, PopError>
     where
-        F: FnMut(&mut OpsCtx<'_, M>, &Returning),
+        I: FnOnce(&Returning) -> T,
+        F: FnMut(&mut OpsCtx<'_, M>, &Returning, &mut T),
     {
         let r = self.return_begin(expect_retp)?;
+        let mut shared = init(&r);
         for i in Bits(super::fgraph::return_targets(r.bitmap, live)) {
             ret(
                 &mut OpsCtx {
@@ -324,6 +348,7 @@ impl<M: StackMem> RetStack<M> {
                     idx: i,
                 },
                 &r,
+                &mut shared,
             );
         }
         self.return_finish(&r);

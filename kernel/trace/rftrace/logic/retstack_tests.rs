@@ -393,10 +393,15 @@ fn nested_round_trip() {
     for d in (0..3u64).rev() {
         let mut seen = Vec::new();
         let r = s
-            .leave(Some(slot(d)), live, |c, r| {
-                assert_eq!(r.frame.func, 0x100 + d);
-                seen.push((c.idx(), c.retrieve_data().map(|x| x.to_vec())));
-            })
+            .leave(
+                Some(slot(d)),
+                live,
+                |_| (),
+                |c, r, _| {
+                    assert_eq!(r.frame.func, 0x100 + d);
+                    seen.push((c.idx(), c.retrieve_data().map(|x| x.to_vec())));
+                },
+            )
             .unwrap();
         assert_eq!(r.frame.ret, real(d));
         assert_eq!(r.frame.calltime, 1000 + d);
@@ -546,11 +551,16 @@ fn declined_ops_data_is_dropped() {
     assert_eq!(s.top(), before);
     assert_eq!(s.depth(), 0);
     let mut seen = 0u16;
-    s.leave(Some(slot(0)), 0xffff, |c, _| {
-        seen |= 1 << c.idx();
-        // Return callbacks cannot reserve.
-        assert!(c.reserve_data(8).is_none());
-    })
+    s.leave(
+        Some(slot(0)),
+        0xffff,
+        |_| (),
+        |c, _, _| {
+            seen |= 1 << c.idx();
+            // Return callbacks cannot reserve.
+            assert!(c.reserve_data(8).is_none());
+        },
+    )
     .unwrap();
     assert_eq!(seen, 0b1010);
 }
@@ -579,11 +589,16 @@ fn parent_data() {
     }
     assert_eq!(s.retrieve_parent_data(2, 5), None);
     let mut got = None;
-    s.leave(None, 0xffff, |c, _| {
-        if c.idx() == 2 {
-            got = c.retrieve_parent_data(2).map(|x| x.to_vec());
-        }
-    })
+    s.leave(
+        None,
+        0xffff,
+        |_| (),
+        |c, _, _| {
+            if c.idx() == 2 {
+                got = c.retrieve_parent_data(2).map(|x| x.to_vec());
+            }
+        },
+    )
     .unwrap();
     assert_eq!(got, Some(vec![102]));
 }
@@ -604,7 +619,9 @@ fn corruption() {
     );
     assert_eq!(s, before);
     let mut seen = false;
-    assert!(s.leave(Some(slot(0)), 0xffff, |_, _| seen = true).is_err());
+    assert!(s
+        .leave(Some(slot(0)), 0xffff, |_| (), |_, _, _| seen = true)
+        .is_err());
     assert!(!seen);
     assert_eq!(s, before);
     // A broken link below the top.
@@ -726,7 +743,7 @@ fn task_vars() {
     assert!(s.is_empty());
     assert_eq!(s.overrun(), 0);
     assert!((0..16).all(|i| s.task_var(i) == Some(0)));
-    s.leave(None, 1, |c, _| *c.task_var_mut().unwrap() = 1)
+    s.leave(None, 1, |_| (), |c, _, _| *c.task_var_mut().unwrap() = 1)
         .unwrap_err();
 }
 
@@ -749,7 +766,9 @@ fn unregistered_ops() {
     assert!(!slots.release(b));
     used &= !(1 << b);
     let mut got = Vec::new();
-    let r = s.leave(None, used, |c, _| got.push(c.idx())).unwrap();
+    let r = s
+        .leave(None, used, |_| (), |c, _, _| got.push(c.idx()))
+        .unwrap();
     assert_eq!(r.bitmap, 0b10);
     // a declined, and b's callback does not run any more.
     assert!(got.is_empty());
@@ -918,7 +937,7 @@ proptest! {
                 Op::Leave => {
                     let expect = model.last().map(|m| m.retp);
                     let mut seen = Vec::new();
-                    let r = s.leave(expect, 0xffff, |c, _| {
+                    let r = s.leave(expect, 0xffff, |_| (), |c, _, _| {
                         seen.push((c.idx(), c.retrieve_data().map(|d| d.to_vec())));
                     });
                     match model.pop() {
