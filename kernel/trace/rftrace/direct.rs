@@ -40,11 +40,10 @@ crate::nokprobe::nokprobe!(call_direct_funcs);
 ///
 /// # Safety
 ///
-/// `ops` is valid until unregistered; `addr` is a direct trampoline.
+/// `target` is a direct trampoline: code that takes the traced
+/// function's call as its own.
 #[no_mangle]
-pub unsafe extern "C" fn register_ftrace_direct(ops: *mut Ops, target: c_ulong) -> c_int {
-    // SAFETY: per the function's contract.
-    let ops = unsafe { OpsRef::from_raw(ops) };
+pub unsafe extern "C" fn register_ftrace_direct(ops: OpsRef<'_>, target: c_ulong) -> c_int {
     let _d = DIRECT_LOCK.lock();
     to_errno(register_direct(CoreGuard::lock().held(), ops, target))
 }
@@ -95,18 +94,13 @@ fn register_direct(held: &Held, ops: OpsRef<'_>, target: c_ulong) -> Result {
 }
 
 /// Detaches a direct ops.
-///
-/// # Safety
-///
-/// `ops` is valid.
 #[no_mangle]
-pub unsafe extern "C" fn unregister_ftrace_direct(
-    ops: *mut Ops,
+pub extern "C" fn unregister_ftrace_direct(
+    ops: OpsRef<'_>,
     _addr: c_ulong,
     free_filters: bool,
 ) -> c_int {
-    // SAFETY: per the function's contract.
-    let op = unsafe { OpsRef::from_raw(ops) };
+    let op = ops;
     let r = {
         let _d = DIRECT_LOCK.lock();
         let g = CoreGuard::lock();
@@ -120,8 +114,8 @@ pub unsafe extern "C" fn unregister_ftrace_direct(
         r
     };
     if free_filters {
-        // SAFETY: per the function's contract; unregistered now.
-        unsafe { ftrace_free_filter(ops) };
+        // Unregistered now.
+        ftrace_free_filter(op);
     }
     to_errno(r)
 }
@@ -166,11 +160,9 @@ fn modify_direct(held: &Held, ops: OpsRef<'_>, target: c_ulong) -> Result {
 ///
 /// # Safety
 ///
-/// `ops` is a valid ops.
+/// `addr` is a direct trampoline.
 #[no_mangle]
-pub unsafe extern "C" fn modify_ftrace_direct(ops: *mut Ops, addr: c_ulong) -> c_int {
-    // SAFETY: per the function's contract.
-    let ops = unsafe { OpsRef::from_raw(ops) };
+pub unsafe extern "C" fn modify_ftrace_direct(ops: OpsRef<'_>, addr: c_ulong) -> c_int {
     let _d = DIRECT_LOCK.lock();
     to_errno(modify_direct(CoreGuard::lock().held(), ops, addr))
 }
@@ -181,11 +173,9 @@ pub unsafe extern "C" fn modify_ftrace_direct(ops: *mut Ops, addr: c_ulong) -> c
 ///
 /// # Safety
 ///
-/// `ops` is a valid ops; the direct lock is held.
+/// `addr` is a direct trampoline; `direct_mutex` is held.
 #[no_mangle]
-pub unsafe extern "C" fn modify_ftrace_direct_nolock(ops: *mut Ops, addr: c_ulong) -> c_int {
-    // SAFETY: per the function's contract.
-    let ops = unsafe { OpsRef::from_raw(ops) };
+pub unsafe extern "C" fn modify_ftrace_direct_nolock(ops: OpsRef<'_>, addr: c_ulong) -> c_int {
     assert_held(DIRECT_LOCK.as_ptr());
     to_errno(modify_direct(CoreGuard::lock().held(), ops, addr))
 }

@@ -91,14 +91,8 @@ unsafe extern "C" fn ftrace_ops_assist_func(
 crate::nokprobe::nokprobe!(ftrace_ops_assist_func);
 
 /// What a trampoline dedicated to `ops` calls.
-///
-/// # Safety
-///
-/// `ops` is valid.
 #[no_mangle]
-pub unsafe extern "C" fn ftrace_ops_get_func(ops: *mut Ops) -> bindings::ftrace_func_t {
-    // SAFETY: per the function's contract.
-    let ops = unsafe { OpsRef::from_raw(ops) };
+pub extern "C" fn ftrace_ops_get_func(ops: OpsRef<'_>) -> bindings::ftrace_func_t {
     // RECURSION asks the core for recursion protection.
     if ops.has(F_RECURSION | F_RCU) {
         Some(ftrace_ops_assist_func)
@@ -108,14 +102,8 @@ pub unsafe extern "C" fn ftrace_ops_get_func(ops: *mut Ops) -> bindings::ftrace_
 }
 
 /// Whether `ops` traces `ip` (fgraph.c asks this of its sub-ops).
-///
-/// # Safety
-///
-/// `ops` is valid.
 #[no_mangle]
-pub unsafe extern "C" fn ftrace_ops_test(ops: *mut Ops, ip: c_ulong, regs: *mut c_void) -> c_int {
-    // SAFETY: per the function's contract.
-    let ops = unsafe { OpsRef::from_raw(ops) };
+pub extern "C" fn ftrace_ops_test(ops: OpsRef<'_>, ip: c_ulong, regs: *mut c_void) -> c_int {
     let p = PreemptOff::new();
     c_int::from(ops_test(p.token(), ops, ip as u64, !regs.is_null()))
 }

@@ -42,7 +42,7 @@ use crate::registry::OpsRef;
 use crate::shadow::{Shadow, TaskStack};
 use crate::sys::{to_errno, CGlobal, CoreGuard, Held, Locked};
 use crate::sys::{NoPreempt, PreemptOff};
-use crate::task::{guarded, Current, Task, TaskRef};
+use crate::task::{guarded, Current, TaskRef};
 use core::ptr;
 use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU16, AtomicU64, Ordering};
 use kernel::bindings;
@@ -340,15 +340,9 @@ pub unsafe extern "C" fn fgraph_retrieve_data(idx: c_int, size_bytes: *mut c_int
 /// entry path does not let happen).
 static SPARE_TASK_VAR: AtomicU64 = AtomicU64::new(0);
 
-/// The current task's variable of `gops`.
-///
-/// # Safety
-///
-/// `gops` is a registered graph ops.
+/// The current task's variable of `g` (a registered graph ops).
 #[no_mangle]
-pub unsafe extern "C" fn fgraph_get_task_var(gops: *mut Gops) -> *mut c_ulong {
-    // SAFETY: per the function's contract.
-    let g = unsafe { GopsRef::from_raw(gops) };
+pub extern "C" fn fgraph_get_task_var(g: GopsRef<'_>) -> *mut c_ulong {
     // Registration gave it an index below `OPS_SLOTS` (the mask keeps any
     // other value in range).
     let idx = g.idx() as usize & (OPS_SLOTS - 1);
@@ -360,19 +354,14 @@ pub unsafe extern "C" fn fgraph_get_task_var(gops: *mut Gops) -> *mut c_ulong {
     }
 }
 
-/// The `idx`-th frame (0: the top one) of `task`'s shadow stack, or null.
-///
-/// # Safety
-///
-/// `task` is a live task; the result is used while its frame exists
-/// (callers ask about the current task, from its callbacks).
+/// The `idx`-th frame (0: the top one) of `t`'s shadow stack, or null.
+/// The caller uses the result while that frame exists (callers ask about
+/// the current task, from its callbacks).
 #[no_mangle]
-pub unsafe extern "C" fn ftrace_graph_get_ret_stack(
-    task: Task,
+pub extern "C" fn ftrace_graph_get_ret_stack(
+    t: TaskRef<'_>,
     idx: c_int,
 ) -> *mut bindings::ftrace_ret_stack {
-    // SAFETY: per the function's contract.
-    let t = unsafe { TaskRef::from_raw(task) };
     let p = PreemptOff::new();
     let Some(s) = TaskStack::of(t, p.token()) else {
         return ptr::null_mut();
@@ -384,29 +373,38 @@ pub unsafe extern "C" fn ftrace_graph_get_ret_stack(
     }
 }
 
+/// Runs `f` on the child-time word (the profiler's `subtime`) of the
+/// current task's `depth`-th frame (0: the top one); none without a stack
+/// or such a frame. Only the task itself and its callbacks touch it.
+pub(crate) fn with_subtime<R>(
+    cur: &Current,
+    depth: usize,
+    f: impl FnOnce(&AtomicU64) -> R,
+) -> Option<R> {
+    let s = TaskStack::of_current(cur)?;
+    let start = s.ret_stack_offset(depth)?;
+    let w = s.mem().cell(start.checked_add(sg::FRAME_SUBTIME)?)?;
+    Some(f(w))
+}
+
 /// For unwinders: the real return address behind `ret` if it is
-/// `return_to_handler` and a frame of `task` saved the address of slot
-/// `retp`; `*idx` (0 at first) says where to go on from.
-///
-/// # Safety
-///
-/// `task` is a live task; `idx` is null or valid.
+/// `return_to_handler` and a frame of `t` saved the address of slot
+/// `retp`; `*idx` (0 at first; C passes null or its cursor, `Option<&mut>`
+/// being that pointer's ABI) says where to go on from.
 #[no_mangle]
-pub unsafe extern "C" fn ftrace_graph_ret_addr(
-    task: Task,
-    idx: *mut c_int,
+pub extern "C" fn ftrace_graph_ret_addr(
+    t: TaskRef<'_>,
+    idx: Option<&mut c_int>,
     ret: c_ulong,
     retp: *mut c_ulong,
 ) -> c_ulong {
     let handler = return_handler();
-    if ret as u64 != handler || idx.is_null() {
+    let Some(from) = idx.filter(|_| ret as u64 == handler) else {
         return ret;
-    }
+    };
     // Preemption off: a stack given back is freed only after the RCU
     // grace period that waits for this.
     let p = PreemptOff::new();
-    // SAFETY: per the function's contract.
-    let (t, from) = unsafe { (TaskRef::from_raw(task), &mut *idx) };
     let mut real = ret;
     if let (Some(s), Ok(mut at)) = (TaskStack::of(t, p.token()), usize::try_from(*from)) {
         real = s.ret_addr(Some(&mut at), ret as u64, retp as u64, handler) as c_ulong;
@@ -443,30 +441,21 @@ pub extern "C" fn ftrace_graph_entry_stub(
 /// With `sleep-time` off, moves the entry times of a task's frames by the
 /// time it was switched out.
 ///
-/// # Safety
-///
-/// Called only through the table it is registered in, with the arguments
-/// that table's contract gives.
-unsafe extern "C" fn sched_switch_probe(
+/// The sched_switch probe (the tracepoint's prototype, its tasks typed:
+/// the scheduler's, alive during the switch).
+extern "C" fn sched_switch_probe(
     _data: *mut c_void,
     _preempt: bool,
-    prev: Task,
-    next: Task,
+    prev: TaskRef<'_>,
+    next: TaskRef<'_>,
     _prev_state: c_uint,
 ) {
     if SLEEP_TIME.load(Ordering::Relaxed) {
         return;
     }
     let ts = now();
-    // SAFETY: the scheduler's tasks, alive during the switch, which runs
-    // with preemption off.
-    let (prev, next, np) = unsafe {
-        (
-            TaskRef::from_raw(prev),
-            TaskRef::from_raw(next),
-            NoPreempt::assume(),
-        )
-    };
+    // SAFETY: the switch runs with preemption off.
+    let np = unsafe { NoPreempt::assume() };
     prev.timestamp().store(ts, Ordering::Relaxed);
     let then = next.timestamp().load(Ordering::Relaxed);
     if then == 0 {
@@ -488,7 +477,7 @@ fn start_graph(held: &Held, st: &mut State) -> Result {
     let r = unsafe {
         tracepoint_probe_register(
             sched_switch_tp(),
-            sched_switch_probe as *mut c_void,
+            sched_switch_probe as *const () as *mut c_void,
             ptr::null_mut(),
         )
     };
@@ -507,7 +496,7 @@ fn stop_graph(held: &Held, st: &mut State) {
         unsafe {
             tracepoint_probe_unregister(
                 sched_switch_tp(),
-                sched_switch_probe as *mut c_void,
+                sched_switch_probe as *const () as *mut c_void,
                 ptr::null_mut(),
             )
         };
@@ -525,14 +514,8 @@ fn stop_graph(held: &Held, st: &mut State) {
 
 /// Registers a graph ops: its callbacks run at the entry and return of
 /// the functions its filter selects.
-///
-/// # Safety
-///
-/// `gops` is valid and not registered; it stays valid until unregistered.
 #[no_mangle]
-pub unsafe extern "C" fn register_ftrace_graph(gops: *mut Gops) -> c_int {
-    // SAFETY: per the function's contract.
-    let g = unsafe { GopsRef::from_raw(gops) };
+pub extern "C" fn register_ftrace_graph(g: GopsRef<'_>) -> c_int {
     let guard = CoreGuard::lock();
     let held = guard.held();
     let mut st = match STATE.borrow(held) {
@@ -597,14 +580,8 @@ pub unsafe extern "C" fn register_ftrace_graph(gops: *mut Gops) -> c_int {
 }
 
 /// Unregisters a graph ops.
-///
-/// # Safety
-///
-/// `gops` is valid.
 #[no_mangle]
-pub unsafe extern "C" fn unregister_ftrace_graph(gops: *mut Gops) {
-    // SAFETY: per the function's contract.
-    let g = unsafe { GopsRef::from_raw(gops) };
+pub extern "C" fn unregister_ftrace_graph(g: GopsRef<'_>) {
     let guard = CoreGuard::lock();
     let held = guard.held();
     let Ok(mut st) = STATE.borrow(held) else {
@@ -612,7 +589,7 @@ pub unsafe extern "C" fn unregister_ftrace_graph(gops: *mut Gops) {
     };
     let listed = usize::try_from(g.idx())
         .ok()
-        .filter(|&i| i < OPS_SLOTS && ARRAY[i].load(Ordering::Relaxed) == gops);
+        .filter(|&i| i < OPS_SLOTS && ARRAY[i].load(Ordering::Relaxed) == g.as_ptr());
     if let Some(i) = listed {
         if ftrace_graph_active.load(Ordering::Relaxed) > 0 && st.slots.release(i) {
             LIVE.fetch_and(!(1u16 << i), Ordering::Release);

@@ -96,9 +96,7 @@ fn idle_task(cpu: c_int) -> Option<TaskRef<'static>> {
 ///
 /// `t` is a task being created.
 #[no_mangle]
-pub unsafe extern "C" fn ftrace_graph_init_task(t: Task) {
-    // SAFETY: per the function's contract.
-    let t = unsafe { TaskRef::from_raw(t) };
+pub unsafe extern "C" fn ftrace_graph_init_task(t: TaskRef<'_>) {
     t.stack().store(ptr::null_mut(), Ordering::Relaxed);
     t.top().store(0, Ordering::Relaxed);
     t.depth().store(-1, Ordering::Relaxed);
@@ -117,9 +115,8 @@ pub unsafe extern "C" fn ftrace_graph_init_task(t: Task) {
 ///
 /// `t` is the idle task of `cpu`.
 #[no_mangle]
-pub unsafe extern "C" fn ftrace_graph_init_idle_task(t: Task, _cpu: c_int) {
-    // SAFETY: per the function's contract.
-    init_idle(unsafe { TaskRef::from_raw(t) });
+pub unsafe extern "C" fn ftrace_graph_init_idle_task(t: TaskRef<'_>, _cpu: c_int) {
+    init_idle(t);
 }
 
 fn init_idle(t: TaskRef<'_>) {
@@ -145,9 +142,7 @@ fn init_idle(t: TaskRef<'_>) {
 ///
 /// `t` is a task nobody runs or unwinds any more.
 #[no_mangle]
-pub unsafe extern "C" fn ftrace_graph_exit_task(t: Task) {
-    // SAFETY: per the function's contract.
-    let t = unsafe { TaskRef::from_raw(t) };
+pub unsafe extern "C" fn ftrace_graph_exit_task(t: TaskRef<'_>) {
     let p = t.stack().swap(ptr::null_mut(), Ordering::AcqRel);
     // SAFETY: the task's own allocation, taken out of it; nobody runs or
     // unwinds the task any more.

@@ -324,19 +324,13 @@ pub unsafe extern "C" fn ftrace_set_notrace(
 }
 
 /// Adds (or removes) one function, by address, to the filter of `ops`.
-///
-/// # Safety
-///
-/// `ops` is valid.
 #[no_mangle]
-pub unsafe extern "C" fn ftrace_set_filter_ip(
-    ops: *mut Ops,
+pub extern "C" fn ftrace_set_filter_ip(
+    ops: OpsRef<'_>,
     ip: c_ulong,
     remove: c_int,
     reset: c_int,
 ) -> c_int {
-    // SAFETY: per the function's contract.
-    let ops = unsafe { OpsRef::from_raw(ops) };
     to_errno(set_hash(
         ops,
         Edit {
@@ -425,14 +419,8 @@ pub unsafe extern "C" fn ftrace_set_global_notrace(buf: *mut c_uchar, len: c_int
 }
 
 /// Makes `ops` use the filter of `global_ops`.
-///
-/// # Safety
-///
-/// `ops` is valid and not registered.
 #[no_mangle]
-pub unsafe extern "C" fn ftrace_ops_set_global_filter(ops: *mut Ops) {
-    // SAFETY: per the function's contract.
-    let ops = unsafe { OpsRef::from_raw(ops) };
+pub extern "C" fn ftrace_ops_set_global_filter(ops: OpsRef<'_>) {
     if ops.has(ops::F_INITIALIZED) {
         return;
     }

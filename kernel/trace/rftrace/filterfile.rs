@@ -436,14 +436,8 @@ pub unsafe extern "C" fn ftrace_create_filter_files(
 
 /// An instance's function tracer goes: its ops is stopped and marked
 /// deleted, its sets freed (the files go with their directory).
-///
-/// # Safety
-///
-/// `ops` is valid.
 #[no_mangle]
-pub unsafe extern "C" fn ftrace_destroy_filter_files(ops: *mut Ops) {
-    // SAFETY: per the function's contract.
-    let ops = unsafe { OpsRef::from_raw(ops) };
+pub extern "C" fn ftrace_destroy_filter_files(ops: OpsRef<'_>) {
     let g = CoreGuard::lock();
     ops.init(g.held());
     if ops.has(ops::F_ENABLED) {

@@ -426,14 +426,9 @@ fn remove_matching(held: &Held, p: &ProbeRef<'_>, glob: &[u8]) -> Result<bool> {
 }
 
 /// Removes every probe of `tr` (the trace array is going away).
-///
-/// # Safety
-///
-/// `tr` is valid.
 #[no_mangle]
-pub unsafe extern "C" fn clear_ftrace_function_probes(tr: *mut c_void) {
-    // SAFETY: per the function's contract.
-    let Some(tr) = (unsafe { TraceArray::from_raw(tr) }) else {
+pub extern "C" fn clear_ftrace_function_probes(tr: Option<TraceArray>) {
+    let Some(tr) = tr else {
         return;
     };
     let g = CoreGuard::lock();

@@ -17,6 +17,11 @@ pub(crate) type Gops = bindings::fgraph_ops;
 /// A graph ops that lives for `'a`: from its registration to the end of
 /// its unregistration, which waits for the entries and returns in flight.
 ///
+/// The exported functions C calls with a `struct fgraph_ops *` take a
+/// `GopsRef` (the ABI of a non-null pointer); the C caller, bound by
+/// `include/linux/ftrace.h`'s contract, passes a live graph ops that stays
+/// valid from its registration until it is unregistered.
+///
 /// # Invariants
 ///
 /// `0` points to a live `fgraph_ops` for `'a`; its `entryfunc` and
@@ -25,6 +30,7 @@ pub(crate) type Gops = bindings::fgraph_ops;
 /// `ftrace_lock` before the graph ops is published; `retfunc` does not
 /// change while the core holds it.
 #[derive(Clone, Copy, PartialEq, Eq)]
+#[repr(transparent)]
 pub(crate) struct GopsRef<'a>(NonNull<Gops>, PhantomData<&'a Gops>);
 
 /// A graph entry callback from its word.
@@ -49,6 +55,13 @@ impl<'a> GopsRef<'a> {
         // SAFETY: non-null per the function's contract.
         // INVARIANT: alive for `'a` (the contract).
         GopsRef(unsafe { NonNull::new_unchecked(g) }, PhantomData)
+    }
+
+    /// The handle of one of the core's own static graph ops.
+    pub(crate) fn of_static(g: &'static crate::sys::CGlobal<Gops>) -> GopsRef<'static> {
+        // INVARIANT: a static lives for ever; the core reaches it only
+        // through handles like this one.
+        GopsRef(NonNull::from(g).cast(), PhantomData)
     }
 
     #[inline(always)]

@@ -1,7 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! The func mapper: per-function data of probes, looked up on the hot
-//! path (`allocate_ftrace_func_mapper()` and friends).
+//! path (`allocate_ftrace_func_mapper()` and friends). C holds a mapper
+//! by the pointer `allocate_ftrace_func_mapper()` returned and passes it
+//! back (or null): the functions take it as `Option<&FtraceHash>`, the
+//! ABI of that pointer; a set is shared, its count and flags atomic.
 
 use crate::hash::{self, FtraceHash};
 use core::ptr;
@@ -32,17 +35,12 @@ fn data_of(e: *mut hash::Entry) -> *mut *mut c_void {
 }
 
 /// The data slot of `ip`, or null. Lock-free: probes call it when hit.
-///
-/// # Safety
-///
-/// `m` is a mapper.
 #[no_mangle]
-pub unsafe extern "C" fn ftrace_func_mapper_find_ip(
-    m: *mut FtraceHash,
+pub extern "C" fn ftrace_func_mapper_find_ip(
+    m: Option<&FtraceHash>,
     ip: c_ulong,
 ) -> *mut *mut c_void {
-    // SAFETY: per the function's contract.
-    let Some(m) = (unsafe { m.as_ref() }) else {
+    let Some(m) = m else {
         return ptr::null_mut();
     };
     let e = m.lookup(ip as u64);
@@ -60,12 +58,11 @@ pub unsafe extern "C" fn ftrace_func_mapper_find_ip(
 /// `m` is a mapper; callers serialize changes.
 #[no_mangle]
 pub unsafe extern "C" fn ftrace_func_mapper_add_ip(
-    m: *mut FtraceHash,
+    m: Option<&FtraceHash>,
     ip: c_ulong,
     data: *mut c_void,
 ) -> c_int {
-    // SAFETY: per the function's contract.
-    let Some(m) = (unsafe { m.as_ref() }) else {
+    let Some(m) = m else {
         return EINVAL.to_errno();
     };
     if !m.lookup(ip as u64).is_null() {
@@ -90,11 +87,10 @@ pub unsafe extern "C" fn ftrace_func_mapper_add_ip(
 /// `m` is a mapper; callers serialize changes.
 #[no_mangle]
 pub unsafe extern "C" fn ftrace_func_mapper_remove_ip(
-    m: *mut FtraceHash,
+    m: Option<&FtraceHash>,
     ip: c_ulong,
 ) -> *mut c_void {
-    // SAFETY: per the function's contract.
-    let Some(m) = (unsafe { m.as_ref() }) else {
+    let Some(m) = m else {
         return ptr::null_mut();
     };
     let e = m.lookup(ip as u64);
@@ -119,11 +115,10 @@ pub unsafe extern "C" fn ftrace_func_mapper_remove_ip(
 /// `m` is null or a mapper nobody uses any more.
 #[no_mangle]
 pub unsafe extern "C" fn free_ftrace_func_mapper(
-    m: *mut FtraceHash,
+    m: Option<&FtraceHash>,
     free_func: Option<unsafe extern "C" fn(data: *mut c_void) -> c_int>,
 ) {
-    // SAFETY: per the function's contract.
-    let Some(set) = (unsafe { m.as_ref() }) else {
+    let Some(set) = m else {
         return;
     };
     if let Some(f) = free_func {
@@ -133,5 +128,5 @@ pub unsafe extern "C" fn free_ftrace_func_mapper(
         }
     }
     // SAFETY: nobody uses it (the contract).
-    unsafe { hash::free(m) };
+    unsafe { hash::free(ptr::from_ref(set).cast_mut()) };
 }

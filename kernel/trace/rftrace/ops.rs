@@ -207,14 +207,8 @@ fn perf_trampoline(_held: &Held, ops: OpsRef<'_>, gone: bool) {
 fn perf_trampoline(_held: &Held, _ops: OpsRef<'_>, _gone: bool) {}
 
 /// Registers an ops with the core.
-///
-/// # Safety
-///
-/// `ops` is valid until unregistered.
 #[no_mangle]
-pub unsafe extern "C" fn register_ftrace_function(ops: *mut Ops) -> c_int {
-    // SAFETY: per the function's contract (the C API's: see `from_raw`).
-    let ops = unsafe { OpsRef::from_raw(ops) };
+pub extern "C" fn register_ftrace_function(ops: OpsRef<'_>) -> c_int {
     let _d = DIRECT_LOCK.lock();
     if let Err(e) = share_with_direct(ops, Share::Enable) {
         return e.to_errno();
@@ -224,14 +218,8 @@ pub unsafe extern "C" fn register_ftrace_function(ops: *mut Ops) -> c_int {
 }
 
 /// Unregisters an ops.
-///
-/// # Safety
-///
-/// `ops` is valid.
 #[no_mangle]
-pub unsafe extern "C" fn unregister_ftrace_function(ops: *mut Ops) -> c_int {
-    // SAFETY: per the function's contract.
-    let ops = unsafe { OpsRef::from_raw(ops) };
+pub extern "C" fn unregister_ftrace_function(ops: OpsRef<'_>) -> c_int {
     let _d = DIRECT_LOCK.lock();
     let r = shutdown(CoreGuard::lock().held(), ops);
     let _ = share_with_direct(ops, Share::Disable);
@@ -343,14 +331,8 @@ pub(crate) fn describe_direct(held: &Held, o: &mut crate::tracefs::Out, ip: u64)
 }
 
 /// Frees the sets of an ops that is not registered.
-///
-/// # Safety
-///
-/// `ops` is valid and not registered.
 #[no_mangle]
-pub unsafe extern "C" fn ftrace_free_filter(ops: *mut Ops) {
-    // SAFETY: per the function's contract.
-    let ops = unsafe { OpsRef::from_raw(ops) };
+pub extern "C" fn ftrace_free_filter(ops: OpsRef<'_>) {
     let g = CoreGuard::lock();
     if ops.has(F_ENABLED) {
         pr_warn!("ftrace_free_filter() on a registered ops\n");

@@ -96,21 +96,19 @@ pub(crate) fn update_pid_funcs(held: &Held) {
     crate::fgraph::update_pid_funcs(held);
 }
 
-/// # Safety
-///
-/// Called only through the operations table it is registered in, with
-/// the arguments that table's contract gives.
-unsafe extern "C" fn sched_switch_probe(
-    data: *mut c_void,
+// The tracepoint probes below have the prototypes of their tracepoints
+// (`TP_PROTO` after the data pointer) with typed handles: the data is the
+// trace array that registered the probe (it unregisters it before it
+// goes), the tasks are the live ones the tracepoint passes.
+
+/// sched_switch: records whether the task switched to is traced.
+extern "C" fn sched_switch_probe(
+    tr: Option<TraceArray>,
     _preempt: bool,
-    _prev: *mut bindings::task_struct,
-    next: *mut bindings::task_struct,
+    _prev: TaskRef<'_>,
+    next: TaskRef<'_>,
     _prev_state: c_uint,
 ) {
-    // SAFETY: the probe's data is the trace array that registered it,
-    // which unregisters it before it goes; `next` is the live task
-    // switched to.
-    let (tr, next) = unsafe { (TraceArray::from_raw(data), TaskRef::from_raw(next)) };
     if let Some(tr) = tr {
         record_verdict(tr, next);
     }
@@ -128,28 +126,20 @@ fn follow(tr: TraceArray, parent: *mut bindings::task_struct, task: *mut binding
     }
 }
 
-/// # Safety
-///
-/// Called only through the operations table it is registered in, with
-/// the arguments that table's contract gives.
-unsafe extern "C" fn fork_probe(
-    data: *mut c_void,
+/// sched_process_fork: the child follows its parent.
+extern "C" fn fork_probe(
+    tr: Option<TraceArray>,
     selff: *mut bindings::task_struct,
     task: *mut bindings::task_struct,
 ) {
-    // SAFETY: as for `sched_switch_probe`.
-    if let Some(tr) = unsafe { TraceArray::from_raw(data) } {
+    if let Some(tr) = tr {
         follow(tr, selff, task);
     }
 }
 
-/// # Safety
-///
-/// Called only through the operations table it is registered in, with
-/// the arguments that table's contract gives.
-unsafe extern "C" fn exit_probe(data: *mut c_void, task: *mut bindings::task_struct) {
-    // SAFETY: as for `sched_switch_probe`.
-    if let Some(tr) = unsafe { TraceArray::from_raw(data) } {
+/// sched_process_free: the task leaves the lists.
+extern "C" fn exit_probe(tr: Option<TraceArray>, task: *mut bindings::task_struct) {
+    if let Some(tr) = tr {
         follow(tr, ptr::null_mut(), task);
     }
 }
@@ -170,25 +160,20 @@ fn probe_on(tp: *mut bindings::tracepoint, probe: *mut c_void, tr: TraceArray, o
 }
 
 /// Makes forks of traced tasks traced too (the `function-fork` option).
-///
-/// # Safety
-///
-/// `tr` is a valid trace array.
 #[no_mangle]
-pub unsafe extern "C" fn ftrace_pid_follow_fork(tr: *mut c_void, enable: bool) {
-    // SAFETY: per the function's contract.
-    let Some(tr) = (unsafe { TraceArray::from_raw(tr) }) else {
+pub extern "C" fn ftrace_pid_follow_fork(tr: Option<TraceArray>, enable: bool) {
+    let Some(tr) = tr else {
         return;
     };
     let fork = ptr::addr_of_mut!(__tracepoint_sched_process_fork);
     let free = ptr::addr_of_mut!(__tracepoint_sched_process_free);
-    probe_on(fork, fork_probe as *mut c_void, tr, enable);
-    probe_on(free, exit_probe as *mut c_void, tr, enable);
+    probe_on(fork, fork_probe as *const () as *mut c_void, tr, enable);
+    probe_on(free, exit_probe as *const () as *mut c_void, tr, enable);
 }
 
 fn switch_probe(tr: TraceArray, on: bool) {
     let tp = ptr::addr_of_mut!(__tracepoint_sched_switch);
-    probe_on(tp, sched_switch_probe as *mut c_void, tr, on);
+    probe_on(tp, sched_switch_probe as *const () as *mut c_void, tr, on);
 }
 
 /// Frees a pid list nobody can read any more (null: none).
@@ -231,15 +216,10 @@ fn clear(_held: &Held, tr: TraceArray, kind: c_int) {
 }
 
 /// Drops both pid lists of `tr`.
-///
-/// # Safety
-///
-/// `tr` is valid.
 #[no_mangle]
-pub unsafe extern "C" fn ftrace_clear_pids(tr: *mut c_void) {
+pub extern "C" fn ftrace_clear_pids(tr: Option<TraceArray>) {
     let g = CoreGuard::lock();
-    // SAFETY: per the function's contract.
-    if let Some(tr) = unsafe { TraceArray::from_raw(tr) } {
+    if let Some(tr) = tr {
         clear(g.held(), tr, TRACE_PIDS | TRACE_NO_PIDS);
     }
 }

@@ -65,14 +65,9 @@ pub(crate) fn pids_enabled(ops: OpsRef<'_>) -> bool {
 }
 
 /// Whether pid filtering applies to `ops`.
-///
-/// # Safety
-///
-/// `ops` is valid; its `private`, if set, is its trace array.
 #[no_mangle]
-pub unsafe extern "C" fn ftrace_pids_enabled(ops: *mut Ops) -> bool {
-    // SAFETY: per the function's contract.
-    pids_enabled(unsafe { OpsRef::from_raw(ops) })
+pub extern "C" fn ftrace_pids_enabled(ops: OpsRef<'_>) -> bool {
+    pids_enabled(ops)
 }
 
 /// Whether trace array `tr` (none: no filter) traces the current task,

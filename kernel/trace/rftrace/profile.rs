@@ -9,11 +9,12 @@
 //! index into it. Records are only added, until the next enable resets
 //! them.
 
-use crate::fgraph::{ftrace_graph_get_ret_stack, register_ftrace_graph, unregister_ftrace_graph};
+use crate::fgraph::{register_ftrace_graph, unregister_ftrace_graph, with_subtime};
+use crate::gops::GopsRef;
 use crate::logic::profile;
 use crate::sys::{CGlobal, CMutex, IrqOff};
 use crate::task::Current;
-use crate::tracefs::{fops, Chunk, OpenMode, Out, TextFile};
+use crate::tracefs::{fops, Chunk, OpenMode, Out, SeqFile, TextFile};
 use core::cell::UnsafeCell;
 use core::ptr;
 use core::sync::atomic::{AtomicBool, AtomicI32, AtomicPtr, AtomicU32, AtomicUsize, Ordering};
@@ -38,16 +39,21 @@ const EMPTY: Rec = Rec {
     time2: 0,
 };
 
-/// `struct tracer_stat` (kernel/trace/trace_stat.h).
+/// `struct tracer_stat` (kernel/trace/trace_stat.h), its callbacks typed
+/// with what the stat core passes them (the same pointers' ABI): the
+/// registered `tracer_stat`, which is the first field of one of our
+/// never-freed [`CpuProfile`]s; the records [`stat_start`] and
+/// [`stat_next`] hand out, [`RecCell`]s of never-freed tables; the
+/// seq_file of the stat file being read.
 #[repr(C)]
 struct TracerStat {
     name: *const c_char,
-    stat_start: Option<unsafe extern "C" fn(*mut TracerStat) -> *mut c_void>,
-    stat_next: Option<unsafe extern "C" fn(*mut c_void, c_int) -> *mut c_void>,
-    stat_cmp: Option<unsafe extern "C" fn(*const c_void, *const c_void) -> c_int>,
-    stat_show: Option<unsafe extern "C" fn(*mut bindings::seq_file, *mut c_void) -> c_int>,
-    stat_release: Option<unsafe extern "C" fn(*mut c_void)>,
-    stat_headers: Option<unsafe extern "C" fn(*mut bindings::seq_file) -> c_int>,
+    stat_start: Option<extern "C" fn(&CpuProfile) -> *mut c_void>,
+    stat_next: Option<extern "C" fn(*mut c_void, c_int) -> *mut c_void>,
+    stat_cmp: Option<extern "C" fn(&RecCell, &RecCell) -> c_int>,
+    stat_show: Option<extern "C" fn(&SeqFile, &RecCell) -> c_int>,
+    stat_release: Option<extern "C" fn(*mut c_void)>,
+    stat_headers: Option<extern "C" fn(&SeqFile) -> c_int>,
 }
 
 /// A record, written only by its CPU with interrupts off (or, for a
@@ -233,17 +239,10 @@ unsafe extern "C" fn graph_entry(
     // SAFETY: the graph core passes the entry record.
     hit(unsafe { (*trace).func } as u64);
     let cur = Current::get();
-    if cur.task().stack().load(Ordering::Relaxed).is_null() {
-        return 0;
+    match with_subtime(&cur, 0, |w| w.store(0, Ordering::Relaxed)) {
+        Some(()) => 1,
+        None => 0,
     }
-    // SAFETY: the current task and the graph core's frames of it.
-    unsafe {
-        let rs = ftrace_graph_get_ret_stack(cur.task().as_ptr(), 0);
-        if !rs.is_null() {
-            (*rs).subtime = 0;
-        }
-    }
-    1
 }
 
 /// # Safety
@@ -261,20 +260,18 @@ unsafe extern "C" fn graph_return(
         if ENABLED.load(Ordering::Relaxed) && t.calltime != 0 {
             let mut time = t.rettime.wrapping_sub(t.calltime);
             if !GRAPH_TIME.load(Ordering::Relaxed) {
-                // SAFETY: the graph core's frames of the current task.
-                unsafe {
-                    let cur = Current::get().task().as_ptr();
-                    let parent = ftrace_graph_get_ret_stack(cur, 1);
-                    if !parent.is_null() {
-                        (*parent).subtime = (*parent).subtime.wrapping_add(time);
-                    }
-                    let me = ftrace_graph_get_ret_stack(cur, 0);
-                    time = if !me.is_null() && (*me).subtime < time {
-                        time - (*me).subtime
-                    } else {
-                        0
-                    };
-                }
+                // The parent's children's time grows by this call's; this
+                // call's own time is its time less its children's.
+                let cur = Current::get();
+                with_subtime(&cur, 1, |w| {
+                    w.store(
+                        w.load(Ordering::Relaxed).wrapping_add(time),
+                        Ordering::Relaxed,
+                    )
+                });
+                time = with_subtime(&cur, 0, |w| w.load(Ordering::Relaxed))
+                    .filter(|&sub| sub < time)
+                    .map_or(0, |sub| time - sub);
             }
             if let Some(r) = tab.find(t.func as u64) {
                 r.update(|r| {
@@ -321,64 +318,36 @@ fn rec_at(t: &Tables, i: usize) -> *mut c_void {
     }
 }
 
-/// # Safety
-///
-/// Called only through the operations table it is registered in, with
-/// the arguments that table's contract gives.
-unsafe extern "C" fn stat_start(trace: *mut TracerStat) -> *mut c_void {
-    // `stat` is the first field of a `CpuProfile`.
-    let p = trace.cast::<CpuProfile>();
-    // SAFETY: registered stats are the `stat` of our profiles, which
-    // are never freed.
-    let p = unsafe { &*p };
+/// The first record of a CPU's profile.
+extern "C" fn stat_start(p: &CpuProfile) -> *mut c_void {
     p.tables().map_or(ptr::null_mut(), |t| rec_at(t, 0))
 }
 
-/// # Safety
-///
-/// Called only through the operations table it is registered in, with
-/// the arguments that table's contract gives.
-unsafe extern "C" fn stat_next(prev: *mut c_void, idx: c_int) -> *mut c_void {
+/// The record after `prev` (`idx` 0: `prev` itself).
+extern "C" fn stat_next(prev: *mut c_void, idx: c_int) -> *mut c_void {
     match locate(prev) {
         Some((t, i)) => rec_at(t, if idx != 0 { i + 1 } else { i }),
         None => ptr::null_mut(),
     }
 }
 
-/// # Safety
-///
-/// Called only through the operations table it is registered in, with
-/// the arguments that table's contract gives.
-unsafe extern "C" fn stat_cmp(a: *const c_void, b: *const c_void) -> c_int {
-    // SAFETY: the stat core compares records we handed out.
-    let (a, b) = unsafe { (&*a.cast::<Rec>(), &*b.cast::<Rec>()) };
-    // The function graph is on: by total time, as the C core sorts.
-    match a.time.cmp(&b.time) {
+/// The function graph is on: by total time, as the C core sorts.
+extern "C" fn stat_cmp(a: &RecCell, b: &RecCell) -> c_int {
+    match a.read().time.cmp(&b.read().time) {
         core::cmp::Ordering::Less => -1,
         core::cmp::Ordering::Greater => 1,
         core::cmp::Ordering::Equal => 0,
     }
 }
 
-/// # Safety
-///
-/// Called only through the operations table it is registered in, with
-/// the arguments that table's contract gives.
-unsafe extern "C" fn stat_headers(m: *mut bindings::seq_file) -> c_int {
-    let h = profile::header(true);
-    // SAFETY: the stat core's seq_file.
-    unsafe { bindings::seq_write(m, h.as_ptr().cast(), h.len()) };
+extern "C" fn stat_headers(m: &SeqFile) -> c_int {
+    m.write(profile::header(true));
     0
 }
 
-/// # Safety
-///
-/// Called only through the operations table it is registered in, with
-/// the arguments that table's contract gives.
-unsafe extern "C" fn stat_show(m: *mut bindings::seq_file, v: *mut c_void) -> c_int {
+extern "C" fn stat_show(m: &SeqFile, v: &RecCell) -> c_int {
     let _g = PROFILE_LOCK.lock();
-    // SAFETY: a record we handed out; the tables are never freed.
-    let r = unsafe { ptr::read_volatile(v.cast::<Rec>()) };
+    let r = v.read();
     if r.hits == 0 {
         // Raced with a reset.
         return EBUSY.to_errno();
@@ -392,9 +361,7 @@ unsafe extern "C" fn stat_show(m: *mut bindings::seq_file, v: *mut c_void) -> c_
     let n = crate::tracefs::lookup(r.ip, &mut name).map_or(0, |s| s.name.len());
     let mut line = profile::row(&name[..n], r.hits, r.time, r.time2, true);
     line.push(b"\n");
-    let b = line.bytes();
-    // SAFETY: the stat core's seq_file.
-    unsafe { bindings::seq_write(m, b.as_ptr().cast(), b.len()) };
+    m.write(line.bytes());
     0
 }
 
@@ -446,8 +413,8 @@ fn set_enabled(on: bool) -> Result {
         ENABLED.store(true, Ordering::Release);
     } else {
         ENABLED.store(false, Ordering::Release);
-        // SAFETY: our static graph ops, registered by `start()`.
-        unsafe { unregister_ftrace_graph(GOPS.get()) };
+        // Our static graph ops, registered by `start()`.
+        unregister_ftrace_graph(GopsRef::of_static(&GOPS));
     }
     Ok(())
 }
@@ -467,12 +434,11 @@ fn start() -> Result {
             }
         }
     }
-    // SAFETY: our static graph ops, registered once at a time under
+    // Our static graph ops, registered once at a time under
     // PROFILE_LOCK; its filter is the function tracer's.
-    unsafe {
-        crate::filter::ftrace_ops_set_global_filter(ptr::addr_of_mut!((*GOPS.get()).ops));
-        kernel::error::to_result(register_ftrace_graph(GOPS.get()))
-    }
+    let g = GopsRef::of_static(&GOPS);
+    crate::filter::ftrace_ops_set_global_filter(g.ops());
+    kernel::error::to_result(register_ftrace_graph(g))
 }
 
 static FOPS: CGlobal<bindings::file_operations> = CGlobal::new(fops::<EnabledFile>(true));

@@ -61,11 +61,19 @@ unsafe fn slot<'a, T>(p: *mut *mut T) -> &'a AtomicPtr<T> {
 /// is atomic (`opsview`). The fields only the core writes, and only under
 /// `ftrace_lock`, are written through the methods that ask for [`Held`].
 ///
+/// At the C boundary the handle is the parameter itself: an exported
+/// function declared in `include/linux/ftrace.h` with a `struct ftrace_ops
+/// *` takes an `OpsRef` (the same ABI: a non-null pointer), and the C
+/// caller, bound by that header's contract, gives it its invariants: the
+/// ops is valid, and stays so from its registration (or first filter
+/// call) until it is unregistered and its filters are freed.
+///
 /// # Invariants
 ///
 /// `0` points to an `ftrace_ops` that is live for `'a`; every access to
 /// its shared fields is atomic (`opsview`).
 #[derive(Clone, Copy, PartialEq, Eq)]
+#[repr(transparent)]
 pub(crate) struct OpsRef<'a>(ptr::NonNull<Ops>, PhantomData<&'a Ops>);
 
 impl<'a> OpsRef<'a> {

@@ -188,30 +188,23 @@ pub extern "C" fn ftrace_init() {
 }
 
 /// The ops of a trace array's function tracer calls `func`.
-///
-/// # Safety
-///
-/// `tr` is a valid trace array with an ops.
 #[no_mangle]
-pub unsafe extern "C" fn ftrace_init_array_ops(tr: *mut c_void, func: bindings::ftrace_func_t) {
-    // SAFETY: per the function's contract.
-    let Some(ops) = (unsafe { TraceArray::from_raw(tr) }).and_then(TraceArray::ops_ref) else {
+pub(crate) extern "C" fn ftrace_init_array_ops(
+    tr: Option<TraceArray>,
+    func: bindings::ftrace_func_t,
+) {
+    let Some(ops) = tr.and_then(TraceArray::ops_ref) else {
         return;
     };
     ops.set_func(func);
     let g = CoreGuard::lock();
-    ops.set_private(g.held(), tr);
+    ops.set_private(g.held(), tr.map_or(ptr::null_mut(), TraceArray::as_ptr));
 }
 
 /// Puts a trace array's ops back to the stub.
-///
-/// # Safety
-///
-/// `tr` is a valid trace array with an ops.
 #[no_mangle]
-pub unsafe extern "C" fn ftrace_reset_array_ops(tr: *mut c_void) {
-    // SAFETY: per the function's contract.
-    if let Some(ops) = (unsafe { TraceArray::from_raw(tr) }).and_then(TraceArray::ops_ref) {
+pub(crate) extern "C" fn ftrace_reset_array_ops(tr: Option<TraceArray>) {
+    if let Some(ops) = tr.and_then(TraceArray::ops_ref) {
         // Just unregistered: a dispatcher may still read it.
         ops.set_func(Some(bindings::ftrace_stub));
     }
@@ -291,18 +284,14 @@ pub extern "C" fn ftrace_free_mem(m: *mut bindings::module, start: *mut c_void, 
     module::free_range(m, start as u64, end as u64);
 }
 
-/// The entry for `ip` in `hash`, or null.
-///
-/// # Safety
-///
-/// `hash` is null or a valid set (read under RCU or preemption off).
+/// The entry for `ip` in `h`, or null. C passes null or a set it reads
+/// under RCU or with preemption off (`Option<&_>`: that pointer's ABI).
 #[no_mangle]
-pub unsafe extern "C" fn ftrace_lookup_ip(
-    h: *mut hash::FtraceHash,
+pub extern "C" fn ftrace_lookup_ip(
+    h: Option<&hash::FtraceHash>,
     ip: c_ulong,
 ) -> *mut bindings::ftrace_func_entry {
-    // SAFETY: per the function's contract.
-    unsafe { h.as_ref() }.map_or(ptr::null_mut(), |h| h.lookup(ip as u64))
+    h.map_or(ptr::null_mut(), |h| h.lookup(ip as u64))
 }
 
 /// Whether `addr` is in a trampoline the core made.

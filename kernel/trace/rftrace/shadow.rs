@@ -74,8 +74,9 @@ impl<'a> TaskStack<'a> {
         self.p.as_ptr().wrapping_add(i)
     }
 
+    /// Word `i`, for the callers that read or change one in place.
     #[inline(always)]
-    fn cell(&self, i: usize) -> Option<&AtomicU64> {
+    pub(crate) fn cell(&self, i: usize) -> Option<&AtomicU64> {
         // SAFETY: in range, and alive by the type's invariant; every
         // access to the words is atomic.
         (i < SHADOW_STACK_WORDS).then(|| unsafe { AtomicU64::from_ptr(self.p.as_ptr().add(i)) })

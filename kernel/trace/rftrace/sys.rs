@@ -654,6 +654,10 @@ pub(crate) fn report_bug(failed: Error, ip: u64) {
 /// A trace array (`struct trace_array`, private to kernel/trace/trace.h):
 /// only the tracing core's accessors touch it.
 ///
+/// An exported function that C calls with a `struct trace_array *` takes
+/// an `Option<TraceArray>` (the ABI of a nullable pointer): the C caller,
+/// bound by the prototype's contract, gives a live array or null.
+///
 /// # Invariants
 ///
 /// `0` points to a trace array that lives while the handle, or a copy of

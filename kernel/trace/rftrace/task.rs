@@ -24,6 +24,10 @@ mod off {
 
 /// A task that lives for `'a`.
 ///
+/// The task hooks C calls (`ftrace_graph_init_task()` and the like) take
+/// it as their `struct task_struct *` parameter (the ABI of a non-null
+/// pointer): the fork, exit and idle paths pass a live task.
+///
 /// # Invariants
 ///
 /// `0` points to a `task_struct` that is alive for `'a`; its tracing

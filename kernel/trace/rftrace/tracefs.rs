@@ -250,6 +250,24 @@ impl Lines {
     }
 }
 
+/// A `struct seq_file` as its callbacks get it: the seq_file core owns it
+/// and serializes the callbacks of one file. A callback whose table this
+/// crate defines takes `&SeqFile` for the `struct seq_file *` (the ABI of
+/// a non-null pointer), which the seq_file core, by its contract, passes
+/// live for the call.
+#[repr(transparent)]
+pub(crate) struct SeqFile(kernel::types::Opaque<bindings::seq_file>);
+
+impl SeqFile {
+    /// Appends `b` to the output (a full buffer is the seq_file core's to
+    /// notice and retry with a bigger one).
+    pub(crate) fn write(&self, b: &[u8]) {
+        // SAFETY: a live seq_file (the type's invariant), inside one of its
+        // callbacks; the bytes are read only for the call.
+        unsafe { bindings::seq_write(self.0.get(), b.as_ptr().cast(), b.len()) };
+    }
+}
+
 pub(crate) const fn zeroed_fops() -> bindings::file_operations {
     // SAFETY: all-zero is a valid `file_operations` (no methods).
     unsafe { core::mem::zeroed() }
