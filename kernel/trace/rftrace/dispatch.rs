@@ -11,17 +11,10 @@ use crate::task::guarded as recursion_guarded;
 use kernel::bindings;
 use kernel::ffi::{c_int, c_ulong, c_void};
 
-// Bindgen types of empty C structs are fine behind pointers.
-#[allow(improper_ctypes)]
-extern "C" {
-    fn rcu_is_watching() -> bool;
-}
-
 /// Whether RCU watches this CPU (notrace, callable anywhere).
 #[inline(always)]
 fn rcu_watching() -> bool {
-    // SAFETY: a notrace query, callable in any context.
-    unsafe { rcu_is_watching() }
+    crate::ffi::rcu_is_watching()
 }
 
 /// The callback of the shared trampolines when several ops, or an ops

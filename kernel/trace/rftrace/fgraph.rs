@@ -52,12 +52,6 @@ use kernel::prelude::*;
 
 use crate::gops::{Gops, GopsRef};
 
-// Bindgen types of C structs are fine behind pointers.
-#[allow(improper_ctypes)]
-extern "C" {
-    fn rftrace_kill_graph();
-}
-
 /// The registered graph ops by index (null: free).
 static ARRAY: [AtomicPtr<Gops>; OPS_SLOTS] = [const { AtomicPtr::new(ptr::null_mut()) }; OPS_SLOTS];
 /// The indices of [`ARRAY`] in use, read by the entry path.
@@ -90,8 +84,7 @@ pub static GRAPH_OPS: CGlobal<Ops> = CGlobal::new({
 });
 
 fn now() -> u64 {
-    // SAFETY: the tracing clock, callable in any context.
-    unsafe { bindings::trace_clock_local() }
+    crate::ffi::trace_clock_local()
 }
 
 fn return_handler() -> u64 {
@@ -419,8 +412,8 @@ pub extern "C" fn ftrace_graph_ret_addr(
 #[no_mangle]
 pub extern "C" fn ftrace_graph_stop() {
     DEAD.store(true, Ordering::Relaxed);
-    // SAFETY: process context (the callers'), enables a static key.
-    unsafe { rftrace_kill_graph() };
+    // Process context (the callers'): it enables a static key.
+    crate::ffi::rftrace_kill_graph();
 }
 
 /// `sleep-time` of the function_graph tracer and the profiler.

@@ -4,6 +4,7 @@
 //! given to all tasks when the first graph ops comes, to new tasks and
 //! CPUs while one is registered, and taken back when the last goes.
 
+use crate::ffi::{rftrace_idle_task, rftrace_next_online_cpu, rftrace_walk_threads};
 use crate::logic::fgraph::SHADOW_STACK_SIZE;
 use crate::shadow::TaskStack;
 use crate::sys::{CMutex, Held, InRcu, PreemptOff};
@@ -18,46 +19,57 @@ use kernel::prelude::*;
 #[no_mangle]
 pub static ftrace_graph_active: AtomicI32 = AtomicI32::new(0);
 
-// Bindgen types of C structs are fine behind pointers.
-#[allow(improper_ctypes)]
-extern "C" {
-    fn rftrace_idle_task(cpu: c_int) -> Task;
-    fn rftrace_next_online_cpu(prev: c_int) -> c_int;
-    fn rftrace_walk_threads(
-        f: unsafe extern "C" fn(t: Task, arg: *mut c_void) -> bool,
-        arg: *mut c_void,
-    );
-}
+/// A shadow stack no task holds and nobody reads: freshly allocated, or
+/// taken out of its task and waited for. Freed when dropped.
+///
+/// # Invariants
+///
+/// `0` is a `kmalloc` allocation of `SHADOW_STACK_SIZE` bytes that only
+/// this value refers to.
+struct Fresh(ptr::NonNull<u64>);
 
-fn alloc_stack() -> *mut u64 {
-    // SAFETY: plain allocation; null is handled by the callers.
-    unsafe { bindings::__kmalloc_noprof(SHADOW_STACK_SIZE, bindings::GFP_KERNEL) }.cast()
-}
-
-/// Frees a stack taken out of its task that nobody can read any more.
-///
-/// # Safety
-///
-/// `p` is null or a stack from [`alloc_stack`] that no task holds and no
-/// reader can still see.
-unsafe fn free_stack(p: *mut u64) {
-    // SAFETY: per the function's contract.
-    unsafe { bindings::kfree(p.cast()) };
-}
-
-/// Gives `t` the empty stack `p`.
-///
-/// # Safety
-///
-/// `t` has no stack; `p` is an unused stack from [`alloc_stack`].
-unsafe fn give_stack(t: TaskRef<'_>, p: *mut u64) {
-    if let Some(nn) = ptr::NonNull::new(p) {
-        // SAFETY: an unused stack from `alloc_stack` (the contract).
-        unsafe { TaskStack::unpublished(t, nn) }.reset();
+impl Fresh {
+    /// A new stack; none when memory is short.
+    fn alloc() -> Option<Fresh> {
+        // SAFETY: plain allocation; null is checked.
+        let p = unsafe { bindings::__kmalloc_noprof(SHADOW_STACK_SIZE, bindings::GFP_KERNEL) };
+        // INVARIANT: a new allocation of that size, ours alone.
+        ptr::NonNull::new(p.cast()).map(Fresh)
     }
-    t.timestamp().store(0, Ordering::Relaxed);
-    // Release: the fields above before the stack.
-    t.stack().store(p, Ordering::Release);
+
+    /// The stack taken out of a task, `p` (null: none).
+    ///
+    /// # Safety
+    ///
+    /// `p` is null or a stack this module gave a task, taken out of it,
+    /// that no reader can still see (the task is gone, or a grace period
+    /// passed since it was taken).
+    unsafe fn taken(p: *mut u64) -> Option<Fresh> {
+        // INVARIANT: the stacks tasks hold come from `alloc`; nobody else
+        // refers to this one (the contract).
+        ptr::NonNull::new(p).map(Fresh)
+    }
+
+    /// Gives the stack, empty, to `t`.
+    ///
+    /// # Safety
+    ///
+    /// `t` has no stack, and nobody gives it one meanwhile.
+    unsafe fn give(self, t: TaskRef<'_>) {
+        let p = core::mem::ManuallyDrop::new(self).0;
+        // SAFETY: ours alone (the invariants), not published yet.
+        unsafe { TaskStack::unpublished(t, p) }.reset();
+        t.timestamp().store(0, Ordering::Relaxed);
+        // Release: the fields above before the stack.
+        t.stack().store(p.as_ptr(), Ordering::Release);
+    }
+}
+
+impl Drop for Fresh {
+    fn drop(&mut self) {
+        // SAFETY: ours alone (the invariants), unused from now on.
+        unsafe { bindings::kfree(self.0.as_ptr().cast()) };
+    }
 }
 
 /// Calls `f` on every thread, in an RCU read-side section, until it
@@ -101,10 +113,9 @@ pub unsafe extern "C" fn ftrace_graph_init_task(t: TaskRef<'_>) {
     t.top().store(0, Ordering::Relaxed);
     t.depth().store(-1, Ordering::Relaxed);
     if ftrace_graph_active.load(Ordering::Relaxed) != 0 {
-        let p = alloc_stack();
-        if !p.is_null() {
-            // SAFETY: a new task, a new stack.
-            unsafe { give_stack(t, p) };
+        if let Some(s) = Fresh::alloc() {
+            // SAFETY: a new task: no stack, nobody else gives it one.
+            unsafe { s.give(t) };
         }
     }
 }
@@ -125,14 +136,14 @@ fn init_idle(t: TaskRef<'_>) {
     if ftrace_graph_active.load(Ordering::Relaxed) == 0 {
         return;
     }
-    let mut p = t.stack().swap(ptr::null_mut(), Ordering::Relaxed);
-    if p.is_null() {
-        p = alloc_stack();
-    }
-    if !p.is_null() {
-        // SAFETY: the stack is out of the task and is reset; the idle
-        // task does not run traced code while it is initialised.
-        unsafe { give_stack(t, p) };
+    let p = t.stack().swap(ptr::null_mut(), Ordering::Relaxed);
+    // SAFETY: its own stack, just taken out: the idle task does not run
+    // traced code while it is initialised, and nobody else reads an idle
+    // task's stack then.
+    if let Some(s) = unsafe { Fresh::taken(p) }.or_else(Fresh::alloc) {
+        // SAFETY: out of the task now; `IDLE_LOCK` or boot keeps others
+        // from giving it one.
+        unsafe { s.give(t) };
     }
 }
 
@@ -144,9 +155,9 @@ fn init_idle(t: TaskRef<'_>) {
 #[no_mangle]
 pub unsafe extern "C" fn ftrace_graph_exit_task(t: TaskRef<'_>) {
     let p = t.stack().swap(ptr::null_mut(), Ordering::AcqRel);
-    // SAFETY: the task's own allocation, taken out of it; nobody runs or
-    // unwinds the task any more.
-    unsafe { free_stack(p) };
+    // SAFETY: taken out of a task that nobody runs or unwinds any more
+    // (the contract); freed here.
+    drop(unsafe { Fresh::taken(p) });
 }
 
 const POOL: usize = 32;
@@ -154,9 +165,8 @@ const POOL: usize = 32;
 fn online_cpus() -> impl Iterator<Item = c_int> {
     let mut cpu: c_int = -1;
     core::iter::from_fn(move || {
-        // SAFETY: reads the online mask and a boot-time constant.
-        let (next, max) = unsafe { (rftrace_next_online_cpu(cpu), bindings::nr_cpu_ids) };
-        if next < 0 || next as c_uint >= max {
+        let next = rftrace_next_online_cpu(cpu);
+        if next < 0 || next as c_uint >= crate::ffi::nr_cpu_ids {
             return None;
         }
         cpu = next;
@@ -171,31 +181,30 @@ pub(crate) fn give_stacks(_held: &Held) -> Result {
         give_idle_stack(cpu);
     }
     loop {
-        let mut stacks = [ptr::null_mut(); POOL];
+        // What is not given away is freed when the pool drops.
+        let mut pool: [Option<Fresh>; POOL] = [const { None }; POOL];
         let mut oom = false;
-        for s in stacks.iter_mut() {
-            *s = alloc_stack();
-            oom |= s.is_null();
+        for s in pool.iter_mut() {
+            *s = Fresh::alloc();
+            oom |= s.is_none();
         }
-        let (mut used, mut short) = (0, false);
+        let mut short = false;
         if !oom {
+            let mut next = pool.iter_mut();
             for_each_thread(|t, _| {
                 if !t.stack().load(Ordering::Relaxed).is_null() {
                     return true;
                 }
-                let Some(&p) = stacks.get(used) else {
+                let Some(s) = next.next().and_then(Option::take) else {
                     short = true;
                     return false;
                 };
-                used += 1;
-                // SAFETY: a task without a stack, a fresh one.
-                unsafe { give_stack(t, p) };
+                // SAFETY: a task without a stack; `ftrace_lock` (held)
+                // keeps the other givers out, and a task forked meanwhile
+                // got its own stack before it was listed.
+                unsafe { s.give(t) };
                 true
             });
-        }
-        for &s in stacks.iter().skip(used) {
-            // SAFETY: unused allocations (or null).
-            unsafe { free_stack(s) };
         }
         if oom {
             return Err(ENOMEM);
@@ -262,8 +271,8 @@ pub(crate) fn take_stacks(_held: &Held) {
         // task, under RCU with preemption off.
         crate::sys::synchronize_rcu();
         for &p in buf.iter().take(n) {
-            // SAFETY: taken out of their tasks, no reader left.
-            unsafe { free_stack(p) };
+            // SAFETY: taken out of their tasks, no reader left; freed here.
+            drop(unsafe { Fresh::taken(p) });
         }
         if !full {
             return;

@@ -10,7 +10,7 @@ use crate::hash::FnSet;
 use crate::logic::parser::{Parser, Token};
 use crate::ops::{self, Ops, OpsRef};
 use crate::sys::{dead, global_ops, CGlobal, CMutex, CoreGuard, TrOpen, TraceArray};
-use crate::tracefs::{self, copy_chunk, write_token, Lines, Out};
+use crate::tracefs::{self, copy_chunk, write_token, Lines, Out, SeqFile};
 use crate::{probe, table};
 use core::ptr;
 use kernel::bindings;
@@ -228,11 +228,8 @@ unsafe extern "C" fn rx_next(
     }
 }
 
-/// # Safety
-///
-/// Called only through the operations table it is registered in, with
-/// the arguments that table's contract gives.
-unsafe extern "C" fn rx_stop(_m: *mut bindings::seq_file, _v: *mut c_void) {}
+/// Nothing to undo: the text is the open file's.
+extern "C" fn rx_stop(_m: *mut bindings::seq_file, _v: *mut c_void) {}
 
 /// # Safety
 ///
@@ -240,7 +237,7 @@ unsafe extern "C" fn rx_stop(_m: *mut bindings::seq_file, _v: *mut c_void) {}
 /// the arguments that table's contract gives.
 unsafe extern "C" fn rx_show(m: *mut bindings::seq_file, v: *mut c_void) -> c_int {
     // SAFETY: as above; `v` came from `rx_start`/`rx_next`.
-    unsafe { seq_state(m).lines.show(m, v) };
+    unsafe { seq_state(m).lines.show(SeqFile::from_raw(m), v) };
     0
 }
 
@@ -284,9 +281,9 @@ pub unsafe extern "C" fn ftrace_filter_write(
     if dead() {
         return ENODEV.to_errno() as isize;
     }
-    // SAFETY: per the function's contract: the file's state and position,
-    // and a user buffer of `cnt` bytes.
-    let (f, pos, chunk) = unsafe { (regex_file(file), &mut *ppos, copy_chunk(ubuf, cnt)) };
+    // SAFETY: per the function's contract: the file's state and position.
+    let (f, pos) = unsafe { (regex_file(file), &mut *ppos) };
+    let chunk = copy_chunk(ubuf, cnt);
     let (h, tr, notrace) = (&mut f.hash, f.tr.tr(), f.notrace);
     let _p = PARSER_LOCK.lock();
     let r = write_token(&mut f.parser, chunk, pos, |tok| {
@@ -392,7 +389,7 @@ const fn regex_fops<const FLAG: c_int>() -> bindings::file_operations {
         open: Some(regex_open::<FLAG>),
         read: Some(bindings::seq_read),
         write: Some(ftrace_filter_write),
-        llseek: Some(crate::sys::tracing_lseek),
+        llseek: Some(crate::ffi::tracing_lseek),
         release: Some(ftrace_regex_release),
         ..tracefs::zeroed_fops()
     }

@@ -8,6 +8,11 @@
 //! that runs is traced; ops with `FTRACE_OPS_FL_PID` on such a trace array
 //! call [`ftrace_pid_func`] first, which checks that record.
 
+use crate::ffi::{
+    __tracepoint_sched_process_fork, __tracepoint_sched_process_free, rftrace_tr_reset_ignore_pid,
+    rftrace_tr_set_ignore_pid, trace_filter_add_remove_task, trace_ignore_this_task,
+    trace_pid_list_free, trace_pid_next, trace_pid_show, trace_pid_start, trace_pid_write,
+};
 use crate::ops;
 use crate::pidstate::{
     __tracepoint_sched_switch, ftrace_pid_func, lists, pids_enabled, slot,
@@ -24,36 +29,6 @@ use kernel::ffi::{c_char, c_int, c_uint, c_ulong, c_void};
 const TRACE_PIDS: c_int = 1;
 const TRACE_NO_PIDS: c_int = 2;
 
-// Bindgen types of empty C structs are fine behind pointers.
-#[allow(improper_ctypes)]
-extern "C" {
-    fn rftrace_tr_set_ignore_pid(tr: *mut c_void, pid: c_int);
-    fn rftrace_tr_reset_ignore_pid(tr: *mut c_void);
-    fn trace_ignore_this_task(
-        pids: *mut c_void,
-        no_pids: *mut c_void,
-        task: *mut bindings::task_struct,
-    ) -> bool;
-    fn trace_filter_add_remove_task(
-        pids: *mut c_void,
-        selff: *mut bindings::task_struct,
-        task: *mut bindings::task_struct,
-    );
-    fn trace_pid_write(
-        filtered: *mut c_void,
-        new: *mut *mut c_void,
-        ubuf: *const c_char,
-        cnt: usize,
-    ) -> c_int;
-    fn trace_pid_start(pids: *mut c_void, pos: *mut bindings::loff_t) -> *mut c_void;
-    fn trace_pid_next(pids: *mut c_void, v: *mut c_void, pos: *mut bindings::loff_t)
-        -> *mut c_void;
-    fn trace_pid_show(m: *mut bindings::seq_file, v: *mut c_void) -> c_int;
-    fn trace_pid_list_free(pids: *mut c_void);
-    static mut __tracepoint_sched_process_fork: bindings::tracepoint;
-    static mut __tracepoint_sched_process_free: bindings::tracepoint;
-}
-
 /// Records for this CPU whether `tr` traces the task `t` now running
 /// (the `sched_switch` probe's verdict). The pid lists are read where
 /// they cannot be freed: a tracepoint probe (preemption off) or under
@@ -61,16 +36,15 @@ extern "C" {
 /// precedes a free.
 fn record_verdict(tr: TraceArray, t: TaskRef<'_>) {
     let (p, n) = lists(tr);
-    // SAFETY: the lists are live (see above); `t` is a live task; the
-    // setter writes this CPU's field of a live trace array.
-    unsafe {
-        let pid = if trace_ignore_this_task(p, n, t.as_ptr()) {
-            PID_IGNORE
-        } else {
-            t.pid().load(Ordering::Relaxed)
-        };
-        rftrace_tr_set_ignore_pid(tr.as_ptr(), pid);
-    }
+    // SAFETY: the lists are live (see above); `t` is a live task.
+    let ignore = unsafe { trace_ignore_this_task(p, n, t.as_ptr()) };
+    let pid = if ignore {
+        PID_IGNORE
+    } else {
+        t.pid().load(Ordering::Relaxed)
+    };
+    // This CPU's field of a live trace array.
+    rftrace_tr_set_ignore_pid(tr, pid);
 }
 
 /// Points every pid-aware ops at the pid filter or back at its own
@@ -196,8 +170,7 @@ fn clear(_held: &Held, tr: TraceArray, kind: c_int) {
         (kind & TRACE_PIDS == 0 && !p.is_null()) || (kind & TRACE_NO_PIDS == 0 && !n.is_null());
     if !keep {
         switch_probe(tr, false);
-        // SAFETY: a live trace array, `ftrace_lock` held.
-        unsafe { rftrace_tr_reset_ignore_pid(tr.as_ptr()) };
+        rftrace_tr_reset_ignore_pid(tr);
     }
     if kind & TRACE_PIDS != 0 {
         slot(tr, false).store(ptr::null_mut(), Ordering::Release);
@@ -343,7 +316,7 @@ unsafe extern "C" fn pid_open<const KIND: c_int>(
     // referenced here until release, and made the seq_file's private.
     let r = unsafe {
         let tr = (*inode).i_private;
-        to_result(crate::sys::tracing_check_open_get_tr(tr)).and_then(|()| {
+        to_result(crate::ffi::tracing_check_open_get_tr(tr)).and_then(|()| {
             if (*file).f_mode & 2 != 0 && (*file).f_flags & bindings::O_TRUNC != 0 {
                 truncate(TraceArray::from_raw(tr), KIND);
             }
@@ -354,7 +327,7 @@ unsafe extern "C" fn pid_open<const KIND: c_int>(
             };
             let r = to_result(bindings::seq_open(file, sops));
             if r.is_err() {
-                crate::sys::trace_array_put(tr);
+                crate::ffi::trace_array_put(tr);
             } else {
                 (*(*file).private_data.cast::<bindings::seq_file>()).private = tr;
             }
@@ -457,7 +430,7 @@ unsafe extern "C" fn pid_write<const KIND: c_int>(
 unsafe extern "C" fn pid_release(inode: *mut bindings::inode, file: *mut bindings::file) -> c_int {
     // SAFETY: the reference taken at open; then the seq_file goes.
     unsafe {
-        crate::sys::trace_array_put((*inode).i_private);
+        crate::ffi::trace_array_put((*inode).i_private);
         bindings::seq_release(inode, file)
     }
 }
@@ -468,7 +441,7 @@ const fn pid_fops<const KIND: c_int>() -> bindings::file_operations {
         open: Some(pid_open::<KIND>),
         write: Some(pid_write::<KIND>),
         read: Some(bindings::seq_read),
-        llseek: Some(crate::sys::tracing_lseek),
+        llseek: Some(crate::ffi::tracing_lseek),
         release: Some(pid_release),
         ..crate::tracefs::zeroed_fops()
     }

@@ -7,6 +7,10 @@
 //! [`ftrace_pid_func`]; the files and probes that keep the lists and
 //! verdicts are in `pid`.
 
+pub(crate) use crate::ffi::{
+    __tracepoint_sched_switch, tracepoint_probe_register, tracepoint_probe_unregister,
+};
+use crate::ffi::{rftrace_tr_ignore_pid, rftrace_tr_pid_slot};
 use crate::registry::OpsRef;
 use crate::sys::TraceArray;
 use crate::task::Current;
@@ -18,30 +22,12 @@ use kernel::ffi::{c_int, c_ulong, c_void};
 pub(crate) const PID_IGNORE: c_int = -1;
 pub(crate) const PID_TRACE: c_int = -2;
 
-// Bindgen types of empty C structs are fine behind pointers.
-#[allow(improper_ctypes)]
-extern "C" {
-    fn rftrace_tr_pid_slot(tr: *mut c_void, no: bool) -> *mut *mut c_void;
-    pub(crate) fn rftrace_tr_ignore_pid(tr: *mut c_void) -> c_int;
-    pub(crate) fn tracepoint_probe_register(
-        tp: *mut bindings::tracepoint,
-        probe: *mut c_void,
-        data: *mut c_void,
-    ) -> c_int;
-    pub(crate) fn tracepoint_probe_unregister(
-        tp: *mut bindings::tracepoint,
-        probe: *mut c_void,
-        data: *mut c_void,
-    ) -> c_int;
-    pub(crate) static mut __tracepoint_sched_switch: bindings::tracepoint;
-}
-
 /// The pid list slot of `tr` (`no`: the notrace one).
 pub(crate) fn slot(tr: TraceArray, no: bool) -> &'static AtomicPtr<c_void> {
     // SAFETY: the accessor returns the address of a pointer field of the
     // live trace array (the handle's invariants), which outlives every
     // user here.
-    unsafe { AtomicPtr::from_ptr(rftrace_tr_pid_slot(tr.as_ptr(), no)) }
+    unsafe { AtomicPtr::from_ptr(rftrace_tr_pid_slot(tr, no)) }
 }
 
 /// Its pid list and notrace pid list (null: none).
@@ -77,8 +63,8 @@ pub(crate) fn traces_current(tr: Option<TraceArray>) -> bool {
     let Some(tr) = tr else {
         return true;
     };
-    // SAFETY: a live trace array; the accessor is notrace.
-    let pid = unsafe { rftrace_tr_ignore_pid(tr.as_ptr()) };
+    // The accessor is notrace.
+    let pid = rftrace_tr_ignore_pid(tr);
     pid != PID_IGNORE
         && (pid == PID_TRACE || pid == Current::get().task().pid().load(Ordering::Relaxed))
 }

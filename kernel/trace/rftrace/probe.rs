@@ -4,6 +4,7 @@
 //! cached `:mod:` entries of modules not loaded yet. The function probes
 //! the commands register are in `funcprobe`.
 
+use crate::ffi::{rftrace_tr_next, trace_types_lock};
 use crate::filter::{commit, match_records, match_records_locked};
 use crate::hash::{FnSet, FtraceHash};
 use crate::logic::glob::{Kind, Pattern};
@@ -295,13 +296,6 @@ pub(crate) fn render_mods(held: &Held, o: &mut Out, tr: TraceArray, notrace: boo
         o.bytes(&m.module);
         o.bytes(b"\n");
     }
-}
-
-// Bindgen types of empty C structs are fine behind pointers.
-#[allow(improper_ctypes)]
-extern "C" {
-    static mut trace_types_lock: bindings::mutex;
-    fn rftrace_tr_next(tr: *mut c_void) -> *mut c_void;
 }
 
 /// The tracing core's lock over its list of trace arrays, held.

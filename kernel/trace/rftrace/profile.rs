@@ -19,7 +19,7 @@ use core::cell::UnsafeCell;
 use core::ptr;
 use core::sync::atomic::{AtomicBool, AtomicI32, AtomicPtr, AtomicU32, AtomicUsize, Ordering};
 use kernel::bindings;
-use kernel::ffi::{c_char, c_int, c_ulong, c_void};
+use kernel::ffi::{c_char, c_int, c_void};
 use kernel::prelude::*;
 
 /// One profiled function.
@@ -107,7 +107,6 @@ static PROFILE_LOCK: CMutex = CMutex::new();
 #[allow(improper_ctypes)]
 extern "C" {
     fn register_stat_tracer(trace: *mut TracerStat) -> c_int;
-    static tracing_thresh: c_ulong;
 }
 
 fn cpus() -> &'static [CpuProfile] {
@@ -353,7 +352,7 @@ extern "C" fn stat_show(m: &SeqFile, v: &RecCell) -> c_int {
         return EBUSY.to_errno();
     }
     // SAFETY: a plain global of the tracing core.
-    let thresh = unsafe { tracing_thresh } as u64;
+    let thresh = unsafe { crate::ffi::tracing_thresh } as u64;
     if thresh != 0 && r.time / r.hits < thresh {
         return 0;
     }
@@ -446,8 +445,7 @@ static FOPS: CGlobal<bindings::file_operations> = CGlobal::new(fops::<EnabledFil
 /// Boot: the per-CPU stat files and `function_profile_enabled`.
 pub(crate) fn init(d: *mut bindings::dentry) {
     crate::sys::cmutex_init!(PROFILE_LOCK, "ftrace_profile_lock");
-    // SAFETY: a kernel global, fixed after boot.
-    let n = unsafe { bindings::nr_cpu_ids } as usize;
+    let n = crate::ffi::nr_cpu_ids as usize;
     let Ok(mut v) = KVVec::<CpuProfile>::with_capacity(n, GFP_KERNEL) else {
         pr_warn!("no memory for the function profiler\n");
         return;

@@ -29,6 +29,10 @@ use kernel::c_str;
 use kernel::ffi::{c_char, c_int, c_ulong, c_void};
 use kernel::prelude::*;
 
+use crate::ffi::{
+    __start_mcount_loc, __stop_mcount_loc, init_array_fgraph_ops, rftrace_tr_set_ops, sched_clock,
+};
+
 /// The portable logic, the same files the host tests run (logic/).
 #[allow(missing_docs)]
 mod logic {
@@ -54,6 +58,7 @@ mod logic {
     pub mod symbols;
 }
 
+mod ffi;
 #[cfg(CONFIG_FUNCTION_GRAPH_TRACER)]
 mod fgraph;
 #[cfg(CONFIG_FUNCTION_GRAPH_TRACER)]
@@ -103,14 +108,6 @@ const __LOG_PREFIX: &[u8] = b"ftrace\0";
 use registry::OpsRef;
 use sys::*;
 
-// Bindgen types of empty C structs are fine behind pointers.
-#[allow(improper_ctypes)]
-extern "C" {
-    static mut __start_mcount_loc: [c_ulong; 0];
-    static mut __stop_mcount_loc: [c_ulong; 0];
-    fn sched_clock() -> u64;
-}
-
 /// Whether `ip` is in the kernel's text or init text (C's
 /// `is_kernel_text() || is_kernel_inittext()`).
 fn is_kernel_text(ip: u64) -> bool {
@@ -157,14 +154,13 @@ pub extern "C" fn ftrace_init() {
         logic::sites::sort_unique(locs)
     };
     pr_info!("taking {} call sites from __mcount_loc\n", n);
-    // SAFETY: a clock that works this early.
-    let t0 = unsafe { sched_clock() };
+    // A clock that works this early.
+    let t0 = sched_clock();
     // SAFETY: early boot, the kernel's text is still writable and nothing
     // runs the sites but this CPU, which is here.
     match unsafe { module::add_sites(g.held(), ptr::null_mut(), &locs[..n]) } {
         Ok((count, written)) => {
-            // SAFETY: as above.
-            let us = unsafe { sched_clock() }.wrapping_sub(t0) / 1000;
+            let us = sched_clock().wrapping_sub(t0) / 1000;
             // SAFETY: nothing else writes it yet.
             unsafe { ptr::write_volatile(ftrace_enabled.get(), 1) };
             pr_info!(
@@ -225,13 +221,6 @@ pub unsafe extern "C" fn ftrace_init_tracefs_toplevel(_tr: *mut c_void, d: *mut 
     sysctl::register_sysctl();
 }
 
-// Bindgen types of empty C structs are fine behind pointers.
-#[allow(improper_ctypes)]
-extern "C" {
-    fn init_array_fgraph_ops(tr: *mut c_void, ops: *mut bindings::ftrace_ops);
-    fn rftrace_tr_set_ops(tr: *mut c_void, ops: *mut bindings::ftrace_ops);
-}
-
 /// The top-level trace array gets `global_ops`.
 ///
 /// # Safety
@@ -240,27 +229,26 @@ extern "C" {
 #[no_mangle]
 #[link_section = ".init.text"]
 pub unsafe extern "C" fn ftrace_init_global_array_ops(tr: *mut c_void) {
-    // SAFETY: per the function's contract.
+    // SAFETY: per the function's contract: boot, the global array.
     unsafe {
         rftrace_tr_set_ops(tr, global_ops.get());
         (*global_ops.get()).private = tr;
-        ftrace_init_trace_array(tr);
+        ftrace_init_trace_array(TraceArray::from_raw(tr));
         init_array_fgraph_ops(tr, global_ops.get());
     }
 }
 
 /// Initialises the core's lists in a new trace array.
-///
-/// # Safety
-///
-/// `tr` is a valid trace array.
 #[no_mangle]
-pub unsafe extern "C" fn ftrace_init_trace_array(tr: *mut c_void) {
-    // SAFETY: per the function's contract.
+pub(crate) extern "C" fn ftrace_init_trace_array(tr: Option<TraceArray>) {
+    let Some(tr) = tr else {
+        return;
+    };
+    // SAFETY: the list heads of a new trace array, nobody uses them yet.
     unsafe {
-        ops::list_init(rftrace_tr_func_probes(tr));
-        ops::list_init(rftrace_tr_mod_list(tr, false));
-        ops::list_init(rftrace_tr_mod_list(tr, true));
+        ops::list_init(tr.func_probes());
+        ops::list_init(tr.mod_list(false));
+        ops::list_init(tr.mod_list(true));
     }
 }
 

@@ -14,6 +14,12 @@ use kernel::c_str;
 use kernel::ffi::{c_int, c_ulong, c_void};
 use kernel::prelude::*;
 
+pub(crate) use crate::ffi::TraceArray;
+use crate::ffi::{
+    kprobe_ftrace_kill, rftrace_cpu, rftrace_irq_restore, rftrace_irq_save, trace_array_put,
+    tracing_check_open_get_tr,
+};
+
 /// The C boundary's form of a result: 0, or the negative errno.
 #[inline(always)]
 pub(crate) fn to_errno(r: Result) -> c_int {
@@ -108,12 +114,9 @@ impl<T> Drop for LockedMut<'_, T> {
 /// `lockdep_assert_held(m)`: warns when lockdep runs and `m` is not held
 /// by this task (nothing without lockdep).
 pub(crate) fn assert_held(m: *mut bindings::mutex) {
-    extern "C" {
-        fn rftrace_assert_held(m: *mut bindings::mutex);
-    }
     // SAFETY: the C helper only reads the lock's lockdep map; `m` is one
     // of our static mutexes.
-    unsafe { rftrace_assert_held(m) };
+    unsafe { crate::ffi::rftrace_assert_held(m) };
 }
 
 pub(crate) const fn zeroed_ops() -> bindings::ftrace_ops {
@@ -508,27 +511,20 @@ impl Drop for RcuRead {
     }
 }
 
-extern "C" {
-    fn rftrace_irq_save() -> c_ulong;
-    fn rftrace_irq_restore(flags: c_ulong);
-    fn rftrace_cpu() -> c_int;
-}
-
 /// Interrupts off on this CPU (notrace helpers) for the life of the guard.
 pub(crate) struct IrqOff(c_ulong);
 
 impl IrqOff {
     #[inline(always)]
     pub(crate) fn new() -> Self {
-        // SAFETY: a notrace helper, callable anywhere; restored in `drop`.
-        IrqOff(unsafe { rftrace_irq_save() })
+        // A notrace helper, callable anywhere; restored in `drop`.
+        IrqOff(rftrace_irq_save())
     }
 
     /// This CPU (it cannot change while interrupts are off).
     #[inline(always)]
     pub(crate) fn cpu(&self) -> usize {
-        // SAFETY: a notrace helper reading this CPU's number.
-        unsafe { rftrace_cpu() as usize }
+        rftrace_cpu() as usize
     }
 }
 
@@ -582,28 +578,12 @@ pub(crate) fn addr(f: unsafe extern "C" fn()) -> u64 {
     f as *const () as u64
 }
 
-// Bindgen types of empty C structs are fine behind pointers.
-#[allow(improper_ctypes)]
-extern "C" {
-    fn kprobe_ftrace_kill();
-    pub(crate) fn rftrace_tr_ops(tr: *mut c_void) -> *mut bindings::ftrace_ops;
-    pub(crate) fn rftrace_tr_func_probes(tr: *mut c_void) -> *mut bindings::list_head;
-    pub(crate) fn rftrace_tr_mod_list(tr: *mut c_void, notrace: bool) -> *mut bindings::list_head;
-    pub(crate) fn tracing_check_open_get_tr(tr: *mut c_void) -> c_int;
-    pub(crate) fn tracing_lseek(
-        file: *mut bindings::file,
-        off: bindings::loff_t,
-        whence: c_int,
-    ) -> bindings::loff_t;
-    pub(crate) fn trace_array_put(tr: *mut c_void);
-}
-
 /// Stops all function tracing for good, after something went wrong.
 #[no_mangle]
 pub extern "C" fn ftrace_kill() {
     DEAD.store(true, Ordering::Relaxed);
-    // SAFETY: the kprobes core's hook for exactly this.
-    unsafe { kprobe_ftrace_kill() };
+    // The kprobes core's hook for exactly this.
+    kprobe_ftrace_kill();
 }
 
 /// Whether tracing was stopped for good by [`ftrace_kill`].
@@ -649,60 +629,6 @@ pub(crate) fn report_bug(failed: Error, ip: u64) {
         exp
     );
     ftrace_kill();
-}
-
-/// A trace array (`struct trace_array`, private to kernel/trace/trace.h):
-/// only the tracing core's accessors touch it.
-///
-/// An exported function that C calls with a `struct trace_array *` takes
-/// an `Option<TraceArray>` (the ABI of a nullable pointer): the C caller,
-/// bound by the prototype's contract, gives a live array or null.
-///
-/// # Invariants
-///
-/// `0` points to a trace array that lives while the handle, or a copy of
-/// it, is used: the creator holds a reference, or the tracing core keeps
-/// the array for as long (an ops' `private`, a probe's data, the data of
-/// a file in its directory).
-#[derive(Clone, Copy, PartialEq, Eq)]
-#[repr(transparent)]
-pub(crate) struct TraceArray(core::ptr::NonNull<c_void>);
-
-impl TraceArray {
-    /// The handle of `tr`, `None` for null.
-    ///
-    /// # Safety
-    ///
-    /// `tr` is null or a trace array that lives while the handle (and its
-    /// copies) are used; see the type's invariants.
-    #[inline(always)]
-    pub(crate) unsafe fn from_raw(tr: *mut c_void) -> Option<Self> {
-        core::ptr::NonNull::new(tr).map(Self)
-    }
-
-    /// The array, for C.
-    #[inline(always)]
-    pub(crate) fn as_ptr(self) -> *mut c_void {
-        self.0.as_ptr()
-    }
-
-    /// Its function tracer's ops (null: none).
-    pub(crate) fn ops(self) -> *mut bindings::ftrace_ops {
-        // SAFETY: a live trace array (the type's invariants).
-        unsafe { rftrace_tr_ops(self.as_ptr()) }
-    }
-
-    /// Its list of function probes.
-    pub(crate) fn func_probes(self) -> *mut bindings::list_head {
-        // SAFETY: as above.
-        unsafe { rftrace_tr_func_probes(self.as_ptr()) }
-    }
-
-    /// Its list of cached `:mod:` entries (`notrace`: of the notrace file).
-    pub(crate) fn mod_list(self, notrace: bool) -> *mut bindings::list_head {
-        // SAFETY: as above.
-        unsafe { rftrace_tr_mod_list(self.as_ptr(), notrace) }
-    }
 }
 
 /// A reference on a trace array for an open file, taken by

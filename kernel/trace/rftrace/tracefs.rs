@@ -10,6 +10,7 @@ use core::ptr;
 use kernel::bindings;
 use kernel::ffi::{c_char, c_int, c_ulong, c_void};
 use kernel::prelude::*;
+use kernel::uaccess::UserSlice;
 
 /// A text being built; writes fail once memory ran out.
 pub(crate) struct Out {
@@ -146,20 +147,18 @@ pub(crate) struct Text {
     pub(crate) out: Option<KVVec<u8>>,
 }
 
-/// Serves `text` (built by `build` when a read starts at offset 0).
-///
-/// # Safety
-///
-/// `ubuf` is a user buffer of `cnt` bytes, `ppos` valid.
-pub(crate) unsafe fn serve(
+/// Serves `text` (built by `build` when a read starts at offset 0) to
+/// the user buffer `ubuf` of `cnt` bytes from the file position `pos`,
+/// which it advances, as `simple_read_from_buffer()` does (but for a
+/// fault part way: no byte counts then).
+pub(crate) fn serve(
     text: &mut Text,
     ubuf: *mut c_char,
     cnt: usize,
-    ppos: *mut bindings::loff_t,
+    pos: &mut bindings::loff_t,
     build: impl FnOnce(&mut Out),
 ) -> isize {
-    // SAFETY: per the function's contract.
-    if unsafe { *ppos } == 0 || text.out.is_none() {
+    if *pos == 0 || text.out.is_none() {
         let mut o = Out::new();
         build(&mut o);
         if !o.ok() {
@@ -170,8 +169,23 @@ pub(crate) unsafe fn serve(
     let Some(b) = text.out.as_ref() else {
         return 0;
     };
-    // SAFETY: per the function's contract; the source is our buffer.
-    unsafe { bindings::simple_read_from_buffer(ubuf.cast(), cnt, ppos, b.as_ptr().cast(), b.len()) }
+    let Ok(at) = usize::try_from(*pos) else {
+        return EINVAL.to_errno() as isize;
+    };
+    let Some(rest) = b.get(at..).filter(|r| !r.is_empty() && cnt != 0) else {
+        return 0;
+    };
+    let n = cnt.min(rest.len());
+    match UserSlice::new(ubuf as usize, n)
+        .writer()
+        .write_slice(&rest[..n])
+    {
+        Ok(()) => {
+            *pos = pos.wrapping_add(n as bindings::loff_t);
+            n as isize
+        }
+        Err(e) => e.to_errno() as isize,
+    }
 }
 
 /// A text served through a seq_file line by line, so that any read size
@@ -230,11 +244,7 @@ impl Lines {
     }
 
     /// Writes line `v` (an element from `start`/`at`) to `m`.
-    ///
-    /// # Safety
-    ///
-    /// `m` is a live seq_file.
-    pub(crate) unsafe fn show(&self, m: *mut bindings::seq_file, v: *mut c_void) {
+    pub(crate) fn show(&self, m: &SeqFile, v: *mut c_void) {
         let i = (v as usize).wrapping_sub(1);
         let (Some(out), Some(&a), Some(&b)) = (
             self.out.as_ref(),
@@ -244,8 +254,7 @@ impl Lines {
             return;
         };
         if let Some(line) = out.get(a..b) {
-            // SAFETY: per the function's contract; the bytes are ours.
-            unsafe { bindings::seq_write(m, line.as_ptr().cast(), line.len()) };
+            m.write(line);
         }
     }
 }
@@ -259,6 +268,17 @@ impl Lines {
 pub(crate) struct SeqFile(kernel::types::Opaque<bindings::seq_file>);
 
 impl SeqFile {
+    /// The seq_file at `m`.
+    ///
+    /// # Safety
+    ///
+    /// `m` is a live seq_file, for `'a` inside one of its callbacks.
+    pub(crate) unsafe fn from_raw<'a>(m: *mut bindings::seq_file) -> &'a SeqFile {
+        // SAFETY: live for `'a` (the contract); `SeqFile` is a transparent
+        // `Opaque` over it.
+        unsafe { &*m.cast::<SeqFile>() }
+    }
+
     /// Appends `b` to the output (a full buffer is the seq_file core's to
     /// notice and retry with a bigger one).
     pub(crate) fn write(&self, b: &[u8]) {
@@ -287,24 +307,21 @@ impl Chunk {
     }
 }
 
-/// Copies the start of a write from user space (`None`: a fault). No lock
-/// of the core is held here: a writer whose buffer faults slowly (swap,
-/// userfaultfd) then blocks no other filter file.
-///
-/// # Safety
-///
-/// `ubuf` is a user pointer of `cnt` bytes.
-pub(crate) unsafe fn copy_chunk(ubuf: *const c_char, cnt: usize) -> Option<Chunk> {
+/// Copies the start of a write of `cnt` bytes at the user address `ubuf`
+/// (`None`: a fault). No lock of the core is held here: a writer whose
+/// buffer faults slowly (swap, userfaultfd) then blocks no other filter
+/// file.
+pub(crate) fn copy_chunk(ubuf: *const c_char, cnt: usize) -> Option<Chunk> {
     let mut c = Chunk {
         buf: [0u8; BUF_SIZE + 64],
         len: cnt.min(BUF_SIZE + 64),
     };
-    // SAFETY: `buf` has room for `len` bytes; the user copy checks the
-    // source.
-    let left = unsafe {
-        bindings::_copy_from_user(c.buf.as_mut_ptr().cast(), ubuf.cast(), c.len as c_ulong)
-    };
-    (left == 0).then_some(c)
+    let dst = c.buf.get_mut(..c.len)?;
+    UserSlice::new(ubuf as usize, dst.len())
+        .reader()
+        .read_slice(dst)
+        .ok()?;
+    Some(c)
 }
 
 /// Feeds the bytes of a write (copied by [`copy_chunk`]) at file
@@ -421,10 +438,9 @@ unsafe extern "C" fn read_thunk<T: TextFile>(
     cnt: usize,
     ppos: *mut bindings::loff_t,
 ) -> isize {
-    // SAFETY: per the function's contract.
-    let Open { text, state } = unsafe { open_state::<T>(file) };
-    // SAFETY: per the function's contract.
-    unsafe { serve(text, ubuf, cnt, ppos, |o| state.render(o)) }
+    // SAFETY: per the function's contract: the file's state and position.
+    let (Open { text, state }, pos) = unsafe { (open_state::<T>(file), &mut *ppos) };
+    serve(text, ubuf, cnt, pos, |o| state.render(o))
 }
 
 /// # Safety
@@ -441,9 +457,7 @@ unsafe extern "C" fn write_thunk<T: TextFile>(
     }
     // SAFETY: per the function's contract.
     let (f, pos) = unsafe { (open_state::<T>(file), &mut *ppos) };
-    // SAFETY: a user buffer of `cnt` bytes.
-    let chunk = unsafe { copy_chunk(ubuf, cnt) };
-    f.state.write(chunk, pos)
+    f.state.write(copy_chunk(ubuf, cnt), pos)
 }
 
 /// # Safety

@@ -1,0 +1,166 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The C the crate calls that the kernel's bindings do not give: the
+//! helpers of `abi.c` (accessors of `struct trace_array`, private to
+//! kernel/trace/trace.h, and what C has only as macros) and the tracing
+//! core's own functions and data, declared once, here. Two declarations
+//! stay beside the `#[repr(C)]` types they name: `register_stat_tracer`
+//! (profile.rs) and `rftrace_arch_apply` (update.rs).
+//!
+//! A function is declared `safe` when no argument of its type can make
+//! the call unsound: it takes no pointer, or only a [`TraceArray`], whose
+//! invariants promise a live array. The others stay `unsafe`, and their
+//! callers argue their pointers.
+
+use core::ptr::NonNull;
+use kernel::bindings;
+use kernel::ffi::{c_char, c_int, c_uint, c_ulong, c_void};
+
+/// A trace array (`struct trace_array`, private to kernel/trace/trace.h):
+/// only the tracing core's accessors touch it.
+///
+/// An exported function that C calls with a `struct trace_array *` takes
+/// an `Option<TraceArray>` (the ABI of a nullable pointer): the C caller,
+/// bound by the prototype's contract, gives a live array or null.
+///
+/// # Invariants
+///
+/// `0` points to a trace array that lives while the handle, or a copy of
+/// it, is used: the creator holds a reference, or the tracing core keeps
+/// the array for as long (an ops' `private`, a probe's data, the data of
+/// a file in its directory).
+#[derive(Clone, Copy, PartialEq, Eq)]
+#[repr(transparent)]
+pub(crate) struct TraceArray(NonNull<c_void>);
+
+impl TraceArray {
+    /// The handle of `tr`, `None` for null.
+    ///
+    /// # Safety
+    ///
+    /// `tr` is null or a trace array that lives while the handle (and its
+    /// copies) are used; see the type's invariants.
+    #[inline(always)]
+    pub(crate) unsafe fn from_raw(tr: *mut c_void) -> Option<Self> {
+        NonNull::new(tr).map(Self)
+    }
+
+    /// The array, for C.
+    #[inline(always)]
+    pub(crate) fn as_ptr(self) -> *mut c_void {
+        self.0.as_ptr()
+    }
+
+    /// Its function tracer's ops (null: none).
+    pub(crate) fn ops(self) -> *mut bindings::ftrace_ops {
+        rftrace_tr_ops(self)
+    }
+
+    /// Its list of function probes.
+    pub(crate) fn func_probes(self) -> *mut bindings::list_head {
+        rftrace_tr_func_probes(self)
+    }
+
+    /// Its list of cached `:mod:` entries (`notrace`: of the notrace file).
+    pub(crate) fn mod_list(self, notrace: bool) -> *mut bindings::list_head {
+        rftrace_tr_mod_list(self, notrace)
+    }
+}
+
+// Bindgen types of empty C structs are fine behind pointers.
+#[allow(improper_ctypes)]
+unsafe extern "C" {
+    // --- abi.c: struct trace_array ---
+    pub(crate) safe fn rftrace_tr_ops(tr: TraceArray) -> *mut bindings::ftrace_ops;
+    pub(crate) safe fn rftrace_tr_func_probes(tr: TraceArray) -> *mut bindings::list_head;
+    pub(crate) safe fn rftrace_tr_mod_list(
+        tr: TraceArray,
+        notrace: bool,
+    ) -> *mut bindings::list_head;
+    pub(crate) safe fn rftrace_tr_pid_slot(tr: TraceArray, no: bool) -> *mut *mut c_void;
+    pub(crate) safe fn rftrace_tr_ignore_pid(tr: TraceArray) -> c_int;
+    pub(crate) safe fn rftrace_tr_set_ignore_pid(tr: TraceArray, pid: c_int);
+    pub(crate) safe fn rftrace_tr_reset_ignore_pid(tr: TraceArray);
+    pub(crate) fn rftrace_tr_set_ops(tr: *mut c_void, ops: *mut bindings::ftrace_ops);
+    /// The trace array after `tr` (null: the first); `trace_types_lock`
+    /// held.
+    pub(crate) fn rftrace_tr_next(tr: *mut c_void) -> *mut c_void;
+
+    // --- abi.c: what C has as macros ---
+    pub(crate) safe fn rftrace_irq_save() -> c_ulong;
+    pub(crate) fn rftrace_irq_restore(flags: c_ulong);
+    pub(crate) safe fn rftrace_cpu() -> c_int;
+    /// The first online CPU after `prev` (any value), or at least
+    /// `nr_cpu_ids`.
+    pub(crate) safe fn rftrace_next_online_cpu(prev: c_int) -> c_int;
+    /// The idle task of a possible CPU.
+    pub(crate) fn rftrace_idle_task(cpu: c_int) -> *mut bindings::task_struct;
+    pub(crate) fn rftrace_walk_threads(
+        f: unsafe extern "C" fn(t: *mut bindings::task_struct, arg: *mut c_void) -> bool,
+        arg: *mut c_void,
+    );
+    /// Disables the graph entry for good (may sleep).
+    pub(crate) safe fn rftrace_kill_graph();
+    pub(crate) fn rftrace_assert_held(m: *mut bindings::mutex);
+
+    // --- the tracing core (kernel/trace/) ---
+    pub(crate) fn tracing_check_open_get_tr(tr: *mut c_void) -> c_int;
+    pub(crate) fn trace_array_put(tr: *mut c_void);
+    pub(crate) fn tracing_lseek(
+        file: *mut bindings::file,
+        off: bindings::loff_t,
+        whence: c_int,
+    ) -> bindings::loff_t;
+    pub(crate) fn init_array_fgraph_ops(tr: *mut c_void, ops: *mut bindings::ftrace_ops);
+    pub(crate) static mut trace_types_lock: bindings::mutex;
+    pub(crate) static tracing_thresh: c_ulong;
+    pub(crate) fn trace_ignore_this_task(
+        pids: *mut c_void,
+        no_pids: *mut c_void,
+        task: *mut bindings::task_struct,
+    ) -> bool;
+    pub(crate) fn trace_filter_add_remove_task(
+        pids: *mut c_void,
+        selff: *mut bindings::task_struct,
+        task: *mut bindings::task_struct,
+    );
+    pub(crate) fn trace_pid_write(
+        filtered: *mut c_void,
+        new: *mut *mut c_void,
+        ubuf: *const c_char,
+        cnt: usize,
+    ) -> c_int;
+    pub(crate) fn trace_pid_start(pids: *mut c_void, pos: *mut bindings::loff_t) -> *mut c_void;
+    pub(crate) fn trace_pid_next(
+        pids: *mut c_void,
+        v: *mut c_void,
+        pos: *mut bindings::loff_t,
+    ) -> *mut c_void;
+    pub(crate) fn trace_pid_show(m: *mut bindings::seq_file, v: *mut c_void) -> c_int;
+    pub(crate) fn trace_pid_list_free(pids: *mut c_void);
+
+    // --- the rest of the kernel ---
+    pub(crate) safe fn rcu_is_watching() -> bool;
+    /// The tracing clock, callable in any context (notrace).
+    pub(crate) safe fn trace_clock_local() -> u64;
+    /// Set once while the boot CPU brings up the kernel, read-only after.
+    pub(crate) safe static nr_cpu_ids: c_uint;
+    pub(crate) safe fn sched_clock() -> u64;
+    /// The kprobes core's hook for a dead function tracer.
+    pub(crate) safe fn kprobe_ftrace_kill();
+    pub(crate) fn tracepoint_probe_register(
+        tp: *mut bindings::tracepoint,
+        probe: *mut c_void,
+        data: *mut c_void,
+    ) -> c_int;
+    pub(crate) fn tracepoint_probe_unregister(
+        tp: *mut bindings::tracepoint,
+        probe: *mut c_void,
+        data: *mut c_void,
+    ) -> c_int;
+    pub(crate) static mut __tracepoint_sched_switch: bindings::tracepoint;
+    pub(crate) static mut __tracepoint_sched_process_fork: bindings::tracepoint;
+    pub(crate) static mut __tracepoint_sched_process_free: bindings::tracepoint;
+    pub(crate) static mut __start_mcount_loc: [c_ulong; 0];
+    pub(crate) static mut __stop_mcount_loc: [c_ulong; 0];
+}
