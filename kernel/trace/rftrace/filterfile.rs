@@ -9,8 +9,9 @@ use crate::filter::{commit, match_records};
 use crate::hash::FnSet;
 use crate::logic::parser::{Parser, Token};
 use crate::ops::{self, Ops, OpsRef};
+use crate::seqfile::{self, SeqText};
 use crate::sys::{dead, global_ops, CGlobal, CMutex, CoreGuard, TrOpen, TraceArray};
-use crate::tracefs::{self, copy_chunk, write_token, Lines, Out, SeqFile};
+use crate::tracefs::{self, copy_chunk, write_token, Lines, OpenMode, Out, SeqFile};
 use crate::{probe, table};
 use core::ptr;
 use kernel::bindings;
@@ -51,14 +52,11 @@ struct RegexFile {
     oom: bool,
 }
 
-pub(crate) const FMODE_READ: u32 = 1;
-pub(crate) const FMODE_WRITE: u32 = 2;
-
 impl RegexFile {
     /// The state of a filter file of trace array `tr` (null: the one of
     /// `ops`, or of `global_ops`) and ops `ops` (null: the trace
-    /// array's), opened with `mode`/`fflags` and the `FTRACE_ITER_*`
-    /// flags in `flag`.
+    /// array's), opened with `mode` and the `FTRACE_ITER_*` flags in
+    /// `flag`.
     ///
     /// # Safety
     ///
@@ -68,8 +66,7 @@ impl RegexFile {
         tr: *mut c_void,
         ops: *mut Ops,
         flag: c_int,
-        mode: u32,
-        fflags: u32,
+        mode: OpenMode,
     ) -> Result<RegexFile> {
         if dead() {
             return Err(ENODEV);
@@ -94,11 +91,11 @@ impl RegexFile {
             None => tr.tr().and_then(TraceArray::ops_ref).ok_or(ENODEV)?,
         };
         let notrace = flag & FLAG_NOTRACE != 0;
-        let write = mode & FMODE_WRITE != 0;
+        let write = mode.write;
         let hash = {
             let regex = ops.lock_regex();
             let (f, n) = regex.sets();
-            if write && fflags & bindings::O_TRUNC != 0 {
+            if write && mode.trunc {
                 if let Some(tr) = tr.tr() {
                     let g = CoreGuard::lock();
                     probe::clear_mod_list(g.held(), tr, notrace);
@@ -138,115 +135,90 @@ pub unsafe extern "C" fn ftrace_regex_open(
     _inode: *mut bindings::inode,
     file: *mut bindings::file,
 ) -> c_int {
-    // SAFETY: per the function's contract: the VFS's file; the state is
-    // the file's until release, which takes it back; on a successful
-    // `seq_open()` `private_data` is the seq_file, whose `private` holds
-    // the state.
+    // SAFETY: per the function's contract: the VFS's file, being opened;
+    // `tr` and `ops` null or valid.
     unsafe {
-        let (mode, fflags) = ((*file).f_mode, (*file).f_flags);
-        let f = match RegexFile::open(tr, ops, flag, mode, fflags) {
-            Ok(f) => f,
-            Err(e) => return e.to_errno(),
-        };
-        let raw = match KBox::new(f, GFP_KERNEL) {
-            Ok(b) => KBox::into_raw(b),
-            Err(_) => return ENOMEM.to_errno(),
-        };
-        if mode & FMODE_READ != 0 {
-            let r = bindings::seq_open(file, REGEX_SOPS.get());
-            if r != 0 {
-                drop(KBox::from_raw(raw));
-                return r;
+        let mode = seqfile::open_mode(file);
+        match RegexFile::open(tr, ops, flag, mode) {
+            Ok(f) => seqfile::open_with(file, f),
+            Err(e) => e.to_errno(),
+        }
+    }
+}
+
+static REGEX_SOPS: CGlobal<bindings::seq_operations> =
+    CGlobal::new(seqfile::seq_ops::<RegexFile>());
+
+impl SeqText for RegexFile {
+    fn seq_ops() -> *const bindings::seq_operations {
+        REGEX_SOPS.get()
+    }
+
+    fn start(&mut self, _m: &SeqFile, pos: &mut bindings::loff_t) -> *mut c_void {
+        let (h, notrace, probes, tr) = (&self.hash, self.notrace, self.probes, self.tr.tr());
+        self.lines
+            .start(*pos, |o| render_filter(o, h, notrace, probes, tr))
+    }
+
+    fn next(&mut self, _m: &SeqFile, _v: *mut c_void, pos: &mut bindings::loff_t) -> *mut c_void {
+        *pos = pos.wrapping_add(1);
+        self.lines.at(*pos)
+    }
+
+    fn show(&mut self, m: &SeqFile, v: *mut c_void) -> c_int {
+        self.lines.show(m, v);
+        0
+    }
+
+    /// At most one token per call.
+    fn write(&mut self, ubuf: *const c_char, cnt: usize, pos: &mut bindings::loff_t) -> isize {
+        if dead() {
+            return ENODEV.to_errno() as isize;
+        }
+        let chunk = copy_chunk(ubuf, cnt);
+        let (h, tr, notrace) = (&mut self.hash, self.tr.tr(), self.notrace);
+        let _p = PARSER_LOCK.lock();
+        let r = write_token(&mut self.parser, chunk, pos, |tok| {
+            process(h, tr, notrace, tok)
+        });
+        if r == ENOMEM.to_errno() as isize {
+            self.oom = true;
+        }
+        r
+    }
+
+    /// Processes a pending token, then commits the edited set (as the C
+    /// core does, unless memory ran out on the way).
+    fn release(mut self) {
+        {
+            let _p = PARSER_LOCK.lock();
+            if self.parser.loaded() {
+                // The result is ignored, as in C, but for a want of memory
+                // (see `oom`).
+                let r = process(
+                    &mut self.hash,
+                    self.tr.tr(),
+                    self.notrace,
+                    self.parser.token(),
+                );
+                self.oom |= r == Err(ENOMEM);
             }
-            (*(*file).private_data.cast::<bindings::seq_file>()).private = raw.cast();
-        } else {
-            (*file).private_data = raw.cast();
         }
-    }
-    0
-}
-
-/// The state of an open filter file.
-///
-/// # Safety
-///
-/// `file` was opened by [`ftrace_regex_open`] and is not released; the
-/// VFS serializes the calls that use it.
-unsafe fn regex_file<'a>(file: *mut bindings::file) -> &'a mut RegexFile {
-    // SAFETY: per the function's contract: a seq_file for readers, our
-    // state for write-only opens.
-    unsafe {
-        if (*file).f_mode & FMODE_READ != 0 {
-            &mut *(*(*file).private_data.cast::<bindings::seq_file>())
-                .private
-                .cast::<RegexFile>()
-        } else {
-            &mut *(*file).private_data.cast::<RegexFile>()
+        if self.write && self.oom {
+            pr_warn!("out of memory while editing a filter; it is left unchanged\n");
+        } else if self.write {
+            let _r = self.ops.lock_regex();
+            let g = CoreGuard::lock();
+            if let (false, Some(tr)) = (self.notrace, self.tr.tr()) {
+                let mods = probe::has_mods(g.held(), tr, false);
+                self.hash.set_mod(mods);
+            }
+            // The result is ignored, as in C.
+            let _ = commit(g.held(), self.ops, self.notrace, &self.hash);
         }
+        // The trace array's reference goes with `self`.
     }
 }
-
-/// The state of a filter file's seq_file.
-///
-/// # Safety
-///
-/// `m` is the seq_file of a filter file opened by [`ftrace_regex_open`],
-/// not released; seq_file serializes its callbacks.
-unsafe fn seq_state<'a>(m: *mut bindings::seq_file) -> &'a mut RegexFile {
-    // SAFETY: per the function's contract.
-    unsafe { &mut *(*m).private.cast::<RegexFile>() }
-}
-
-/// # Safety
-///
-/// Called only through the operations table it is registered in, with
-/// the arguments that table's contract gives.
-unsafe extern "C" fn rx_start(
-    m: *mut bindings::seq_file,
-    pos: *mut bindings::loff_t,
-) -> *mut c_void {
-    // SAFETY: our seq_file and its position.
-    let (f, p) = unsafe { (seq_state(m), *pos) };
-    let (h, notrace, probes, tr) = (&f.hash, f.notrace, f.probes, f.tr.tr());
-    f.lines
-        .start(p, |o| render_filter(o, h, notrace, probes, tr))
-}
-
-/// # Safety
-///
-/// Called only through the operations table it is registered in, with
-/// the arguments that table's contract gives.
-unsafe extern "C" fn rx_next(
-    m: *mut bindings::seq_file,
-    _v: *mut c_void,
-    pos: *mut bindings::loff_t,
-) -> *mut c_void {
-    // SAFETY: as above.
-    unsafe {
-        *pos += 1;
-        seq_state(m).lines.at(*pos)
-    }
-}
-
-/// Nothing to undo: the text is the open file's.
-extern "C" fn rx_stop(_m: *mut bindings::seq_file, _v: *mut c_void) {}
-
-/// # Safety
-///
-/// Called only through the operations table it is registered in, with
-/// the arguments that table's contract gives.
-unsafe extern "C" fn rx_show(m: *mut bindings::seq_file, v: *mut c_void) -> c_int {
-    // SAFETY: as above; `v` came from `rx_start`/`rx_next`.
-    unsafe { seq_state(m).lines.show(SeqFile::from_raw(m), v) };
-    0
-}
-
-static REGEX_SOPS: CGlobal<bindings::seq_operations> = CGlobal::new(bindings::seq_operations {
-    start: Some(rx_start),
-    next: Some(rx_next),
-    stop: Some(rx_stop),
-    show: Some(rx_show),
-});
 
 /// Processes one complete token of a filter file of trace array `tr`.
 fn process(h: &mut FnSet, tr: Option<TraceArray>, notrace: bool, tok: &[u8]) -> Result {
@@ -275,24 +247,8 @@ pub unsafe extern "C" fn ftrace_filter_write(
     cnt: usize,
     ppos: *mut bindings::loff_t,
 ) -> isize {
-    if cnt == 0 {
-        return 0;
-    }
-    if dead() {
-        return ENODEV.to_errno() as isize;
-    }
-    // SAFETY: per the function's contract: the file's state and position.
-    let (f, pos) = unsafe { (regex_file(file), &mut *ppos) };
-    let chunk = copy_chunk(ubuf, cnt);
-    let (h, tr, notrace) = (&mut f.hash, f.tr.tr(), f.notrace);
-    let _p = PARSER_LOCK.lock();
-    let r = write_token(&mut f.parser, chunk, pos, |tok| {
-        process(h, tr, notrace, tok)
-    });
-    if r == ENOMEM.to_errno() as isize {
-        f.oom = true;
-    }
-    r
+    // SAFETY: per the function's contract.
+    unsafe { seqfile::write::<RegexFile>(file, ubuf, cnt, ppos) }
 }
 
 fn render_filter(o: &mut Out, h: &FnSet, notrace: bool, probes: bool, tr: Option<TraceArray>) {
@@ -322,8 +278,7 @@ fn render_filter(o: &mut Out, h: &FnSet, notrace: bool, probes: bool, tr: Option
     }
 }
 
-/// Closes a filter file: processes a pending token, then commits the
-/// edited set (as the C core does, unless memory ran out on the way).
+/// Closes a filter file (see [`RegexFile::release`]).
 ///
 /// # Safety
 ///
@@ -333,39 +288,8 @@ pub unsafe extern "C" fn ftrace_regex_release(
     inode: *mut bindings::inode,
     file: *mut bindings::file,
 ) -> c_int {
-    // SAFETY: made by `ftrace_regex_open`; this is its last use. A reader's
-    // seq_file goes first.
-    let mut f = unsafe {
-        let raw: *mut RegexFile = regex_file(file);
-        if (*file).f_mode & FMODE_READ != 0 {
-            bindings::seq_release(inode, file);
-        }
-        KBox::from_raw(raw)
-    };
-    {
-        let _p = PARSER_LOCK.lock();
-        if f.parser.loaded() {
-            let st = &mut *f;
-            // The result is ignored, as in C, but for a want of memory
-            // (see `oom`).
-            let r = process(&mut st.hash, st.tr.tr(), st.notrace, st.parser.token());
-            f.oom |= r == Err(ENOMEM);
-        }
-    }
-    if f.write && f.oom {
-        pr_warn!("out of memory while editing a filter; it is left unchanged\n");
-    } else if f.write {
-        let _r = f.ops.lock_regex();
-        let g = CoreGuard::lock();
-        if let (false, Some(tr)) = (f.notrace, f.tr.tr()) {
-            let mods = probe::has_mods(g.held(), tr, false);
-            f.hash.set_mod(mods);
-        }
-        // The result is ignored, as in C.
-        let _ = commit(g.held(), f.ops, f.notrace, &f.hash);
-    }
-    // The trace array's reference goes with `f`.
-    0
+    // SAFETY: per the function's contract.
+    unsafe { seqfile::release::<RegexFile>(inode, file) }
 }
 
 /// Opens a filter file with the `FTRACE_ITER_*` flags `FLAG`.

@@ -18,12 +18,14 @@ use crate::pidstate::{
     __tracepoint_sched_switch, ftrace_pid_func, lists, pids_enabled, slot,
     tracepoint_probe_register, tracepoint_probe_unregister, PID_IGNORE,
 };
-use crate::sys::{to_errno, CGlobal, CoreGuard, Held, TraceArray};
+use crate::seqfile::{self, SeqOpen, SeqText};
+use crate::sys::{CGlobal, CoreGuard, Held, PreemptOff, TrOpen, TraceArray};
 use crate::task::{Current, TaskRef};
+use crate::tracefs::{OpenMode, SeqFile};
 use core::ptr;
 use core::sync::atomic::Ordering;
 use kernel::bindings;
-use kernel::error::{code::EINVAL, to_result};
+use kernel::error::{code::EINVAL, Result};
 use kernel::ffi::{c_char, c_int, c_uint, c_ulong, c_void};
 
 const TRACE_PIDS: c_int = 1;
@@ -197,144 +199,97 @@ pub extern "C" fn ftrace_clear_pids(tr: Option<TraceArray>) {
     }
 }
 
-/// The pid list a file shows: the seq_file private is the trace array,
-/// and the file kind is in the inode's position of the op table.
-fn kind_of(m: *mut bindings::seq_file) -> bool {
-    // SAFETY: our seq files' `op` is one of the two tables.
-    unsafe { ptr::eq((*m).op, NO_PID_SOPS.get()) }
-}
-
 /// The marker for "no list": greater than any pid the iterator gives
 /// (`PID_MAX_LIMIT` is at most 4M).
 const NO_PIDS: *mut c_void = (4 * 1024 * 1024 + 1) as *mut c_void;
 
-/// The list a pid file's seq_file shows (null: none).
-///
-/// # Safety
-///
-/// `m` is one of our pid seq files, between its start and stop.
-unsafe fn list_of(m: *mut bindings::seq_file) -> *mut c_void {
-    // SAFETY: per the function's contract, the seq_file's private is the
-    // trace array its open referenced.
-    unsafe { TraceArray::from_raw((*m).private) }.map_or(ptr::null_mut(), |tr| {
-        slot(tr, kind_of(m)).load(Ordering::Acquire)
-    })
+/// An open pid file of kind `KIND` (`TRACE_PIDS` or `TRACE_NO_PIDS`) of a
+/// trace array, referenced while the file is open. A read walks the list
+/// with `ftrace_lock` held and preemption off, from `start` to `stop`.
+struct PidFile<const KIND: c_int> {
+    tr: TrOpen,
+    /// Held from `start` to `stop` (dropped in this order: preemption
+    /// back on, then the lock).
+    locked: Option<(PreemptOff, CoreGuard)>,
 }
 
-/// # Safety
-///
-/// Called only through the operations table it is registered in, with
-/// the arguments that table's contract gives.
-unsafe extern "C" fn pid_start(
-    m: *mut bindings::seq_file,
-    pos: *mut bindings::loff_t,
-) -> *mut c_void {
-    // SAFETY: `ftrace_lock` and an RCU-sched section for the walk, until
-    // `pid_stop`; our seq file, its position.
-    unsafe {
-        bindings::mutex_lock(crate::sys::ftrace_lock.as_ptr());
-        bindings::ftrace_preempt_disable_notrace();
-        let l = list_of(m);
+impl<const KIND: c_int> PidFile<KIND> {
+    /// The list the file shows (null: none); read under the lock.
+    fn list(&self) -> *mut c_void {
+        self.tr.tr().map_or(ptr::null_mut(), |tr| {
+            slot(tr, KIND == TRACE_NO_PIDS).load(Ordering::Acquire)
+        })
+    }
+}
+
+static PID_SOPS: CGlobal<bindings::seq_operations> =
+    CGlobal::new(seqfile::seq_ops::<PidFile<TRACE_PIDS>>());
+static NO_PID_SOPS: CGlobal<bindings::seq_operations> =
+    CGlobal::new(seqfile::seq_ops::<PidFile<TRACE_NO_PIDS>>());
+
+impl<const KIND: c_int> SeqText for PidFile<KIND> {
+    fn seq_ops() -> *const bindings::seq_operations {
+        if KIND == TRACE_PIDS {
+            PID_SOPS.get()
+        } else {
+            NO_PID_SOPS.get()
+        }
+    }
+
+    fn start(&mut self, _m: &SeqFile, pos: &mut bindings::loff_t) -> *mut c_void {
+        // Released in `stop`, which seq_file calls after every `start`.
+        let g = CoreGuard::lock();
+        self.locked = Some((PreemptOff::new(), g));
+        let l = self.list();
         if l.is_null() {
             return if *pos == 0 { NO_PIDS } else { ptr::null_mut() };
         }
-        trace_pid_start(l, pos)
+        // SAFETY: a live list (`ftrace_lock` held, preemption off: it is
+        // freed only after a grace period under the lock).
+        unsafe { trace_pid_start(l, pos) }
     }
-}
 
-/// # Safety
-///
-/// Called only through the operations table it is registered in, with
-/// the arguments that table's contract gives.
-unsafe extern "C" fn pid_next(
-    m: *mut bindings::seq_file,
-    v: *mut c_void,
-    pos: *mut bindings::loff_t,
-) -> *mut c_void {
-    // SAFETY: inside start/stop; the position is the seq_file's.
-    unsafe {
+    fn next(&mut self, _m: &SeqFile, v: *mut c_void, pos: &mut bindings::loff_t) -> *mut c_void {
         if v == NO_PIDS {
-            *pos = (*pos).wrapping_add(1);
+            *pos = pos.wrapping_add(1);
             return ptr::null_mut();
         }
-        trace_pid_next(list_of(m), v, pos)
+        // SAFETY: as in `start`, between it and `stop`; `v` is the
+        // iterator's.
+        unsafe { trace_pid_next(self.list(), v, pos) }
     }
-}
 
-/// # Safety
-///
-/// Called only through the operations table it is registered in, with
-/// the arguments that table's contract gives.
-unsafe extern "C" fn pid_stop(_m: *mut bindings::seq_file, _v: *mut c_void) {
-    // SAFETY: paired with `pid_start`.
-    unsafe {
-        bindings::ftrace_preempt_enable_notrace();
-        bindings::mutex_unlock(crate::sys::ftrace_lock.as_ptr());
+    fn stop(&mut self) {
+        self.locked = None;
     }
-}
 
-/// # Safety
-///
-/// Called only through the operations table it is registered in, with
-/// the arguments that table's contract gives.
-unsafe extern "C" fn pid_show(m: *mut bindings::seq_file, v: *mut c_void) -> c_int {
-    // SAFETY: a live seq_file; `v` came from the pid list iterator.
-    unsafe {
+    fn show(&mut self, m: &SeqFile, v: *mut c_void) -> c_int {
         if v == NO_PIDS {
-            bindings::seq_write(m, c"no pid\n".as_ptr().cast(), 7);
+            m.write(b"no pid\n");
             return 0;
         }
-        trace_pid_show(m, v)
+        // SAFETY: a live seq_file; `v` came from the pid list iterator.
+        unsafe { trace_pid_show(m.as_ptr(), v) }
+    }
+
+    fn write(&mut self, ubuf: *const c_char, cnt: usize, pos: &mut bindings::loff_t) -> isize {
+        let Some(tr) = self.tr.tr() else {
+            return EINVAL.to_errno() as isize;
+        };
+        write_pids(tr, KIND == TRACE_NO_PIDS, ubuf, cnt, pos)
     }
 }
 
-static PID_SOPS: CGlobal<bindings::seq_operations> = CGlobal::new(bindings::seq_operations {
-    start: Some(pid_start),
-    next: Some(pid_next),
-    stop: Some(pid_stop),
-    show: Some(pid_show),
-});
-
-static NO_PID_SOPS: CGlobal<bindings::seq_operations> = CGlobal::new(bindings::seq_operations {
-    start: Some(pid_start),
-    next: Some(pid_next),
-    stop: Some(pid_stop),
-    show: Some(pid_show),
-});
-
-/// Opens a pid file of kind `KIND`.
-///
-/// # Safety
-///
-/// Called only through the operations table it is registered in, with
-/// the arguments that table's contract gives.
-unsafe extern "C" fn pid_open<const KIND: c_int>(
-    inode: *mut bindings::inode,
-    file: *mut bindings::file,
-) -> c_int {
-    // SAFETY: the VFS's inode and file; the inode data is the trace array,
-    // referenced here until release, and made the seq_file's private.
-    let r = unsafe {
-        let tr = (*inode).i_private;
-        to_result(crate::ffi::tracing_check_open_get_tr(tr)).and_then(|()| {
-            if (*file).f_mode & 2 != 0 && (*file).f_flags & bindings::O_TRUNC != 0 {
-                truncate(TraceArray::from_raw(tr), KIND);
-            }
-            let sops = if KIND == TRACE_PIDS {
-                PID_SOPS.get()
-            } else {
-                NO_PID_SOPS.get()
-            };
-            let r = to_result(bindings::seq_open(file, sops));
-            if r.is_err() {
-                crate::ffi::trace_array_put(tr);
-            } else {
-                (*(*file).private_data.cast::<bindings::seq_file>()).private = tr;
-            }
-            r
-        })
-    };
-    to_errno(r)
+impl<const KIND: c_int> SeqOpen for PidFile<KIND> {
+    fn open(data: *mut c_void, mode: OpenMode) -> Result<Self> {
+        // SAFETY: the inode data of a pid file is its trace array, which
+        // lives as long as its files.
+        let tr = unsafe { TrOpen::get(data) }?;
+        if mode.write && mode.trunc {
+            truncate(tr.tr(), KIND);
+        }
+        Ok(PidFile { tr, locked: None })
+    }
 }
 
 /// An `O_TRUNC` open of a pid file: its list goes.
@@ -347,10 +302,12 @@ fn truncate(tr: Option<TraceArray>, kind: c_int) {
     let _ = ops::update_sites(g.held());
 }
 
+/// Runs on every CPU after a pid list changed: records this CPU's
+/// verdict for the task it runs.
+///
 /// # Safety
 ///
-/// Called only through the operations table it is registered in, with
-/// the arguments that table's contract gives.
+/// Called by `on_each_cpu_cond_mask()` with the data [`write_pids`] gave.
 unsafe extern "C" fn ignore_task_cpu(data: *mut c_void) {
     // SAFETY: the data is the writer's trace array, referenced by its
     // open file while the call waits for every CPU.
@@ -360,39 +317,22 @@ unsafe extern "C" fn ignore_task_cpu(data: *mut c_void) {
     }
 }
 
-/// Writes a pid file of kind `KIND`.
-///
-/// # Safety
-///
-/// Called only through the operations table it is registered in, with
-/// the arguments that table's contract gives.
-unsafe extern "C" fn pid_write<const KIND: c_int>(
-    file: *mut bindings::file,
+/// A write of `cnt` user bytes at `ubuf` to the pid list (`no`: the
+/// notrace one) of `tr`.
+fn write_pids(
+    tr: TraceArray,
+    no: bool,
     ubuf: *const c_char,
     cnt: usize,
-    ppos: *mut bindings::loff_t,
+    pos: &mut bindings::loff_t,
 ) -> isize {
-    if cnt == 0 {
-        return 0;
-    }
-    // SAFETY: a seq file opened by `pid_open`, whose private is the
-    // trace array it holds a reference to; the file's position.
-    let (tr, pos) = unsafe {
-        (
-            TraceArray::from_raw((*(*file).private_data.cast::<bindings::seq_file>()).private),
-            &mut *ppos,
-        )
-    };
-    let Some(tr) = tr else {
-        return EINVAL.to_errno() as isize;
-    };
-    let no = KIND == TRACE_NO_PIDS;
     let g = CoreGuard::lock();
     let filtered = slot(tr, no).load(Ordering::Acquire);
     let other = slot(tr, !no).load(Ordering::Acquire);
     let mut new: *mut c_void = ptr::null_mut();
     // SAFETY: the tracing core parses the user's pids (`cnt` bytes at the
-    // user pointer `ubuf`) into a new list.
+    // user address `ubuf`, which it copies with checks) into a new list;
+    // the old one is live under `ftrace_lock`.
     let r = unsafe { trace_pid_write(filtered, &mut new, ubuf, cnt) };
     if r < 0 {
         return r as isize;
@@ -423,32 +363,11 @@ unsafe extern "C" fn pid_write<const KIND: c_int>(
     r as isize
 }
 
-/// # Safety
-///
-/// Called only through the operations table it is registered in, with
-/// the arguments that table's contract gives.
-unsafe extern "C" fn pid_release(inode: *mut bindings::inode, file: *mut bindings::file) -> c_int {
-    // SAFETY: the reference taken at open; then the seq_file goes.
-    unsafe {
-        crate::ffi::trace_array_put((*inode).i_private);
-        bindings::seq_release(inode, file)
-    }
-}
+static PID_FOPS: CGlobal<bindings::file_operations> =
+    CGlobal::new(seqfile::fops::<PidFile<TRACE_PIDS>>());
+static NO_PID_FOPS: CGlobal<bindings::file_operations> =
+    CGlobal::new(seqfile::fops::<PidFile<TRACE_NO_PIDS>>());
 
-/// The file operations of a pid file of kind `KIND`.
-const fn pid_fops<const KIND: c_int>() -> bindings::file_operations {
-    bindings::file_operations {
-        open: Some(pid_open::<KIND>),
-        write: Some(pid_write::<KIND>),
-        read: Some(bindings::seq_read),
-        llseek: Some(crate::ffi::tracing_lseek),
-        release: Some(pid_release),
-        ..crate::tracefs::zeroed_fops()
-    }
-}
-
-static PID_FOPS: CGlobal<bindings::file_operations> = CGlobal::new(pid_fops::<TRACE_PIDS>());
-static NO_PID_FOPS: CGlobal<bindings::file_operations> = CGlobal::new(pid_fops::<TRACE_NO_PIDS>());
 /// The per trace array files of the core.
 ///
 /// # Safety

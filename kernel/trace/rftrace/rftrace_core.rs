@@ -4,8 +4,9 @@
 //! is in the C core (CONFIG_FTRACE_CORE_RUST_GENERIC).
 //!
 //! Its modules form layers without import cycles (Documentation/
-//! rust-core.rst, "How the crate is layered"): [`sys`] (globals, guards,
-//! errno at the boundary) with the leaf modules beside it ([`table`],
+//! rust-core.rst, "How the crate is layered"): [`ffi`] (the C it calls,
+//! declared once), [`sys`] (globals, guards, errno at the boundary) with
+//! the leaf modules beside it ([`table`],
 //! [`hash`], [`tracefs`], [`task`], [`opsview`], [`clist`], [`shadow`],
 //! [`layout`], [`nokprobe`]); the ops layer ([`registry`], [`pidstate`],
 //! [`dispatch`], [`update`], [`ops`], [`subops`], [`direct`],
@@ -93,6 +94,7 @@ mod pidstate;
 mod probe;
 mod profile;
 mod registry;
+mod seqfile;
 #[cfg(CONFIG_FUNCTION_GRAPH_TRACER)]
 mod shadow;
 mod subops;

@@ -279,6 +279,11 @@ impl SeqFile {
         unsafe { &*m.cast::<SeqFile>() }
     }
 
+    /// The seq_file, for the C helpers that print into it.
+    pub(crate) fn as_ptr(&self) -> *mut bindings::seq_file {
+        self.0.get()
+    }
+
     /// Appends `b` to the output (a full buffer is the seq_file core's to
     /// notice and retry with a bigger one).
     pub(crate) fn write(&self, b: &[u8]) {

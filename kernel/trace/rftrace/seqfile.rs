@@ -1,0 +1,258 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The tracefs files of the core that `seq_read()` serves (the filter
+//! files and the pid files): a file is a type implementing [`SeqText`],
+//! whose safe methods the generic thunks below call with its per-open
+//! state; the thunks are the only unsafe code such a file needs for the
+//! VFS and seq_file protocols.
+
+use crate::tracefs::{OpenMode, SeqFile};
+use core::ptr;
+use kernel::bindings;
+use kernel::ffi::{c_char, c_int, c_void};
+use kernel::prelude::*;
+
+/// A tracefs file served by `seq_read()` from records its state gives one
+/// at a time, between a `start` and a `stop` of one read (which may hold
+/// a lock across), and written one `write()` at a time.
+pub(crate) trait SeqText: Sized {
+    /// The file's `seq_operations` ([`seq_ops::<Self>()`] in a static).
+    fn seq_ops() -> *const bindings::seq_operations;
+
+    /// The record at `*pos` at the start of a read (null: none).
+    fn start(&mut self, m: &SeqFile, pos: &mut bindings::loff_t) -> *mut c_void;
+
+    /// The record after `v`, advancing `*pos` (null: the end).
+    fn next(&mut self, m: &SeqFile, v: *mut c_void, pos: &mut bindings::loff_t) -> *mut c_void;
+
+    /// The end of a read.
+    fn stop(&mut self) {}
+
+    /// Prints the record `v` (0, or an errno).
+    fn show(&mut self, m: &SeqFile, v: *mut c_void) -> c_int;
+
+    /// One `write()` of `cnt` bytes at the user address `ubuf` at the
+    /// file position `pos`, which it advances: the bytes taken, or an
+    /// errno.
+    fn write(&mut self, ubuf: *const c_char, cnt: usize, pos: &mut bindings::loff_t) -> isize;
+
+    /// The last close.
+    fn release(self) {}
+}
+
+/// A [`SeqText`] that [`fops`] opens from its inode's data.
+pub(crate) trait SeqOpen: SeqText {
+    /// The per-open state, for the inode data `data` (whatever the file's
+    /// creator gave) and the open mode.
+    fn open(data: *mut c_void, mode: OpenMode) -> Result<Self>;
+}
+
+/// The state of seq_file `m`.
+///
+/// # Safety
+///
+/// `m` belongs to a file opened by [`open_with::<T>`] and not released; the
+/// seq_file core and the VFS serialize the calls that use it.
+unsafe fn state<'a, T>(m: *mut bindings::seq_file) -> &'a mut T {
+    // SAFETY: per the function's contract, `private` is the state `open`
+    // made.
+    unsafe { &mut *(*m).private.cast::<T>() }
+}
+
+/// The seq_file of `file`.
+///
+/// # Safety
+///
+/// `file` was opened by [`open_with::<T>`] and is not released.
+unsafe fn seq_of(file: *mut bindings::file) -> *mut bindings::seq_file {
+    // SAFETY: `seq_open()` made `private_data` the seq_file.
+    unsafe { (*file).private_data.cast() }
+}
+
+/// # Safety
+///
+/// Called by the seq_file core through [`seq_ops::<T>`], on a file
+/// opened by [`open_with::<T>`], with its position.
+unsafe extern "C" fn start_thunk<T: SeqText>(
+    m: *mut bindings::seq_file,
+    pos: *mut bindings::loff_t,
+) -> *mut c_void {
+    // SAFETY: per the function's contract.
+    let (s, mf, pos) = unsafe { (state::<T>(m), SeqFile::from_raw(m), &mut *pos) };
+    s.start(mf, pos)
+}
+
+/// # Safety
+///
+/// As for [`start_thunk`]; `v` is what `start` or `next` gave.
+unsafe extern "C" fn next_thunk<T: SeqText>(
+    m: *mut bindings::seq_file,
+    v: *mut c_void,
+    pos: *mut bindings::loff_t,
+) -> *mut c_void {
+    // SAFETY: per the function's contract.
+    let (s, mf, pos) = unsafe { (state::<T>(m), SeqFile::from_raw(m), &mut *pos) };
+    s.next(mf, v, pos)
+}
+
+/// # Safety
+///
+/// As for [`start_thunk`].
+unsafe extern "C" fn stop_thunk<T: SeqText>(m: *mut bindings::seq_file, _v: *mut c_void) {
+    // SAFETY: per the function's contract.
+    unsafe { state::<T>(m) }.stop();
+}
+
+/// # Safety
+///
+/// As for [`next_thunk`].
+unsafe extern "C" fn show_thunk<T: SeqText>(m: *mut bindings::seq_file, v: *mut c_void) -> c_int {
+    // SAFETY: per the function's contract.
+    let (s, mf) = unsafe { (state::<T>(m), SeqFile::from_raw(m)) };
+    s.show(mf, v)
+}
+
+/// The `seq_operations` of `T`, for a static of its own.
+pub(crate) const fn seq_ops<T: SeqText>() -> bindings::seq_operations {
+    bindings::seq_operations {
+        start: Some(start_thunk::<T>),
+        next: Some(next_thunk::<T>),
+        stop: Some(stop_thunk::<T>),
+        show: Some(show_thunk::<T>),
+    }
+}
+
+const FMODE_WRITE: u32 = 2;
+
+/// How `file` is being opened.
+///
+/// # Safety
+///
+/// `file` is the VFS's file being opened.
+pub(crate) unsafe fn open_mode(file: *mut bindings::file) -> OpenMode {
+    // SAFETY: the VFS's file (the contract).
+    let (fmode, fflags) = unsafe { ((*file).f_mode, (*file).f_flags) };
+    OpenMode {
+        write: fmode & FMODE_WRITE != 0,
+        trunc: fflags & bindings::O_TRUNC != 0,
+    }
+}
+
+/// Opens `file` with the state `state` (which goes if the open fails).
+///
+/// # Safety
+///
+/// `file` is the VFS's file being opened, not yet opened by anything.
+pub(crate) unsafe fn open_with<T: SeqText>(file: *mut bindings::file, state: T) -> c_int {
+    let b = match KBox::new(state, GFP_KERNEL) {
+        Ok(b) => b,
+        Err(_) => return ENOMEM.to_errno(),
+    };
+    // SAFETY: the file is the VFS's and ours until release; on success
+    // `private_data` is the new seq_file, whose `private` takes the state
+    // until `release` takes it back.
+    unsafe {
+        let r = bindings::seq_open(file, T::seq_ops());
+        if r != 0 {
+            return r;
+        }
+        (*seq_of(file)).private = KBox::into_raw(b).cast();
+    }
+    0
+}
+
+/// One `write()` to a file opened by [`open_with::<T>`].
+///
+/// # Safety
+///
+/// `file` was opened by [`open_with::<T>`] and is not released; `ppos` is its
+/// position.
+pub(crate) unsafe fn write<T: SeqText>(
+    file: *mut bindings::file,
+    ubuf: *const c_char,
+    cnt: usize,
+    ppos: *mut bindings::loff_t,
+) -> isize {
+    if cnt == 0 {
+        return 0;
+    }
+    // SAFETY: per the function's contract; the VFS serializes writers of
+    // a file position with its readers.
+    let (s, pos) = unsafe { (state::<T>(seq_of(file)), &mut *ppos) };
+    s.write(ubuf, cnt, pos)
+}
+
+/// The last close of a file opened by [`open_with::<T>`].
+///
+/// # Safety
+///
+/// As for [`write`]; nothing uses the file after.
+pub(crate) unsafe fn release<T: SeqText>(
+    inode: *mut bindings::inode,
+    file: *mut bindings::file,
+) -> c_int {
+    // SAFETY: made by `open`; this is its last use, the seq_file goes
+    // first.
+    let s = unsafe {
+        let m = seq_of(file);
+        let raw = (*m).private.cast::<T>();
+        (*m).private = ptr::null_mut();
+        bindings::seq_release(inode, file);
+        KBox::from_raw(raw)
+    };
+    KBox::into_inner(s).release();
+    0
+}
+
+/// # Safety
+///
+/// Called by the VFS through [`fops::<T>`] with a live inode and file.
+unsafe extern "C" fn open_thunk<T: SeqOpen>(
+    inode: *mut bindings::inode,
+    file: *mut bindings::file,
+) -> c_int {
+    // SAFETY: the VFS's inode and file; the inode data is what the file's
+    // creator gave `tracefs::create`.
+    let (data, mode) = unsafe { ((*inode).i_private, open_mode(file)) };
+    match T::open(data, mode) {
+        // SAFETY: the VFS's file, being opened.
+        Ok(s) => unsafe { open_with(file, s) },
+        Err(e) => e.to_errno(),
+    }
+}
+
+/// # Safety
+///
+/// Called by the VFS through [`fops::<T>`] on a file it opened.
+unsafe extern "C" fn write_thunk<T: SeqText>(
+    file: *mut bindings::file,
+    ubuf: *const c_char,
+    cnt: usize,
+    ppos: *mut bindings::loff_t,
+) -> isize {
+    // SAFETY: per the function's contract.
+    unsafe { write::<T>(file, ubuf, cnt, ppos) }
+}
+
+/// # Safety
+///
+/// Called by the VFS through [`fops::<T>`] at the last close.
+unsafe extern "C" fn release_thunk<T: SeqText>(
+    inode: *mut bindings::inode,
+    file: *mut bindings::file,
+) -> c_int {
+    // SAFETY: per the function's contract.
+    unsafe { release::<T>(inode, file) }
+}
+
+/// The file operations of a [`SeqOpen`] file.
+pub(crate) const fn fops<T: SeqOpen>() -> bindings::file_operations {
+    bindings::file_operations {
+        open: Some(open_thunk::<T>),
+        read: Some(bindings::seq_read),
+        write: Some(write_thunk::<T>),
+        llseek: Some(crate::ffi::tracing_lseek),
+        release: Some(release_thunk::<T>),
+        ..crate::tracefs::zeroed_fops()
+    }
+}
