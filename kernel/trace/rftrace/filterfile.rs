@@ -154,6 +154,8 @@ impl SeqText for RegexFile {
         REGEX_SOPS.get()
     }
 
+    const SEQ_FOR_READERS_ONLY: bool = true;
+
     fn start(&mut self, _m: &SeqFile, pos: &mut bindings::loff_t) -> *mut c_void {
         let (h, notrace, probes, tr) = (&self.hash, self.notrace, self.probes, self.tr.tr());
         self.lines

@@ -19,6 +19,11 @@ pub(crate) trait SeqText: Sized {
     /// The file's `seq_operations` ([`seq_ops::<Self>()`] in a static).
     fn seq_ops() -> *const bindings::seq_operations;
 
+    /// Whether only an open for reading gets a seq_file; a write-only
+    /// open then keeps the state as the file's private data (C's filter
+    /// files do so, which leaves `pwrite()` to their writers).
+    const SEQ_FOR_READERS_ONLY: bool = false;
+
     /// The record at `*pos` at the start of a read (null: none).
     fn start(&mut self, m: &SeqFile, pos: &mut bindings::loff_t) -> *mut c_void;
 
@@ -59,14 +64,37 @@ unsafe fn state<'a, T>(m: *mut bindings::seq_file) -> &'a mut T {
     unsafe { &mut *(*m).private.cast::<T>() }
 }
 
-/// The seq_file of `file`.
+const FMODE_READ: u32 = 1;
+
+/// Whether `file`, opened for a `T`, has a seq_file (else its private
+/// data is the state).
+///
+/// # Safety
+///
+/// `file` is the VFS's file being opened, or opened by
+/// [`open_with::<T>`] and not released.
+unsafe fn has_seq<T: SeqText>(file: *mut bindings::file) -> bool {
+    // SAFETY: the VFS's file (the contract).
+    !T::SEQ_FOR_READERS_ONLY || unsafe { (*file).f_mode } & FMODE_READ != 0
+}
+
+/// Where the state of `file` is kept: the seq_file's private, or the
+/// file's (see [`SeqText::SEQ_FOR_READERS_ONLY`]).
 ///
 /// # Safety
 ///
 /// `file` was opened by [`open_with::<T>`] and is not released.
-unsafe fn seq_of(file: *mut bindings::file) -> *mut bindings::seq_file {
-    // SAFETY: `seq_open()` made `private_data` the seq_file.
-    unsafe { (*file).private_data.cast() }
+unsafe fn state_slot<T: SeqText>(file: *mut bindings::file) -> *mut *mut c_void {
+    // SAFETY: per the function's contract: `seq_open()` made
+    // `private_data` the seq_file, or `open_with` put the state there.
+    unsafe {
+        if has_seq::<T>(file) {
+            let m: *mut bindings::seq_file = (*file).private_data.cast();
+            ptr::addr_of_mut!((*m).private)
+        } else {
+            ptr::addr_of_mut!((*file).private_data)
+        }
+    }
 }
 
 /// # Safety
@@ -150,13 +178,16 @@ pub(crate) unsafe fn open_with<T: SeqText>(file: *mut bindings::file, state: T) 
     };
     // SAFETY: the file is the VFS's and ours until release; on success
     // `private_data` is the new seq_file, whose `private` takes the state
-    // until `release` takes it back.
+    // (or, without a seq_file, `private_data` does) until `release` takes
+    // it back.
     unsafe {
-        let r = bindings::seq_open(file, T::seq_ops());
-        if r != 0 {
-            return r;
+        if has_seq::<T>(file) {
+            let r = bindings::seq_open(file, T::seq_ops());
+            if r != 0 {
+                return r;
+            }
         }
-        (*seq_of(file)).private = KBox::into_raw(b).cast();
+        *state_slot::<T>(file) = KBox::into_raw(b).cast();
     }
     0
 }
@@ -178,7 +209,7 @@ pub(crate) unsafe fn write<T: SeqText>(
     }
     // SAFETY: per the function's contract; the VFS serializes writers of
     // a file position with its readers.
-    let (s, pos) = unsafe { (state::<T>(seq_of(file)), &mut *ppos) };
+    let (s, pos) = unsafe { (&mut *(*state_slot::<T>(file)).cast::<T>(), &mut *ppos) };
     s.write(ubuf, cnt, pos)
 }
 
@@ -191,13 +222,15 @@ pub(crate) unsafe fn release<T: SeqText>(
     inode: *mut bindings::inode,
     file: *mut bindings::file,
 ) -> c_int {
-    // SAFETY: made by `open`; this is its last use, the seq_file goes
-    // first.
+    // SAFETY: made by `open_with`; this is its last use, the seq_file
+    // goes first.
     let s = unsafe {
-        let m = seq_of(file);
-        let raw = (*m).private.cast::<T>();
-        (*m).private = ptr::null_mut();
-        bindings::seq_release(inode, file);
+        let slot = state_slot::<T>(file);
+        let raw = (*slot).cast::<T>();
+        *slot = ptr::null_mut();
+        if has_seq::<T>(file) {
+            bindings::seq_release(inode, file);
+        }
         KBox::from_raw(raw)
     };
     KBox::into_inner(s).release();
