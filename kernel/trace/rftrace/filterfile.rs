@@ -138,7 +138,7 @@ pub unsafe extern "C" fn ftrace_regex_open(
     // SAFETY: per the function's contract: the VFS's file, being opened;
     // `tr` and `ops` null or valid.
     unsafe {
-        let mode = seqfile::open_mode(file);
+        let mode = OpenMode::of(file);
         match RegexFile::open(tr, ops, flag, mode) {
             Ok(f) => seqfile::open_with(file, f),
             Err(e) => e.to_errno(),

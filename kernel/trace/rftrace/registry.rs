@@ -298,11 +298,24 @@ impl<'a> OpsRef<'a> {
     /// is replaced under `ftrace_lock` and freed a grace period later.
     #[inline(always)]
     pub(crate) fn sets<'k>(self, _k: &'k impl Keeps) -> (SetRef<'k>, SetRef<'k>) {
+        // SAFETY: a set is freed only a grace period after it is replaced
+        // under `ftrace_lock`: `_k` keeps both for `'k`.
+        unsafe { self.published_sets() }
+    }
+
+    /// Its filter and notrace sets as published now, from one read of
+    /// `func_hash`.
+    ///
+    /// # Safety
+    ///
+    /// The sets read stay allocated for `'k` (a proof that delays their
+    /// free, or a lock their writers take).
+    #[inline(always)]
+    unsafe fn published_sets<'k>(self) -> (SetRef<'k>, SetRef<'k>) {
         self.set_slots()
             .map_or((SetRef::EMPTY, SetRef::EMPTY), |(f, n)| {
-                // SAFETY: null or published sets, freed only a grace period
-                // after they are replaced under `ftrace_lock`: `_k` keeps them
-                // for `'k`.
+                // SAFETY: null or published sets, alive for `'k` (the
+                // contract).
                 unsafe {
                     (
                         SetRef::new(f.load(Ordering::Acquire)),
@@ -442,14 +455,9 @@ pub(crate) struct RegexGuard<'a>(#[allow(dead_code)] Guard, OpsRef<'a>);
 impl<'a> RegexGuard<'a> {
     /// The sets, as published now, for as long as the lock is held.
     pub(crate) fn sets(&self) -> (SetRef<'_>, SetRef<'_>) {
-        let load = |n| {
-            self.1.set_slot(n).map_or(SetRef::EMPTY, |s| {
-                // SAFETY: writers of the sets hold the regex lock (held
-                // while `self` is borrowed): the published sets stay.
-                unsafe { SetRef::new(s.load(Ordering::Acquire)) }
-            })
-        };
-        (load(false), load(true))
+        // SAFETY: writers of the sets hold the regex lock (held while
+        // `self` is borrowed): the published sets stay.
+        unsafe { self.1.published_sets() }
     }
 }
 

@@ -150,22 +150,6 @@ pub(crate) const fn seq_ops<T: SeqText>() -> bindings::seq_operations {
     }
 }
 
-const FMODE_WRITE: u32 = 2;
-
-/// How `file` is being opened.
-///
-/// # Safety
-///
-/// `file` is the VFS's file being opened.
-pub(crate) unsafe fn open_mode(file: *mut bindings::file) -> OpenMode {
-    // SAFETY: the VFS's file (the contract).
-    let (fmode, fflags) = unsafe { ((*file).f_mode, (*file).f_flags) };
-    OpenMode {
-        write: fmode & FMODE_WRITE != 0,
-        trunc: fflags & bindings::O_TRUNC != 0,
-    }
-}
-
 /// Opens `file` with the state `state` (which goes if the open fails).
 ///
 /// # Safety
@@ -246,7 +230,7 @@ unsafe extern "C" fn open_thunk<T: SeqOpen>(
 ) -> c_int {
     // SAFETY: the VFS's inode and file; the inode data is what the file's
     // creator gave `tracefs::create`.
-    let (data, mode) = unsafe { ((*inode).i_private, open_mode(file)) };
+    let (data, mode) = unsafe { ((*inode).i_private, OpenMode::of(file)) };
     match T::open(data, mode) {
         // SAFETY: the VFS's file, being opened.
         Ok(s) => unsafe { open_with(file, s) },

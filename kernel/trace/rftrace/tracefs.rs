@@ -366,6 +366,22 @@ pub(crate) struct OpenMode {
 
 const FMODE_WRITE: u32 = 2;
 
+impl OpenMode {
+    /// How `file` is being opened.
+    ///
+    /// # Safety
+    ///
+    /// `file` is the VFS's file, being opened or open.
+    pub(crate) unsafe fn of(file: *mut bindings::file) -> OpenMode {
+        // SAFETY: the VFS's file (the contract).
+        let (fmode, fflags) = unsafe { ((*file).f_mode, (*file).f_flags) };
+        OpenMode {
+            write: fmode & FMODE_WRITE != 0,
+            trunc: fflags & bindings::O_TRUNC != 0,
+        }
+    }
+}
+
 /// A tracefs file of the core served as a text built when a read starts,
 /// and written one token per `write()`: each file operation of
 /// [`fops`] borrows the per-open state and calls one of these safe
@@ -413,11 +429,7 @@ unsafe extern "C" fn open_thunk<T: TextFile>(
     file: *mut bindings::file,
 ) -> c_int {
     // SAFETY: the VFS passes a live inode and file.
-    let (data, fmode, fflags) = unsafe { ((*inode).i_private, (*file).f_mode, (*file).f_flags) };
-    let mode = OpenMode {
-        write: fmode & FMODE_WRITE != 0,
-        trunc: fflags & bindings::O_TRUNC != 0,
-    };
+    let (data, mode) = unsafe { ((*inode).i_private, OpenMode::of(file)) };
     let opened = T::open(data, mode).and_then(|state| {
         let text = Text { out: None };
         Ok(KBox::new(Open { text, state }, GFP_KERNEL)?)

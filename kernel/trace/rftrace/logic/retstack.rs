@@ -240,6 +240,8 @@ impl<M: StackMem> RetStack<M> {
             {
                 bitmap = 1 << i;
             }
+            // Its own tail: merged with the loop's below, the built graph
+            // entry measured 7 instructions more per call.
             let bitmap = self.finish_entry(p, bitmap)?;
             return Ok(Entered {
                 depth: p.depth,
