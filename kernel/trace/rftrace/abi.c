@@ -19,8 +19,6 @@
 
 struct ftrace_ops *rftrace_tr_ops(struct trace_array *tr);
 void rftrace_tr_set_ops(struct trace_array *tr, struct ftrace_ops *ops);
-struct list_head *rftrace_tr_func_probes(struct trace_array *tr);
-struct list_head *rftrace_tr_mod_list(struct trace_array *tr, bool nt);
 struct trace_pid_list __rcu **rftrace_tr_pid_slot(struct trace_array *tr, bool no);
 int rftrace_tr_ignore_pid(struct trace_array *tr);
 void rftrace_tr_set_ignore_pid(struct trace_array *tr, int pid);
@@ -62,17 +60,6 @@ struct ftrace_ops *rftrace_tr_ops(struct trace_array *tr)
 void rftrace_tr_set_ops(struct trace_array *tr, struct ftrace_ops *ops)
 {
 	tr->ops = ops;
-}
-
-/* The lists of struct trace_array the core keeps: probes, cached :mod:. */
-struct list_head *rftrace_tr_func_probes(struct trace_array *tr)
-{
-	return &tr->func_probes;
-}
-
-struct list_head *rftrace_tr_mod_list(struct trace_array *tr, bool nt)
-{
-	return nt ? &tr->mod_notrace : &tr->mod_trace;
 }
 
 /* The pid lists of set_ftrace_pid (no = set_ftrace_notrace_pid). */

@@ -55,15 +55,35 @@ impl TraceArray {
     pub(crate) fn ops(self) -> *mut bindings::ftrace_ops {
         rftrace_tr_ops(self)
     }
+}
 
-    /// Its list of function probes.
-    pub(crate) fn func_probes(self) -> *mut bindings::list_head {
-        rftrace_tr_func_probes(self)
-    }
+/// A string C passes by `const char *`: NUL-terminated, or null.
+///
+/// An exported function (or callback) whose C prototype takes a string
+/// takes a `CStrArg` (the same ABI: a pointer): the C caller, bound by
+/// the prototype's contract, gives a NUL-terminated string that stays
+/// unchanged for the call, or null where the prototype allows it. The
+/// `#[repr(C)]` mirror of a C struct whose contract says the same of a
+/// string field (a command's name) types the field so, for as long as
+/// the struct is valid.
+///
+/// # Invariants
+///
+/// `0` is null or points to a NUL-terminated string that is not written
+/// while the handle is used (`'a`).
+#[derive(Clone, Copy)]
+#[repr(transparent)]
+pub(crate) struct CStrArg<'a>(*const c_char, core::marker::PhantomData<&'a [u8]>);
 
-    /// Its list of cached `:mod:` entries (`notrace`: of the notrace file).
-    pub(crate) fn mod_list(self, notrace: bool) -> *mut bindings::list_head {
-        rftrace_tr_mod_list(self, notrace)
+impl<'a> CStrArg<'a> {
+    /// Its bytes without the NUL (empty for null).
+    pub(crate) fn bytes(self) -> &'a [u8] {
+        if self.0.is_null() {
+            return &[];
+        }
+        // SAFETY: non-null, so NUL-terminated and unchanged for `'a` (the
+        // type's invariants).
+        unsafe { kernel::str::CStr::from_char_ptr(self.0) }.as_bytes()
     }
 }
 
@@ -72,11 +92,6 @@ impl TraceArray {
 unsafe extern "C" {
     // --- abi.c: struct trace_array ---
     pub(crate) safe fn rftrace_tr_ops(tr: TraceArray) -> *mut bindings::ftrace_ops;
-    pub(crate) safe fn rftrace_tr_func_probes(tr: TraceArray) -> *mut bindings::list_head;
-    pub(crate) safe fn rftrace_tr_mod_list(
-        tr: TraceArray,
-        notrace: bool,
-    ) -> *mut bindings::list_head;
     pub(crate) safe fn rftrace_tr_pid_slot(tr: TraceArray, no: bool) -> *mut *mut c_void;
     pub(crate) safe fn rftrace_tr_ignore_pid(tr: TraceArray) -> c_int;
     pub(crate) safe fn rftrace_tr_set_ignore_pid(tr: TraceArray, pid: c_int);

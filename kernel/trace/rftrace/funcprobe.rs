@@ -8,15 +8,18 @@ use crate::filter::{commit, match_records_locked};
 use crate::hash::FnSet;
 use crate::logic::glob::{Kind, Pattern};
 use crate::logic::recursion;
-use crate::ops::{self, list_add, list_del, list_entries, Ops, OpsRef};
-use crate::sys::{dead, to_errno, CoreGuard, Held, TraceArray};
+use crate::ffi::CStrArg;
+use crate::ops::{self, Ops, OpsRef};
+use crate::sys::{dead, to_errno, CoreGuard, Held, Locked, TraceArray};
 use crate::tracefs::Out;
 use core::marker::PhantomData;
 use core::ptr;
+use core::sync::atomic::{AtomicPtr, Ordering};
 use kernel::bindings;
 use kernel::error::to_result;
-use kernel::ffi::{c_char, c_int, c_ulong, c_void};
+use kernel::ffi::{c_int, c_ulong, c_void};
 use kernel::prelude::*;
+use kernel::types::Opaque;
 
 /// `struct ftrace_probe_ops` (kernel/trace/trace.h).
 #[repr(C)]
@@ -57,18 +60,90 @@ pub struct FtraceProbeOps {
     >,
 }
 
+/// A probe type (`struct ftrace_probe_ops`) its C owner registered.
+///
+/// At the C boundary the handle is the parameter itself (the ABI of a
+/// pointer): the owner of a probe type, bound by the contract of
+/// `register_ftrace_function_probe()`, keeps it valid and unchanged
+/// until it is unregistered from every trace array, and its callbacks
+/// take the arguments their prototypes in kernel/trace/trace.h say.
+///
+/// # Invariants
+///
+/// `0` points to a valid `ftrace_probe_ops` that is not written while a
+/// probe of it is registered, which every handle the core keeps is.
+#[derive(Clone, Copy, PartialEq, Eq)]
+#[repr(transparent)]
+pub struct ProbeOps(ptr::NonNull<FtraceProbeOps>);
+
+impl ProbeOps {
+    fn get(&self) -> &FtraceProbeOps {
+        // SAFETY: valid and unchanged while a probe of it is registered,
+        // which it is while the core holds the handle (the invariants).
+        unsafe { self.0.as_ref() }
+    }
+
+    /// Runs the probe on a hit of `ip` (called by `parent_ip`).
+    fn call(self, ip: c_ulong, parent_ip: c_ulong, tr: TraceArray, data: *mut c_void) {
+        if let Some(f) = self.get().func {
+            // SAFETY: the owner's callback with the arguments of its
+            // prototype: its ops, the trace array it is registered on, the
+            // data its `init` set.
+            unsafe { f(ip, parent_ip, tr.as_ptr(), self.0.as_ptr(), data) }
+        }
+    }
+
+    /// Sets up function `ip` (its `init`), which may store into `data`.
+    fn init(self, tr: TraceArray, ip: u64, init: *mut c_void, data: &AtomicPtr<c_void>) -> Result {
+        match self.get().init {
+            // SAFETY: as for `call`; `data` is the probe's data word, which
+            // the owner reads and writes under `ftrace_lock` (held by every
+            // caller: `ProbeRef` needs it).
+            Some(f) => to_result(unsafe { f(self.0.as_ptr(), tr.as_ptr(), ip as c_ulong, init, data.as_ptr()) }),
+            None => Ok(()),
+        }
+    }
+
+    /// Gives back the data of function `ip` (0: all of it): its `free`.
+    fn free(self, tr: TraceArray, ip: u64, data: *mut c_void) {
+        if let Some(f) = self.get().free {
+            // SAFETY: as for `call`.
+            unsafe { f(self.0.as_ptr(), tr.as_ptr(), ip as c_ulong, data) }
+        }
+    }
+
+    /// Lists function `ip` as set_ftrace_filter shows it, into `page`;
+    /// `None` if the probe type has no `print`.
+    fn print(self, ip: u64, data: *mut c_void, page: &mut [u8; 512]) -> Option<usize> {
+        let f = self.get().print?;
+        let mut m = crate::tracefs::PageSeq::over(page);
+        // SAFETY: as for `call`; the callback formats into a seq_file over
+        // `page`, which outlives the call.
+        unsafe { f(m.as_ptr(), ip as c_ulong, self.0.as_ptr(), data) };
+        Some(m.count())
+    }
+
+    /// Its function, for the listing of a type without `print`.
+    fn func_addr(self) -> u64 {
+        self.get().func.map_or(0, |f| f as *const () as u64)
+    }
+}
+
 /// One probe type registered on a trace array: its ops traces the
 /// functions the probe is on.
 #[repr(C)]
 struct Probe {
-    ops: Ops,
-    probe_ops: *mut FtraceProbeOps,
-    tr: *mut c_void,
-    list: bindings::list_head,
-    data: *mut c_void,
+    /// First: the callback finds the probe from its ops.
+    ops: Opaque<Ops>,
+    probe_ops: ProbeOps,
+    tr: TraceArray,
+    /// The probe type's data (its `init` sets it under `ftrace_lock`; the
+    /// callback reads it).
+    data: AtomicPtr<c_void>,
 }
 
-const PROBE_LIST_OFF: usize = core::mem::offset_of!(Probe, list);
+/// The probes of every trace array, oldest first.
+static PROBES: Locked<KVec<KBox<Probe>>> = Locked::new(KVec::new());
 
 /// The callback of a probe's ops.
 ///
@@ -82,205 +157,147 @@ unsafe extern "C" fn probe_call(
     op: *mut Ops,
     _fregs: *mut bindings::ftrace_regs,
 ) {
-    // `ops` is the first member of the probe.
-    let p = op.cast::<Probe>();
+    // SAFETY: only a probe's ops has this callback, and it is the
+    // probe's first field (`repr(C)`); a probe outlives its registration.
+    let p = unsafe { &*op.cast::<Probe>() };
     // The function recursion guard, as C's probe callback takes it.
     crate::task::guarded(recursion::FTRACE_START, |_| {
-        // SAFETY: only probe ops have this callback; a probe outlives its
-        // registration.
-        unsafe {
-            if let Some(f) = (*(*p).probe_ops).func {
-                f(ip, parent_ip, (*p).tr, (*p).probe_ops, (*p).data);
-            }
-        }
+        p.probe_ops
+            .call(ip, parent_ip, p.tr, p.data.load(Ordering::Relaxed));
     });
 }
 
-/// A probe on its trace array's list, handled under `ftrace_lock`.
+/// A probe in [`PROBES`], handled under `ftrace_lock`.
 ///
 /// # Invariants
 ///
-/// `0` points to a [`Probe`] made by [`ProbeRef::create`] (a `KBox`),
-/// listed on its trace array's probe list, which changes only under
-/// `ftrace_lock`, held for `'h`; only [`ProbeRef::destroy`] unlists and
-/// frees it, consuming the handle.
+/// `0` points to a [`Probe`] boxed in [`PROBES`], which changes only under
+/// `ftrace_lock`, held for `'h`; only [`ProbeRef::destroy`] takes it out
+/// and frees it, consuming the handle.
 struct ProbeRef<'h>(ptr::NonNull<Probe>, PhantomData<&'h Held>);
 
 impl<'h> ProbeRef<'h> {
+    fn of(_held: &'h Held, p: &KBox<Probe>) -> Self {
+        // INVARIANT: a probe in `PROBES`, read under the lock.
+        ProbeRef(ptr::NonNull::from(&**p), PhantomData)
+    }
+
+    fn get(&self) -> &'h Probe {
+        // SAFETY: in `PROBES` until `destroy` consumes the handle (the
+        // invariants), which happens under the lock held for `'h`.
+        unsafe { self.0.as_ref() }
+    }
+
     /// A new probe of `probe_ops` on `tr`, listed.
-    fn create(
-        _held: &'h Held,
-        tr: TraceArray,
-        probe_ops: *mut FtraceProbeOps,
-    ) -> Result<ProbeRef<'h>> {
+    fn create(held: &'h Held, tr: TraceArray, probe_ops: ProbeOps) -> Result<ProbeRef<'h>> {
+        let mut ops = crate::sys::zeroed_ops();
+        ops.func = Some(probe_call);
+        ops.private = tr.as_ptr();
         let b = KBox::new(
             Probe {
-                ops: crate::sys::zeroed_ops(),
+                ops: Opaque::new(ops),
                 probe_ops,
-                tr: tr.as_ptr(),
-                list: bindings::list_head {
-                    next: ptr::null_mut(),
-                    prev: ptr::null_mut(),
-                },
-                data: ptr::null_mut(),
+                tr,
+                data: AtomicPtr::new(ptr::null_mut()),
             },
             GFP_KERNEL,
         )?;
-        let raw = KBox::into_raw(b);
-        // SAFETY: fresh, on no list; the probe list changes under
-        // `ftrace_lock` (held); the ops is not registered, so only this
-        // task sees its callback.
-        unsafe {
-            (*raw).ops.func = Some(probe_call);
-            list_add(ptr::addr_of_mut!((*raw).list), tr.func_probes());
-        }
-        // INVARIANT: made from a `KBox`, listed.
-        let p = ProbeRef(ptr::NonNull::new(raw).ok_or(ENOMEM)?, PhantomData);
-        p.ops().set_private(_held, tr.as_ptr());
-        p.ops().init(_held);
+        let mut all = PROBES.borrow(held)?;
+        all.push(b, GFP_KERNEL)?;
+        let p = ProbeRef::of(held, &all[all.len() - 1]);
+        drop(all);
+        p.ops().init(held);
         Ok(p)
     }
 
     /// The probe's ops, for as long as the handle is borrowed.
-    fn ops(&self) -> OpsRef<'_> {
-        // SAFETY: the probe is live while the handle is (the invariants);
-        // its ops is a field of it.
-        unsafe { OpsRef::from_raw(ptr::addr_of_mut!((*self.0.as_ptr()).ops)) }
+    fn ops(&self) -> OpsRef<'h> {
+        OpsRef::of_opaque(&self.get().ops)
     }
 
-    fn raw(&self) -> *mut Probe {
-        self.0.as_ptr()
-    }
-
-    fn probe_ops(&self) -> *mut FtraceProbeOps {
-        // SAFETY: live (the invariants); written once at creation.
-        unsafe { (*self.raw()).probe_ops }
+    fn probe_ops(&self) -> ProbeOps {
+        self.get().probe_ops
     }
 
     /// Asks the probe type to set up function `ip` (its `init`).
     fn init_func(&self, ip: u64, data: *mut c_void) -> Result {
-        let (p, po) = (self.raw(), self.probe_ops());
-        // SAFETY: live probe; the probe type's callbacks are valid while
-        // it is registered, and take its data slot under `ftrace_lock`.
-        unsafe {
-            if let Some(init) = (*po).init {
-                to_result(init(
-                    po,
-                    (*p).tr,
-                    ip as c_ulong,
-                    data,
-                    ptr::addr_of_mut!((*p).data),
-                ))?;
-            }
-        }
-        Ok(())
+        let p = self.get();
+        p.probe_ops.init(p.tr, ip, data, &p.data)
     }
 
     /// Gives back the data of function `ip` (0: all of it) to the probe
     /// type (its `free`).
     fn free_func(&self, ip: u64) {
-        let (p, po) = (self.raw(), self.probe_ops());
-        // SAFETY: as for `init_func`.
-        unsafe {
-            if let Some(free) = (*po).free {
-                free(po, (*p).tr, ip as c_ulong, (*p).data);
-            }
-        }
+        let p = self.get();
+        p.probe_ops.free(p.tr, ip, p.data.load(Ordering::Relaxed));
     }
 
     /// Forgets the probe type's data.
     fn reset_data(&self) {
-        // SAFETY: live; the data slot is the core's under `ftrace_lock`.
-        unsafe { (*self.raw()).data = ptr::null_mut() };
+        self.get().data.store(ptr::null_mut(), Ordering::Relaxed);
     }
 
     /// Lists function `ip` of the probe as set_ftrace_filter shows it.
     fn render(&self, o: &mut Out, ip: u64, page: &mut [u8; 512]) {
-        let (p, po) = (self.raw(), self.probe_ops());
-        // SAFETY: as for `init_func`; the print callback formats into a
-        // seq_file over a local buffer (all-zero but its buffer).
-        unsafe {
-            match (*po).print {
-                Some(print) => {
-                    let mut m: bindings::seq_file = core::mem::zeroed();
-                    m.buf = page.as_mut_ptr().cast();
-                    m.size = page.len();
-                    print(&mut m, ip as c_ulong, po, (*p).data);
-                    o.bytes(&page[..m.count.min(page.len())]);
-                }
-                None => {
-                    o.sym(ip, false);
-                    o.bytes(b":");
-                    o.sym((*po).func.map_or(0, |f| f as *const () as u64), false);
-                    o.bytes(b"\n");
-                }
+        let p = self.get();
+        match p.probe_ops.print(ip, p.data.load(Ordering::Relaxed), page) {
+            Some(n) => o.bytes(&page[..n.min(page.len())]),
+            None => {
+                o.sym(ip, false);
+                o.bytes(b":");
+                o.sym(p.probe_ops.func_addr(), false);
+                o.bytes(b"\n");
             }
         }
     }
 
-    /// Unlists and frees the probe, whose ops is not registered.
+    /// Takes the probe, whose ops is not registered, out of [`PROBES`]
+    /// and frees it.
     fn destroy(self, held: &Held) {
         let ops = self.ops();
         drop(ops.swap_set(held, false, None));
         drop(ops.swap_set(held, true, None));
-        // SAFETY: listed (the invariants), unlinked under `ftrace_lock`;
-        // it came from a `KBox`; its ops is not registered, so no CPU
-        // runs its callback, and the handle is consumed.
-        unsafe {
-            list_del(ptr::addr_of_mut!((*self.raw()).list));
-            drop(KBox::from_raw(self.raw()));
+        let Ok(mut all) = PROBES.borrow(held) else {
+            return;
+        };
+        if let Some(i) = all.iter().position(|b| ptr::eq(&**b, self.0.as_ptr())) {
+            // Not registered: no CPU runs its callback any more.
+            let last = all.len() - 1;
+            all.as_mut_slice()[i..].rotate_left(1);
+            crate::sys::truncate(&mut *all, last);
         }
     }
 }
 
-/// The probes of `tr`.
-fn probes<'h>(_held: &'h Held, tr: TraceArray) -> impl Iterator<Item = ProbeRef<'h>> {
-    // SAFETY: the trace array's probe list, which holds only probes made
-    // by `ProbeRef::create` and changes under `ftrace_lock`, held for
-    // `'h`. The iterator reads an entry's successor before yielding it.
-    unsafe { list_entries::<Probe>(tr.func_probes(), PROBE_LIST_OFF) }
-        .filter_map(|p| ptr::NonNull::new(p).map(|p| ProbeRef(p, PhantomData)))
+/// The probes of `tr`, newest first (as C lists them).
+fn probes<'h>(held: &'h Held, tr: TraceArray) -> impl Iterator<Item = ProbeRef<'h>> {
+    let n = PROBES.borrow(held).map_or(0, |a| a.len());
+    // Each step borrows the list for its own read: the caller may destroy
+    // a probe between steps (it then starts over).
+    (0..n).rev().filter_map(move |i| {
+        let all = PROBES.borrow(held).ok()?;
+        let b = all.get(i)?;
+        (b.tr == tr).then(|| ProbeRef::of(held, b))
+    })
 }
 
 /// The probe of `probe_ops` on `tr`.
-fn find<'h>(
-    held: &'h Held,
-    tr: TraceArray,
-    probe_ops: *mut FtraceProbeOps,
-) -> Option<ProbeRef<'h>> {
+fn find<'h>(held: &'h Held, tr: TraceArray, probe_ops: ProbeOps) -> Option<ProbeRef<'h>> {
     probes(held, tr).find(|p| p.probe_ops() == probe_ops)
-}
-
-/// The string at `p` (empty for null).
-///
-/// # Safety
-///
-/// `p` is null or a NUL-terminated string that outlives `'a`.
-unsafe fn cstr<'a>(p: *const c_char) -> &'a [u8] {
-    if p.is_null() {
-        return &[];
-    }
-    // SAFETY: per the function's contract.
-    unsafe { CStr::from_char_ptr(p) }.as_bytes()
 }
 
 /// Puts `probe_ops` on the functions matching `glob` in `tr`. Returns
 /// how many functions were new.
 ///
-/// # Safety
-///
-/// `glob` is a NUL-terminated string; `tr` a valid trace array;
-/// `probe_ops` valid while registered.
 #[no_mangle]
-pub unsafe extern "C" fn register_ftrace_function_probe(
-    glob: *mut c_char,
-    tr: *mut c_void,
-    probe_ops: *mut FtraceProbeOps,
+pub extern "C" fn register_ftrace_function_probe(
+    glob: CStrArg<'_>,
+    tr: Option<TraceArray>,
+    probe_ops: Option<ProbeOps>,
     data: *mut c_void,
 ) -> c_int {
-    // SAFETY: per the function's contract.
-    let (tr, glob) = unsafe { (TraceArray::from_raw(tr), cstr(glob)) };
-    let Some(tr) = tr else {
+    let glob = glob.bytes();
+    let (Some(tr), Some(probe_ops)) = (tr, probe_ops) else {
         return EINVAL.to_errno();
     };
     if glob.is_empty() || dead() || glob.first() == Some(&b'!') {
@@ -337,19 +354,14 @@ fn add_functions(held: &Held, p: &ProbeRef<'_>, glob: &[u8], data: *mut c_void) 
 
 /// Takes `probe_ops` off the functions matching `glob` (all for null,
 /// empty or `*`) in `tr`.
-///
-/// # Safety
-///
-/// `glob` is null or NUL-terminated; `tr` valid.
 #[no_mangle]
-pub unsafe extern "C" fn unregister_ftrace_function_probe_func(
-    glob: *mut c_char,
-    tr: *mut c_void,
-    probe_ops: *mut FtraceProbeOps,
+pub extern "C" fn unregister_ftrace_function_probe_func(
+    glob: CStrArg<'_>,
+    tr: Option<TraceArray>,
+    probe_ops: Option<ProbeOps>,
 ) -> c_int {
-    // SAFETY: per the function's contract.
-    let (tr, glob) = unsafe { (TraceArray::from_raw(tr), cstr(glob)) };
-    let Some(tr) = tr else {
+    let glob = glob.bytes();
+    let (Some(tr), Some(probe_ops)) = (tr, probe_ops) else {
         return EINVAL.to_errno();
     };
     let g = CoreGuard::lock();
@@ -425,7 +437,8 @@ fn remove_matching(held: &Held, p: &ProbeRef<'_>, glob: &[u8]) -> Result<bool> {
     r.map(|()| now_empty)
 }
 
-/// Removes every probe of `tr` (the trace array is going away).
+/// Removes every probe of `tr`, and its cached `:mod:` entries: the trace
+/// array is going away.
 #[no_mangle]
 pub extern "C" fn clear_ftrace_function_probes(tr: Option<TraceArray>) {
     let Some(tr) = tr else {
@@ -441,6 +454,9 @@ pub extern "C" fn clear_ftrace_function_probes(tr: Option<TraceArray>) {
             }
             p.destroy(held);
         }
+    }
+    for notrace in [false, true] {
+        crate::probe::clear_mod_list(held, tr, notrace);
     }
 }
 

@@ -9,10 +9,10 @@ use crate::filter::{commit, match_records, match_records_locked};
 use crate::hash::{FnSet, FtraceHash};
 use crate::logic::glob::{Kind, Pattern};
 use crate::logic::parser::BUF_SIZE;
-use crate::ops::{self, list_add, list_del, list_entries};
-use crate::sys::{CoreGuard, Guard, Held, Locked, TraceArray};
+use crate::ffi::CStrArg;
+use crate::ops;
+use crate::sys::{CoreGuard, Guard, Held, Locked, LockedMut, TraceArray};
 use crate::tracefs::Out;
-use core::marker::PhantomData;
 use core::ptr;
 use kernel::bindings;
 use kernel::error::to_result;
@@ -23,7 +23,9 @@ use kernel::prelude::*;
 #[repr(C)]
 pub struct FtraceFuncCommand {
     list: bindings::list_head,
-    name: *mut c_char,
+    /// Valid while the command is registered (the contract of
+    /// `register_ftrace_command()`).
+    name: CStrArg<'static>,
     func: Option<
         unsafe extern "C" fn(
             tr: *mut c_void,
@@ -36,33 +38,72 @@ pub struct FtraceFuncCommand {
     >,
 }
 
-/// The registered commands (`mod` is built in).
-static COMMANDS: Locked<KVec<*mut FtraceFuncCommand>> = Locked::new(KVec::new());
+/// A filter-file command its C owner registered.
+///
+/// At the C boundary the handle is the parameter itself (the ABI of a
+/// pointer): the owner, bound by the contract of
+/// `register_ftrace_command()`, keeps the command valid and unchanged
+/// (its name a NUL-terminated string) while it is registered, and its
+/// callback takes the arguments of its prototype in kernel/trace/trace.h.
+///
+/// # Invariants
+///
+/// `0` points to a valid `ftrace_func_command`, unchanged while the core
+/// keeps the handle (in [`COMMANDS`], or copied out under `ftrace_lock`
+/// for a call its owner's unregistration waits for: the owners are
+/// built-in tracers that never unregister while their files are used).
+#[derive(Clone, Copy, PartialEq, Eq)]
+#[repr(transparent)]
+pub struct Command(ptr::NonNull<FtraceFuncCommand>);
 
-fn cname<'a>(p: *const c_char) -> &'a [u8] {
-    if p.is_null() {
-        return &[];
+impl Command {
+    fn get(&self) -> &FtraceFuncCommand {
+        // SAFETY: valid and unchanged while the core keeps the handle (the
+        // invariants).
+        unsafe { self.0.as_ref() }
     }
-    // SAFETY: command names are static NUL-terminated strings.
-    unsafe { CStr::from_char_ptr(p) }.as_bytes()
+
+    fn name(&self) -> &[u8] {
+        self.get().name.bytes()
+    }
+
+    /// Runs `func:cmd:param`, split in place in `b` at `cmd` and `param`.
+    fn call(&self, tr: Option<TraceArray>, h: &mut FnSet, b: &mut [u8], cmd: usize, param: Option<usize>, enable: bool) -> Result {
+        let f = self.get().func.ok_or(EINVAL)?;
+        let base = b.as_mut_ptr().cast::<c_char>();
+        let at = |k: usize| base.wrapping_add(k);
+        // SAFETY: the owner's callback with the arguments of its
+        // prototype: the strings are NUL-terminated pieces of `b` (the
+        // caller put the NULs), which outlives the call.
+        to_result(unsafe {
+            f(
+                tr.map_or(ptr::null_mut(), TraceArray::as_ptr),
+                h.as_ptr(),
+                base,
+                at(cmd),
+                param.map_or(ptr::null_mut(), at),
+                c_int::from(enable),
+            )
+        })
+    }
 }
 
+/// The registered commands (`mod` is built in).
+static COMMANDS: Locked<KVec<Command>> = Locked::new(KVec::new());
+
 /// Registers a filter-file command; `EBUSY` if the name is taken.
-///
-/// # Safety
-///
-/// `cmd` is valid for as long as it is registered.
 #[no_mangle]
-pub unsafe extern "C" fn register_ftrace_command(cmd: *mut FtraceFuncCommand) -> c_int {
+pub extern "C" fn register_ftrace_command(cmd: Option<Command>) -> c_int {
+    let Some(cmd) = cmd else {
+        return EINVAL.to_errno();
+    };
     let g = CoreGuard::lock();
     let mut cmds = match COMMANDS.borrow(g.held()) {
         Ok(c) => c,
         Err(e) => return e.to_errno(),
     };
-    // SAFETY: per the function's contract; registered ones are valid.
-    let name = cname(unsafe { (*cmd).name });
-    // SAFETY: as above.
-    if name == b"mod" || cmds.iter().any(|&c| cname(unsafe { (*c).name }) == name) {
+    let name = cmd.name();
+    if name == b"mod" || cmds.iter().any(|c| c.name() == name) {
         return EBUSY.to_errno();
     }
     match cmds.push(cmd, GFP_KERNEL) {
@@ -73,13 +114,13 @@ pub unsafe extern "C" fn register_ftrace_command(cmd: *mut FtraceFuncCommand) ->
 
 /// Unregisters a filter-file command (found by address).
 #[no_mangle]
-pub extern "C" fn unregister_ftrace_command(cmd: *mut FtraceFuncCommand) -> c_int {
+pub extern "C" fn unregister_ftrace_command(cmd: Option<Command>) -> c_int {
     let g = CoreGuard::lock();
     let mut cmds = match COMMANDS.borrow(g.held()) {
         Ok(c) => c,
         Err(e) => return e.to_errno(),
     };
-    match cmds.iter().position(|&c| c == cmd) {
+    match cmds.iter().position(|&c| Some(c) == cmd) {
         Some(i) => {
             let last = cmds.len() - 1;
             cmds.as_mut_slice()[i..].rotate_left(1);
@@ -120,92 +161,84 @@ pub(crate) fn run_command(
         let found = cmds
             .iter()
             .copied()
-            // SAFETY: registered commands are valid.
-            .find(|&c| !name.is_empty() && cname(unsafe { (*c).name }) == name);
+            .find(|c| !name.is_empty() && c.name() == name);
         found
     };
     let Some(cmd) = found else {
         return Err(EINVAL);
     };
-    let base = b.as_mut_ptr().cast::<c_char>();
-    let param = c2.map_or(ptr::null_mut(), |k| base.wrapping_add(k + 1));
-    // SAFETY: a registered command; the strings are NUL-terminated pieces
-    // of `b`, which outlives the call.
-    unsafe {
-        match (*cmd).func {
-            Some(f) => to_result(f(
-                tr.map_or(ptr::null_mut(), TraceArray::as_ptr),
-                h.as_ptr(),
-                base,
-                base.wrapping_add(c1 + 1),
-                param,
-                c_int::from(enable),
-            )),
-            None => Err(EINVAL),
-        }
-    }
+    cmd.call(tr, h, &mut b, c1 + 1, c2.map(|k| k + 1), enable)
 }
 
-/// A cached `func:mod:module` for a module that is not loaded yet, on
-/// a trace array's `mod_trace` or `mod_notrace` list.
-#[repr(C)]
+/// A cached `func:mod:module` of a trace array's filter (or notrace)
+/// file, for a module that is not loaded yet.
 struct ModLoad {
-    list: bindings::list_head,
+    tr: TraceArray,
+    notrace: bool,
     func: KVec<u8>,
     module: KVec<u8>,
 }
 
-const MOD_LIST_OFF: usize = core::mem::offset_of!(ModLoad, list);
+/// Every trace array's cached entries, oldest first.
+static MODS: Locked<KVec<ModLoad>> = Locked::new(KVec::new());
 
-/// A trace array's list of cached entries of its filter (or notrace)
-/// file, under `ftrace_lock`.
-///
-/// # Invariants
-///
-/// `0` is the list head in a live trace array; the list holds only
-/// [`ModLoad`]s made by [`ModList::push`] (`KBox::into_raw`) and changes
-/// only under `ftrace_lock`, held for `'h`.
-struct ModList<'h>(*mut bindings::list_head, PhantomData<&'h Held>);
+/// The cached entries of one trace array's filter (or notrace) file,
+/// borrowed under `ftrace_lock`.
+struct ModList<'h> {
+    all: LockedMut<'h, KVec<ModLoad>>,
+    tr: TraceArray,
+    notrace: bool,
+}
 
 impl<'h> ModList<'h> {
-    fn of(_held: &'h Held, tr: TraceArray, notrace: bool) -> Self {
-        // INVARIANT: the list the trace array keeps for the core.
-        ModList(tr.mod_list(notrace), PhantomData)
+    fn of(held: &'h Held, tr: TraceArray, notrace: bool) -> Result<Self> {
+        Ok(ModList {
+            all: MODS.borrow(held)?,
+            tr,
+            notrace,
+        })
+    }
+
+    fn mine(&self, m: &ModLoad) -> bool {
+        m.tr == self.tr && m.notrace == self.notrace
     }
 
     /// The entries, newest first.
-    fn iter(&self) -> impl Iterator<Item = &'h ModLoad> {
-        // SAFETY: a list of `ModLoad`s that does not change while
-        // `ftrace_lock` is held (the invariants); each lives until it is
-        // removed, which takes the list (`&self` of `remove_if` is not
-        // borrowed while the iterator lives: it borrows `'h` only).
-        unsafe { list_entries::<ModLoad>(self.0, MOD_LIST_OFF) }.map(|m| unsafe { &*m })
+    fn iter(&self) -> impl Iterator<Item = &ModLoad> {
+        self.all.iter().rev().filter(|m| self.mine(m))
     }
 
     /// Removes and frees the entries `f` says yes to; whether any.
     fn remove_if(&mut self, mut f: impl FnMut(&ModLoad) -> bool) -> bool {
         let mut removed = false;
-        // SAFETY: as for `iter`; the iterator reads an entry's successor
-        // before yielding it, and a removed entry is unlinked before it
-        // is freed; it came from `KBox::into_raw` (the invariants).
-        unsafe {
-            for m in list_entries::<ModLoad>(self.0, MOD_LIST_OFF) {
-                if f(&*m) {
-                    list_del(ptr::addr_of_mut!((*m).list));
-                    drop(KBox::from_raw(m));
-                    removed = true;
-                }
+        let mut i = self.all.len();
+        // Newest first, as they are listed (and applied).
+        while i > 0 {
+            i -= 1;
+            if self.mine(&self.all[i]) && f(&self.all[i]) {
+                let last = self.all.len() - 1;
+                self.all.as_mut_slice()[i..].rotate_left(1);
+                crate::sys::truncate(&mut *self.all, last);
+                removed = true;
             }
         }
         removed
     }
 
-    /// Adds `m` at the head.
-    fn push(&mut self, m: KBox<ModLoad>) {
-        let raw = KBox::into_raw(m);
-        // SAFETY: a fresh entry on no list; the list is changed under
-        // `ftrace_lock` (the invariants); freed by `remove_if`.
-        unsafe { list_add(ptr::addr_of_mut!((*raw).list), self.0) };
+    /// Adds an entry.
+    fn push(&mut self, func: &[u8], module: &[u8]) -> Result {
+        let mut fv = KVec::new();
+        let mut mv = KVec::new();
+        fv.extend_from_slice(func, GFP_KERNEL)?;
+        mv.extend_from_slice(module, GFP_KERNEL)?;
+        let m = ModLoad {
+            tr: self.tr,
+            notrace: self.notrace,
+            func: fv,
+            module: mv,
+        };
+        self.all.push(m, GFP_KERNEL)?;
+        Ok(())
     }
 }
 
@@ -250,7 +283,7 @@ pub(crate) fn mod_command(
         _ => module,
     };
     let g = CoreGuard::lock();
-    let mut mods = ModList::of(g.held(), tr, !enable);
+    let mut mods = ModList::of(g.held(), tr, !enable)?;
     if let Some(f) = func.strip_prefix(b"!") {
         let removed = mods
             .remove_if(|m| m.module.as_slice() == module && (f == b"*" || m.func.as_slice() == f));
@@ -259,38 +292,27 @@ pub(crate) fn mod_command(
     if module_loaded(module) {
         return Err(EINVAL);
     }
-    let mut fv = KVec::new();
-    let mut mv = KVec::new();
-    fv.extend_from_slice(func, GFP_KERNEL)?;
-    mv.extend_from_slice(module, GFP_KERNEL)?;
-    let m = KBox::new(
-        ModLoad {
-            list: bindings::list_head {
-                next: ptr::null_mut(),
-                prev: ptr::null_mut(),
-            },
-            func: fv,
-            module: mv,
-        },
-        GFP_KERNEL,
-    )?;
-    mods.push(m);
-    Ok(())
+    mods.push(func, module)
 }
 
 /// Drops the cached `:mod:` entries of a filter file (an `O_TRUNC` open).
 pub(crate) fn clear_mod_list(held: &Held, tr: TraceArray, notrace: bool) {
-    ModList::of(held, tr, notrace).remove_if(|_| true);
+    if let Ok(mut l) = ModList::of(held, tr, notrace) {
+        l.remove_if(|_| true);
+    }
 }
 
 /// Whether a trace array has cached `:mod:` entries.
 pub(crate) fn has_mods(held: &Held, tr: TraceArray, notrace: bool) -> bool {
-    ModList::of(held, tr, notrace).iter().next().is_some()
+    ModList::of(held, tr, notrace).is_ok_and(|l| l.iter().next().is_some())
 }
 
 /// Lists the cached `:mod:` entries, newest first.
 pub(crate) fn render_mods(held: &Held, o: &mut Out, tr: TraceArray, notrace: bool) {
-    for m in ModList::of(held, tr, notrace).iter() {
+    let Ok(l) = ModList::of(held, tr, notrace) else {
+        return;
+    };
+    for m in l.iter() {
         o.bytes(&m.func);
         o.bytes(b":mod:");
         o.bytes(&m.module);
@@ -370,7 +392,10 @@ fn apply_mods(tr: TraceArray, notrace: bool, name: &[u8]) {
     let Ok(mut h) = FnSet::copy_of(if notrace { n } else { f }) else {
         return;
     };
-    let used = ModList::of(g.held(), tr, notrace).remove_if(|m| {
+    let Ok(mut l) = ModList::of(g.held(), tr, notrace) else {
+        return;
+    };
+    let used = l.remove_if(|m| {
         if m.module.as_slice() != name {
             return false;
         }
@@ -378,6 +403,7 @@ fn apply_mods(tr: TraceArray, notrace: bool, name: &[u8]) {
         let _ = match_records_locked(g.held(), &mut h, func, Some(name));
         true
     });
+    drop(l);
     if used {
         if !notrace {
             h.set_mod(has_mods(g.held(), tr, false));

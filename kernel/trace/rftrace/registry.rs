@@ -16,6 +16,7 @@ use core::sync::atomic::{AtomicPtr, Ordering};
 use kernel::bindings;
 use kernel::ffi::{c_ulong, c_void};
 use kernel::prelude::*;
+use kernel::types::Opaque;
 
 pub(crate) type Ops = bindings::ftrace_ops;
 
@@ -97,6 +98,13 @@ impl<'a> OpsRef<'a> {
         // INVARIANT: a static is live for ever; the core reaches it only
         // through handles like this one.
         OpsRef(ptr::NonNull::from(p).cast(), PhantomData)
+    }
+
+    /// The handle of an ops the core owns, for as long as it is borrowed.
+    pub(crate) fn of_opaque(o: &'a Opaque<Ops>) -> OpsRef<'a> {
+        // INVARIANT: live while borrowed; `Opaque` lets the other CPUs
+        // and C write it meanwhile, through handles like this one.
+        OpsRef(ptr::NonNull::from(o).cast(), PhantomData)
     }
 
     /// The ops, for what takes it by pointer.

@@ -563,13 +563,19 @@ pub(crate) fn set_trace_function(f: bindings::ftrace_func_t) {
     }
 }
 
-/// Shortens `v` to `n` elements (no change if it is shorter), keeping its
-/// room: what `Vec::truncate` does, for elements without drop glue.
-pub(crate) fn truncate<T: Copy>(v: &mut KVec<T>, n: usize) {
-    if n < v.len() {
-        // SAFETY: `n` is within the length, so the first `n` elements are
-        // initialised; `T: Copy` has no drop glue to skip for the rest.
-        unsafe { v.set_len(n) };
+/// Shortens `v` to `n` elements (no change if it is shorter), dropping
+/// the rest and keeping its room: `Vec::truncate`, which `KVec` lacks.
+pub(crate) fn truncate<T>(v: &mut KVec<T>, n: usize) {
+    let len = v.len();
+    if n < len {
+        let tail = ptr::slice_from_raw_parts_mut(v.as_mut_slice()[n..].as_mut_ptr(), len - n);
+        // SAFETY: `n` is within the length, so the first `n` elements stay
+        // initialised; the vector gives up the rest before they are
+        // dropped, once each, so a panicking drop cannot drop one twice.
+        unsafe {
+            v.set_len(n);
+            ptr::drop_in_place(tail);
+        }
     }
 }
 

@@ -293,6 +293,31 @@ impl SeqFile {
     }
 }
 
+/// A seq_file of the core's own over a caller's buffer, for the C
+/// printers that format into a seq_file (a probe type's `print`): what
+/// they write lands in the buffer, cut where it is full.
+pub(crate) struct PageSeq<'a>(bindings::seq_file, core::marker::PhantomData<&'a mut [u8]>);
+
+impl<'a> PageSeq<'a> {
+    /// An empty seq_file writing into `page`.
+    pub(crate) fn over(page: &'a mut [u8]) -> Self {
+        let mut m = bindings::seq_file::default();
+        m.buf = page.as_mut_ptr().cast();
+        m.size = page.len();
+        PageSeq(m, core::marker::PhantomData)
+    }
+
+    /// The seq_file, for the printer.
+    pub(crate) fn as_ptr(&mut self) -> *mut bindings::seq_file {
+        &mut self.0
+    }
+
+    /// How many bytes were written.
+    pub(crate) fn count(&self) -> usize {
+        self.0.count
+    }
+}
+
 pub(crate) const fn zeroed_fops() -> bindings::file_operations {
     // SAFETY: all-zero is a valid `file_operations` (no methods).
     unsafe { core::mem::zeroed() }
