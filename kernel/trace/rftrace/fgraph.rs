@@ -33,7 +33,7 @@
 use crate::fgstacks::{cpu_online, ftrace_graph_active, give_stacks, take_stacks, zero_task_vars};
 use crate::logic::fgraph::{self as sg, Returning, OPS_SLOTS};
 use crate::logic::recursion;
-use crate::ops::{self, Ops};
+use crate::ops::Ops;
 use crate::pidstate::{
     __tracepoint_sched_switch, tracepoint_probe_register, tracepoint_probe_unregister,
     traces_current,
@@ -620,7 +620,6 @@ pub unsafe extern "C" fn fgraph_init_ops(dst: *mut Ops, src: *mut Ops) {
             ptr::addr_of_mut!((*dst).local_hash.regex_lock),
             "fgraph_regex_lock"
         );
-        ops::list_init(ptr::addr_of_mut!((*dst).subop_list));
         OpsRef::from_raw(dst).set(bindings::FTRACE_OPS_FL_INITIALIZED as c_ulong);
         (*dst).private = (*src).private;
     }

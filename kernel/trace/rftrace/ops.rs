@@ -12,7 +12,6 @@ use kernel::bindings;
 use kernel::ffi::{c_int, c_void};
 use kernel::prelude::*;
 
-pub(crate) use crate::clist::list_init;
 pub(crate) use crate::dispatch::arch_ftrace_ops_list_func;
 pub(crate) use crate::registry::*;
 pub(crate) use crate::update::{

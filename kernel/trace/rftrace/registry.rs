@@ -4,10 +4,9 @@
 //! and the list every CPU walks. Below everything that registers,
 //! dispatches or plans.
 
-use crate::clist::{list_add, list_del, list_entries, list_init};
 use crate::hash::{FnSet, FtraceHash, PubSlot, Retired, SetRef};
 use crate::sys::{
-    ftrace_list_end, ftrace_ops_list, CGlobal, CoreGuard, Guard, Held, Keeps, TraceArray,
+    ftrace_list_end, ftrace_ops_list, CGlobal, CoreGuard, Guard, Held, Keeps, Locked, TraceArray,
 };
 use crate::view::OpsView;
 use core::marker::PhantomData;
@@ -227,8 +226,7 @@ impl<'a> OpsRef<'a> {
         unsafe { ptr::addr_of!((*self.as_ptr()).func_hash).read() }
     }
 
-    /// Gives it its lock, sub-op list and set pointer the first time the
-    /// core sees it.
+    /// Gives it its lock and set pointer the first time the core sees it.
     pub(crate) fn init(self, _held: &Held) {
         if self.has(F_INITIALIZED) {
             return;
@@ -241,7 +239,6 @@ impl<'a> OpsRef<'a> {
                 ptr::addr_of_mut!((*p).local_hash.regex_lock),
                 "ftrace_ops regex_lock"
             );
-            list_init(ptr::addr_of_mut!((*p).subop_list));
             (*p).func_hash = ptr::addr_of_mut!((*p).local_hash);
         }
         self.set(F_INITIALIZED);
@@ -377,43 +374,48 @@ impl<'a> OpsRef<'a> {
     }
 
     /// Whether it manages sub-ops.
-    pub(crate) fn is_manager(self, _held: &Held) -> bool {
-        // SAFETY: live; the sub-op list is initialised with the ops or
-        // all zero, and changes under `ftrace_lock` only.
-        unsafe { !crate::clist::list_empty(ptr::addr_of!((*self.as_ptr()).subop_list)) }
+    pub(crate) fn is_manager(self, held: &Held) -> bool {
+        SUBOPS
+            .borrow(held)
+            .is_ok_and(|v| v.iter().any(|&(m, _)| m == self.0))
     }
 
-    /// Its sub-ops (a manager's).
-    pub(crate) fn subops<'h>(self, _held: &'h Held) -> impl Iterator<Item = OpsRef<'h>>
+    /// Its sub-ops (a manager's), newest first.
+    pub(crate) fn subops<'h>(self, held: &'h Held) -> impl Iterator<Item = OpsRef<'h>>
     where
         'a: 'h,
     {
-        // SAFETY: the sub-op list of a live ops, changed under
-        // `ftrace_lock` only (held for `'h`); its entries are live ops
-        // while listed (their owners unlink them before they go).
-        unsafe { list_entries::<Ops>(ptr::addr_of_mut!((*self.as_ptr()).subop_list), SUBOP_OFF) }
-            .filter_map(|p| ptr::NonNull::new(p).map(|p| OpsRef(p, PhantomData)))
+        let n = SUBOPS.borrow(held).map_or(0, |v| v.len());
+        // Each step borrows the links for its own read.
+        (0..n).rev().filter_map(move |i| {
+            let v = SUBOPS.borrow(held).ok()?;
+            let &(m, sub) = v.get(i)?;
+            // INVARIANT: a linked sub-op is live until its owner unlinks
+            // it (under `ftrace_lock`, held for `'h`) before it goes.
+            (m == self.0).then_some(OpsRef(sub, PhantomData))
+        })
     }
 
-    /// Links `sub` on its sub-op list.
-    pub(crate) fn add_subop(self, held: &Held, sub: OpsRef<'_>) {
+    /// Links `sub` (on no manager's list) to its sub-ops.
+    pub(crate) fn add_subop(self, held: &Held, sub: OpsRef<'_>) -> Result {
         self.init(held);
         sub.init(held);
-        // SAFETY: both live and initialised; `sub` is on no list (not
-        // enabled, checked by the callers); under `ftrace_lock`.
-        unsafe {
-            list_add(
-                ptr::addr_of_mut!((*sub.as_ptr()).list),
-                ptr::addr_of_mut!((*self.as_ptr()).subop_list),
-            );
-        }
+        SUBOPS.borrow(held)?.push((self.0, sub.0), GFP_KERNEL)?;
+        Ok(())
     }
 
-    /// Unlinks it from its manager's sub-op list.
-    pub(crate) fn del_subop(self, _held: &Held) {
-        // SAFETY: live, linked by `add_subop` (callers check the flag);
-        // under `ftrace_lock`.
-        unsafe { list_del(ptr::addr_of_mut!((*self.as_ptr()).list)) }
+    /// Unlinks it from its manager's sub-ops.
+    pub(crate) fn del_subop(self, held: &Held) {
+        let Ok(mut v) = SUBOPS.borrow(held) else {
+            return;
+        };
+        if let Some(i) = v.iter().position(|&(_, sub)| sub == self.0) {
+            let last = v.len() - 1;
+            v.as_mut_slice()[i..].rotate_left(1);
+            // The room stays: a relink after a failed removal does not
+            // allocate.
+            crate::sys::truncate(&mut *v, last);
+        }
     }
 
     /// Records its manager (null: none).
@@ -479,7 +481,9 @@ impl TraceArray {
     }
 }
 
-const SUBOP_OFF: usize = core::mem::offset_of!(Ops, list);
+/// The links of managers to their sub-ops, `(manager, sub)`, oldest
+/// first; a sub-op is on at most one manager's list.
+static SUBOPS: Locked<KVec<(ptr::NonNull<Ops>, ptr::NonNull<Ops>)>> = Locked::new(KVec::new());
 
 /// The registered ops, newest first, alive while `_k` is: under
 /// `ftrace_lock`, or with preemption off (an unregistered dynamic ops is

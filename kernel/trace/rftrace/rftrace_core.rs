@@ -7,7 +7,7 @@
 //! rust-core.rst, "How the crate is layered"): [`ffi`] (the C it calls,
 //! declared once), [`sys`] (globals, guards, errno at the boundary) with
 //! the leaf modules beside it ([`table`],
-//! [`hash`], [`tracefs`], [`task`], [`opsview`], [`clist`], [`shadow`],
+//! [`hash`], [`tracefs`], [`task`], [`opsview`], [`shadow`],
 //! [`layout`], [`nokprobe`]); the ops layer ([`registry`], [`pidstate`],
 //! [`dispatch`], [`update`], [`ops`], [`subops`], [`direct`],
 //! [`sysctl`]); its users ([`filter`], [`gops`], [`fgstacks`],
@@ -83,7 +83,6 @@ use opsview as view;
 /// The interface to the x86_64 layer, shared with it.
 #[path = "../../../arch/x86/kernel/rftrace/archif.rs"]
 mod archif;
-mod clist;
 mod direct;
 mod dispatch;
 /// The x86_64 per-CPU reads the hot path inlines (`current`, preempt count).

@@ -67,7 +67,7 @@ pub(crate) fn startup_subops(held: &Held, ops: OpsRef<'_>, sub: OpsRef<'_>) -> R
     if sub.has(F_ENABLED) {
         return Err(EBUSY);
     }
-    ops.add_subop(held, sub);
+    ops.add_subop(held, sub)?;
     let r = rebuild_manager(held, ops).and_then(|()| {
         if ops.has(F_ENABLED) {
             update_sites(held)
@@ -103,7 +103,9 @@ pub(crate) fn shutdown_subops(held: &Held, ops: OpsRef<'_>, sub: OpsRef<'_>) -> 
     sub.del_subop(held);
     if !ops.is_manager(held) {
         if let Err(e) = shutdown(held, ops) {
-            ops.add_subop(held, sub);
+            // The link's room is still there (`del_subop` keeps it): this
+            // does not allocate, so it does not fail.
+            let _ = ops.add_subop(held, sub);
             return Err(e);
         }
         drop(ops.swap_set(held, false, None));
