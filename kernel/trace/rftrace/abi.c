@@ -125,8 +125,11 @@ void rftrace_kill_graph(void)
 	static_branch_enable(&kill_ftrace_graph);
 }
 
+/* The idle task of @cpu; NULL for a number that is no possible CPU. */
 struct task_struct *rftrace_idle_task(int cpu)
 {
+	if (cpu < 0 || cpu >= nr_cpu_ids || !cpu_possible(cpu))
+		return NULL;
 	return idle_task(cpu);
 }
 

@@ -108,8 +108,9 @@ unsafe extern "C" {
     /// The first online CPU after `prev` (any value), or at least
     /// `nr_cpu_ids`.
     pub(crate) safe fn rftrace_next_online_cpu(prev: c_int) -> c_int;
-    /// The idle task of a possible CPU.
-    pub(crate) fn rftrace_idle_task(cpu: c_int) -> *mut bindings::task_struct;
+    /// The idle task of a CPU (none for a number that is no possible
+    /// CPU); an idle task is never freed.
+    pub(crate) safe fn rftrace_idle_task(cpu: c_int) -> Option<crate::task::TaskRef<'static>>;
     pub(crate) fn rftrace_walk_threads(
         f: unsafe extern "C" fn(t: *mut bindings::task_struct, arg: *mut c_void) -> bool,
         arg: *mut c_void,

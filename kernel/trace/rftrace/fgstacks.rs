@@ -5,72 +5,17 @@
 //! CPUs while one is registered, and taken back when the last goes.
 
 use crate::ffi::{rftrace_idle_task, rftrace_next_online_cpu, rftrace_walk_threads};
-use crate::logic::fgraph::SHADOW_STACK_SIZE;
-use crate::shadow::TaskStack;
+use crate::shadow::{Fresh, TaskStack};
 use crate::sys::{CMutex, Held, InRcu, PreemptOff};
 use crate::task::{Task, TaskRef};
 use core::ptr;
 use core::sync::atomic::{AtomicI32, Ordering};
-use kernel::bindings;
 use kernel::ffi::{c_int, c_uint, c_void};
 use kernel::prelude::*;
 
 /// How many graph ops are registered (C's `ftrace_graph_active`).
 #[no_mangle]
 pub static ftrace_graph_active: AtomicI32 = AtomicI32::new(0);
-
-/// A shadow stack no task holds and nobody reads: freshly allocated, or
-/// taken out of its task and waited for. Freed when dropped.
-///
-/// # Invariants
-///
-/// `0` is a `kmalloc` allocation of `SHADOW_STACK_SIZE` bytes that only
-/// this value refers to.
-struct Fresh(ptr::NonNull<u64>);
-
-impl Fresh {
-    /// A new stack; none when memory is short.
-    fn alloc() -> Option<Fresh> {
-        // SAFETY: plain allocation; null is checked.
-        let p = unsafe { bindings::__kmalloc_noprof(SHADOW_STACK_SIZE, bindings::GFP_KERNEL) };
-        // INVARIANT: a new allocation of that size, ours alone.
-        ptr::NonNull::new(p.cast()).map(Fresh)
-    }
-
-    /// The stack taken out of a task, `p` (null: none).
-    ///
-    /// # Safety
-    ///
-    /// `p` is null or a stack this module gave a task, taken out of it,
-    /// that no reader can still see (the task is gone, or a grace period
-    /// passed since it was taken).
-    unsafe fn taken(p: *mut u64) -> Option<Fresh> {
-        // INVARIANT: the stacks tasks hold come from `alloc`; nobody else
-        // refers to this one (the contract).
-        ptr::NonNull::new(p).map(Fresh)
-    }
-
-    /// Gives the stack, empty, to `t`.
-    ///
-    /// # Safety
-    ///
-    /// `t` has no stack, and nobody gives it one meanwhile.
-    unsafe fn give(self, t: TaskRef<'_>) {
-        let p = core::mem::ManuallyDrop::new(self).0;
-        // SAFETY: ours alone (the invariants), not published yet.
-        unsafe { TaskStack::unpublished(t, p) }.reset();
-        t.timestamp().store(0, Ordering::Relaxed);
-        // Release: the fields above before the stack.
-        t.stack().store(p.as_ptr(), Ordering::Release);
-    }
-}
-
-impl Drop for Fresh {
-    fn drop(&mut self) {
-        // SAFETY: ours alone (the invariants), unused from now on.
-        unsafe { bindings::kfree(self.0.as_ptr().cast()) };
-    }
-}
 
 /// Calls `f` on every thread, in an RCU read-side section, until it
 /// returns false.
@@ -92,15 +37,6 @@ fn for_each_thread<F: FnMut(TaskRef<'_>, &InRcu) -> bool>(mut f: F) {
     unsafe { rftrace_walk_threads(thunk::<F>, ptr::addr_of_mut!(f).cast()) };
 }
 
-/// The idle task of `cpu` (online or coming online), which exists for
-/// good.
-fn idle_task(cpu: c_int) -> Option<TaskRef<'static>> {
-    // SAFETY: reads the runqueue's idle task pointer of a CPU.
-    let t = unsafe { rftrace_idle_task(cpu) };
-    // SAFETY: an idle task is never freed.
-    (!t.is_null()).then(|| unsafe { TaskRef::from_raw(t) })
-}
-
 /// A new task: it does not share its parent's stack, and gets its own
 /// while graph tracing runs.
 ///
@@ -114,8 +50,8 @@ pub unsafe extern "C" fn ftrace_graph_init_task(t: TaskRef<'_>) {
     t.depth().store(-1, Ordering::Relaxed);
     if ftrace_graph_active.load(Ordering::Relaxed) != 0 {
         if let Some(s) = Fresh::alloc() {
-            // SAFETY: a new task: no stack, nobody else gives it one.
-            unsafe { s.give(t) };
+            // A new task has none: it takes this one.
+            let _ = s.give(t);
         }
     }
 }
@@ -141,9 +77,8 @@ fn init_idle(t: TaskRef<'_>) {
     // traced code while it is initialised, and nobody else reads an idle
     // task's stack then.
     if let Some(s) = unsafe { Fresh::taken(p) }.or_else(Fresh::alloc) {
-        // SAFETY: out of the task now; `IDLE_LOCK` or boot keeps others
-        // from giving it one.
-        unsafe { s.give(t) };
+        // Out of the task now; `IDLE_LOCK` or boot keeps other givers out.
+        let _ = s.give(t);
     }
 }
 
@@ -199,10 +134,10 @@ pub(crate) fn give_stacks(_held: &Held) -> Result {
                     short = true;
                     return false;
                 };
-                // SAFETY: a task without a stack; `ftrace_lock` (held)
-                // keeps the other givers out, and a task forked meanwhile
-                // got its own stack before it was listed.
-                unsafe { s.give(t) };
+                // A task without a stack; `ftrace_lock` (held) keeps the
+                // other givers out, and a task forked meanwhile got its
+                // own stack before it was listed.
+                let _ = s.give(t);
                 true
             });
         }
@@ -284,7 +219,7 @@ pub(crate) fn take_stacks(_held: &Held) {
 /// (`ftrace_lock` is held): no callback uses it yet.
 pub(crate) fn zero_task_vars(_held: &Held, idx: usize) {
     for cpu in online_cpus() {
-        if let Some(idle) = idle_task(cpu) {
+        if let Some(idle) = rftrace_idle_task(cpu) {
             let p = PreemptOff::new();
             if let Some(mut s) = TaskStack::of(idle, p.token()) {
                 s.init_task_var(idx);
@@ -324,7 +259,7 @@ pub(crate) fn init_locks() {
 fn give_idle_stack(cpu: c_int) {
     let _i = IDLE_LOCK.lock();
     // `IDLE_LOCK` makes the test and the gift one step.
-    if let Some(idle) = idle_task(cpu) {
+    if let Some(idle) = rftrace_idle_task(cpu) {
         if idle.stack().load(Ordering::Relaxed).is_null() {
             init_idle(idle);
         }

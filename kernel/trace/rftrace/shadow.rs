@@ -10,12 +10,13 @@
 //! the task is between two stores, and unwinders on other CPUs walk the
 //! stack at any time.
 
-use crate::logic::fgraph::{Words, SHADOW_STACK_WORDS};
+use crate::logic::fgraph::{Words, SHADOW_STACK_SIZE, SHADOW_STACK_WORDS};
 use crate::logic::retstack::{RetStack, StackMem};
 use crate::sys::ReadSide;
 use crate::task::{Current, TaskRef};
 use core::ptr::NonNull;
 use core::sync::atomic::{AtomicU64, Ordering};
+use kernel::bindings;
 
 /// The storage of one task's shadow stack.
 ///
@@ -57,16 +58,6 @@ impl<'a> TaskStack<'a> {
     #[inline(always)]
     pub(crate) fn of_current(cur: &'a Current) -> Option<Shadow<'a>> {
         Self::published(cur.task())
-    }
-
-    /// The stack `p`, about to be given to `t`.
-    ///
-    /// # Safety
-    ///
-    /// `p` is an allocation of `SHADOW_STACK_WORDS` words nobody else
-    /// uses, alive for `'a`.
-    pub(crate) unsafe fn unpublished(t: TaskRef<'a>, p: NonNull<u64>) -> Shadow<'a> {
-        RetStack::on(TaskStack { t, p })
     }
 
     /// The address of word `i`, for the C callers that are given one.
@@ -129,5 +120,73 @@ impl StackMem for TaskStack<'_> {
     #[inline(always)]
     fn set_overrun(&mut self, n: u32) {
         self.t.overrun().store(n as i32, Ordering::Relaxed);
+    }
+}
+
+/// A shadow stack no task holds and nobody reads: freshly allocated, or
+/// taken out of its task and waited for. Freed when dropped.
+///
+/// # Invariants
+///
+/// `0` is a `kmalloc` allocation of `SHADOW_STACK_SIZE` bytes (aligned
+/// words) that only this value refers to.
+pub(crate) struct Fresh(NonNull<u64>);
+
+impl Fresh {
+    /// A new stack; none when memory is short.
+    pub(crate) fn alloc() -> Option<Fresh> {
+        // SAFETY: plain allocation; null is checked.
+        let p = unsafe { bindings::__kmalloc_noprof(SHADOW_STACK_SIZE, bindings::GFP_KERNEL) };
+        // INVARIANT: a new allocation of that size, ours alone.
+        NonNull::new(p.cast()).map(Fresh)
+    }
+
+    /// The stack taken out of a task, `p` (null: none).
+    ///
+    /// # Safety
+    ///
+    /// `p` is null or a stack a task was given by [`Fresh::give`], taken
+    /// out of it, that no reader can still see (the task is gone, or a
+    /// grace period passed since it was taken).
+    pub(crate) unsafe fn taken(p: *mut u64) -> Option<Fresh> {
+        // INVARIANT: the stacks tasks hold come from `alloc`; nobody else
+        // refers to this one (the contract).
+        NonNull::new(p).map(Fresh)
+    }
+
+    /// Gives the stack, empty, to `t` if `t` has none; gives it back if
+    /// `t` has one. The givers are serialized by their callers (fork, the
+    /// idle lock, `ftrace_lock`); should two race anyway, one publishes
+    /// and the other gets its stack back.
+    pub(crate) fn give(self, t: TaskRef<'_>) -> Result<(), Fresh> {
+        let slot = t.stack();
+        if !slot.load(Ordering::Relaxed).is_null() {
+            return Err(self);
+        }
+        // INVARIANT: ours alone, alive while `self` is; only the counters
+        // of `t` (atomics) and words of this stack are written.
+        RetStack::on(TaskStack { t, p: self.0 }).reset();
+        t.timestamp().store(0, Ordering::Relaxed);
+        // Release: the fields above before the stack.
+        match slot.compare_exchange(
+            core::ptr::null_mut(),
+            self.0.as_ptr(),
+            Ordering::Release,
+            Ordering::Relaxed,
+        ) {
+            Ok(_) => {
+                // Published: the task owns it now.
+                core::mem::forget(self);
+                Ok(())
+            }
+            Err(_) => Err(self),
+        }
+    }
+}
+
+impl Drop for Fresh {
+    fn drop(&mut self) {
+        // SAFETY: ours alone (the invariants), unused from now on.
+        unsafe { bindings::kfree(self.0.as_ptr().cast()) };
     }
 }
