@@ -34,13 +34,11 @@ use crate::fgstacks::{cpu_online, ftrace_graph_active, give_stacks, take_stacks,
 use crate::logic::fgraph::{self as sg, Returning, OPS_SLOTS};
 use crate::logic::recursion;
 use crate::ops::Ops;
-use crate::pidstate::{
-    __tracepoint_sched_switch, tracepoint_probe_register, tracepoint_probe_unregister,
-    traces_current,
-};
+use crate::pidstate::traces_current;
+use crate::tp;
 use crate::registry::OpsRef;
 use crate::shadow::{Shadow, TaskStack};
-use crate::sys::{to_errno, CGlobal, CoreGuard, Held, Locked};
+use crate::sys::{to_errno, CGlobal, CoreGuard, Held, Locked, TraceArray};
 use crate::sys::{NoPreempt, PreemptOff};
 use crate::task::{guarded, Current, TaskRef};
 use core::ptr;
@@ -117,12 +115,10 @@ fn listed(_k: &NoPreempt, i: usize) -> Option<GopsRef<'_>> {
 /// `prepare_ftrace_return()` gets from headers: the pause count and the
 /// recursion guard.
 ///
-/// # Safety
-///
-/// Called from the traced function's entry on the current task; `parent`
-/// is its return address slot.
+/// The x86_64 layer calls it from the traced function's entry on the
+/// current task, `parent` being that function's return address slot.
 #[no_mangle]
-pub unsafe extern "C" fn rftrace_graph_entry(func: c_ulong, parent: *mut c_ulong) {
+pub extern "C" fn rftrace_graph_entry(func: c_ulong, parent: &mut c_ulong) {
     let Some(live) = live_ops() else {
         return;
     };
@@ -131,25 +127,20 @@ pub unsafe extern "C" fn rftrace_graph_entry(func: c_ulong, parent: *mut c_ulong
         return;
     }
     guarded(recursion::FTRACE_START, |np| {
-        // SAFETY: per the function's contract `parent` is the return slot.
-        unsafe {
-            let ret = *parent;
-            if enter(&cur, np, live, ret, func, parent).is_ok() {
-                *parent = return_handler() as c_ulong;
-            }
+        let ret = *parent;
+        if enter(&cur, np, live, ret, func, ptr::from_mut(parent)).is_ok() {
+            *parent = return_handler() as c_ulong;
         }
     });
 }
 
 /// C's entry point for an architecture's graph callback: 0 when the
 /// return is to be hooked (the frame holds `ret`), `-EBUSY` otherwise.
-///
-/// # Safety
-///
-/// Called with preemption off, from the current task's traced function,
-/// `retp` being its return address slot.
+/// Called from the current task's traced function, `retp` being its
+/// return address slot (only its address is recorded). The x86_64 layer
+/// of the Rust core enters through [`rftrace_graph_entry`] instead.
 #[no_mangle]
-pub unsafe extern "C" fn function_graph_enter(
+pub extern "C" fn function_graph_enter(
     ret: c_ulong,
     func: c_ulong,
     _frame_pointer: c_ulong,
@@ -162,8 +153,9 @@ pub unsafe extern "C" fn function_graph_enter(
         return BUSY;
     };
     let cur = Current::get();
-    // SAFETY: per the function's contract (preemption is off).
-    match unsafe { enter(&cur, NoPreempt::assume(), live, ret, func, retp) } {
+    // The callers run with preemption off already: this costs a count.
+    let p = PreemptOff::new();
+    match enter(&cur, p.token(), live, ret, func, retp) {
         Ok(()) => 0,
         Err(_) => BUSY,
     }
@@ -216,12 +208,12 @@ fn bad_return(top: Option<usize>) -> c_ulong {
 /// Called by `return_to_handler` when a hooked function returns: runs
 /// the return callbacks, pops the frame and gives the real return address.
 ///
-/// # Safety
-///
-/// `fregs` is the trampoline's frame (the return value registers); the
-/// current task's top frame is the one of the returning function.
+/// `regs` is the trampoline's frame (on x86_64 a `struct ftrace_regs` is
+/// a `struct pt_regs`; the return value registers are saved in it); the
+/// current task's top frame is the one of the returning function, which
+/// the frame's checks verify.
 #[no_mangle]
-pub unsafe extern "C" fn ftrace_return_to_handler(fregs: *mut bindings::ftrace_regs) -> c_ulong {
+pub extern "C" fn ftrace_return_to_handler(regs: &bindings::pt_regs) -> c_ulong {
     // The clock first: fewer values live across the call.
     let rettime = now();
     let cur = Current::get();
@@ -233,9 +225,7 @@ pub unsafe extern "C" fn ftrace_return_to_handler(fregs: *mut bindings::ftrace_r
     let live = LIVE.load(Ordering::Acquire);
     let init = |r: &Returning| bindings::ftrace_graph_ret {
         func: r.frame.func as c_ulong,
-        // SAFETY: on x86_64 `struct ftrace_regs` is a `struct pt_regs`;
-        // the trampoline saved the return value in `ax`.
-        retval: unsafe { (*fregs.cast::<bindings::pt_regs>()).ax },
+        retval: regs.ax,
         depth: r.depth,
         overrun: r.overrun as c_uint,
         calltime: r.frame.calltime,
@@ -305,12 +295,8 @@ pub extern "C" fn fgraph_reserve_data(idx: c_int, size_bytes: c_int) -> *mut c_v
 
 /// The data graph ops `idx` reserved at the entry of the function now
 /// returning; only from that ops' return callback.
-///
-/// # Safety
-///
-/// `size_bytes` is null or writable.
 #[no_mangle]
-pub unsafe extern "C" fn fgraph_retrieve_data(idx: c_int, size_bytes: *mut c_int) -> *mut c_void {
+pub extern "C" fn fgraph_retrieve_data(idx: c_int, size_bytes: Option<&mut c_int>) -> *mut c_void {
     let Ok(idx) = usize::try_from(idx) else {
         return ptr::null_mut();
     };
@@ -321,9 +307,8 @@ pub unsafe extern "C" fn fgraph_retrieve_data(idx: c_int, size_bytes: *mut c_int
     let Some((first, n)) = s.retrieve(idx) else {
         return ptr::null_mut();
     };
-    if !size_bytes.is_null() {
-        // SAFETY: per the function's contract.
-        unsafe { *size_bytes = n.wrapping_mul(sg::WORD_BYTES) as c_int };
+    if let Some(size) = size_bytes {
+        *size = n.wrapping_mul(sg::WORD_BYTES) as c_int;
     }
     s.mem().word_ptr(first).cast()
 }
@@ -437,7 +422,7 @@ pub extern "C" fn ftrace_graph_entry_stub(
 /// The sched_switch probe (the tracepoint's prototype, its tasks typed:
 /// the scheduler's, alive during the switch).
 extern "C" fn sched_switch_probe(
-    _data: *mut c_void,
+    _data: Option<TraceArray>,
     _preempt: bool,
     prev: TaskRef<'_>,
     next: TaskRef<'_>,
@@ -459,22 +444,10 @@ extern "C" fn sched_switch_probe(
     }
 }
 
-fn sched_switch_tp() -> *mut bindings::tracepoint {
-    ptr::addr_of_mut!(__tracepoint_sched_switch)
-}
-
 /// First graph ops: stacks for all and the sleep-time probe.
 fn start_graph(held: &Held, st: &mut State) -> Result {
     give_stacks(held)?;
-    // SAFETY: the probe matches the tracepoint's prototype.
-    let r = unsafe {
-        tracepoint_probe_register(
-            sched_switch_tp(),
-            sched_switch_probe as *const () as *mut c_void,
-            ptr::null_mut(),
-        )
-    };
-    if r == 0 {
+    if tp::set(tp::Probe::Switch(sched_switch_probe), None, true).is_ok() {
         st.probe = true;
     } else {
         pr_info!("ftrace_graph: Couldn't activate tracepoint probe to kernel_sched_switch\n");
@@ -485,14 +458,7 @@ fn start_graph(held: &Held, st: &mut State) -> Result {
 /// Last graph ops gone (none is registered): the probe off, stacks back.
 fn stop_graph(held: &Held, st: &mut State) {
     if st.probe {
-        // SAFETY: registered by `start_graph()`.
-        unsafe {
-            tracepoint_probe_unregister(
-                sched_switch_tp(),
-                sched_switch_probe as *const () as *mut c_void,
-                ptr::null_mut(),
-            )
-        };
+        let _ = tp::set(tp::Probe::Switch(sched_switch_probe), None, false);
         st.probe = false;
     }
     // Entries in flight read `LIVE` as non-zero with preemption off, some

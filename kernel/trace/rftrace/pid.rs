@@ -9,15 +9,15 @@
 //! call [`ftrace_pid_func`] first, which checks that record.
 
 use crate::ffi::{
-    __tracepoint_sched_process_fork, __tracepoint_sched_process_free, rftrace_tr_reset_ignore_pid,
+    rftrace_tr_reset_ignore_pid,
     rftrace_tr_set_ignore_pid, trace_filter_add_remove_task, trace_ignore_this_task,
     trace_pid_list_free, trace_pid_next, trace_pid_show, trace_pid_start, trace_pid_write,
 };
 use crate::ops;
 use crate::pidstate::{
-    __tracepoint_sched_switch, ftrace_pid_func, lists, pids_enabled, slot,
-    tracepoint_probe_register, tracepoint_probe_unregister, PID_IGNORE,
+    ftrace_pid_func, lists, pids_enabled, slot, PID_IGNORE,
 };
+use crate::tp;
 use crate::seqfile::{self, SeqOpen, SeqText};
 use crate::sys::{CGlobal, CoreGuard, Held, PreemptOff, TrOpen, TraceArray};
 use crate::task::{Current, TaskRef};
@@ -120,36 +120,18 @@ extern "C" fn exit_probe(tr: Option<TraceArray>, task: *mut bindings::task_struc
     }
 }
 
-/// Registers (or unregisters) `probe` on the static tracepoint `tp`, with
-/// the trace array as its data. The probe matches the tracepoint's
-/// prototype, and the array unregisters it before it goes.
-fn probe_on(tp: *mut bindings::tracepoint, probe: *mut c_void, tr: TraceArray, on: bool) {
-    // SAFETY: as above: a static tracepoint, a matching probe, data that
-    // outlives the registration.
-    unsafe {
-        if on {
-            tracepoint_probe_register(tp, probe, tr.as_ptr());
-        } else {
-            tracepoint_probe_unregister(tp, probe, tr.as_ptr());
-        }
-    }
-}
-
 /// Makes forks of traced tasks traced too (the `function-fork` option).
 #[no_mangle]
 pub extern "C" fn ftrace_pid_follow_fork(tr: Option<TraceArray>, enable: bool) {
     let Some(tr) = tr else {
         return;
     };
-    let fork = ptr::addr_of_mut!(__tracepoint_sched_process_fork);
-    let free = ptr::addr_of_mut!(__tracepoint_sched_process_free);
-    probe_on(fork, fork_probe as *const () as *mut c_void, tr, enable);
-    probe_on(free, exit_probe as *const () as *mut c_void, tr, enable);
+    let _ = tp::set(tp::Probe::Fork(fork_probe), Some(tr), enable);
+    let _ = tp::set(tp::Probe::Free(exit_probe), Some(tr), enable);
 }
 
 fn switch_probe(tr: TraceArray, on: bool) {
-    let tp = ptr::addr_of_mut!(__tracepoint_sched_switch);
-    probe_on(tp, sched_switch_probe as *const () as *mut c_void, tr, on);
+    let _ = tp::set(tp::Probe::Switch(sched_switch_probe), Some(tr), on);
 }
 
 /// Frees a pid list nobody can read any more (null: none).

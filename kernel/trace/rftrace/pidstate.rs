@@ -7,9 +7,6 @@
 //! [`ftrace_pid_func`]; the files and probes that keep the lists and
 //! verdicts are in `pid`.
 
-pub(crate) use crate::ffi::{
-    __tracepoint_sched_switch, tracepoint_probe_register, tracepoint_probe_unregister,
-};
 use crate::ffi::{rftrace_tr_ignore_pid, rftrace_tr_pid_slot};
 use crate::registry::OpsRef;
 use crate::sys::TraceArray;

@@ -101,6 +101,7 @@ mod sys;
 mod sysctl;
 mod table;
 mod task;
+mod tp;
 mod tracefs;
 mod update;
 
