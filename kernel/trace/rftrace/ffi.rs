@@ -3,9 +3,9 @@
 //! The C the crate calls that the kernel's bindings do not give: the
 //! helpers of `abi.c` (accessors of `struct trace_array`, private to
 //! kernel/trace/trace.h, and what C has only as macros) and the tracing
-//! core's own functions and data, declared once, here. Two declarations
-//! stay beside the `#[repr(C)]` types they name: `register_stat_tracer`
-//! (profile.rs) and `rftrace_arch_apply` (update.rs).
+//! core's own functions and data, declared once, here. Three declarations
+//! stay beside the types they name: `register_stat_tracer` (profile.rs),
+//! `rftrace_arch_apply` (update.rs) and `rftrace_idle_task` (task.rs).
 //!
 //! A function is declared `safe` when no argument of its type can make
 //! the call unsound: it takes no pointer, or only a [`TraceArray`], whose
@@ -108,9 +108,6 @@ unsafe extern "C" {
     /// The first online CPU after `prev` (any value), or at least
     /// `nr_cpu_ids`.
     pub(crate) safe fn rftrace_next_online_cpu(prev: c_int) -> c_int;
-    /// The idle task of a CPU (none for a number that is no possible
-    /// CPU); an idle task is never freed.
-    pub(crate) safe fn rftrace_idle_task(cpu: c_int) -> Option<crate::task::TaskRef<'static>>;
     pub(crate) fn rftrace_walk_threads(
         f: unsafe extern "C" fn(t: *mut bindings::task_struct, arg: *mut c_void) -> bool,
         arg: *mut c_void,

@@ -4,10 +4,10 @@
 //! given to all tasks when the first graph ops comes, to new tasks and
 //! CPUs while one is registered, and taken back when the last goes.
 
-use crate::ffi::{rftrace_idle_task, rftrace_next_online_cpu, rftrace_walk_threads};
+use crate::ffi::{rftrace_next_online_cpu, rftrace_walk_threads};
 use crate::shadow::{Fresh, TaskStack};
 use crate::sys::{CMutex, Held, InRcu, PreemptOff};
-use crate::task::{Task, TaskRef};
+use crate::task::{rftrace_idle_task, Task, TaskRef};
 use core::ptr;
 use core::sync::atomic::{AtomicI32, Ordering};
 use kernel::ffi::{c_int, c_uint, c_void};

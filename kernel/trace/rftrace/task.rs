@@ -141,3 +141,9 @@ pub(crate) fn guarded<R>(start: u32, f: impl FnOnce(&NoPreempt) -> R) -> Option<
     rec.store(rec.load(Ordering::Relaxed) & !(1 << bit), Ordering::Relaxed);
     Some(r)
 }
+
+unsafe extern "C" {
+    /// The idle task of a CPU (none for a number that is no possible CPU,
+    /// which abi.c checks); an idle task is never freed.
+    pub(crate) safe fn rftrace_idle_task(cpu: kernel::ffi::c_int) -> Option<TaskRef<'static>>;
+}
