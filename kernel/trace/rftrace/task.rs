@@ -142,6 +142,9 @@ pub(crate) fn guarded<R>(start: u32, f: impl FnOnce(&NoPreempt) -> R) -> Option<
     Some(r)
 }
 
+// A `TaskRef` is a pointer to a `task_struct`, whose bindgen type has
+// members that are empty C structs: fine behind a pointer.
+#[allow(improper_ctypes)]
 unsafe extern "C" {
     /// The idle task of a CPU (none for a number that is no possible CPU,
     /// which abi.c checks); an idle task is never freed.
