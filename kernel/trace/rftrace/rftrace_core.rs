@@ -163,8 +163,8 @@ pub extern "C" fn ftrace_init() {
     match unsafe { module::add_sites(g.held(), ptr::null_mut(), &locs[..n]) } {
         Ok((count, written)) => {
             let us = sched_clock().wrapping_sub(t0) / 1000;
-            // SAFETY: nothing else writes it yet.
-            unsafe { ptr::write_volatile(ftrace_enabled.get(), 1) };
+            // Nothing else writes it yet.
+            ftrace_enabled.store(1, Ordering::Relaxed);
             pr_info!(
                 "function tracer core: Rust (generic core and x86_64 layer); {} call sites, {} pages, {} groups; {} made NOPs at boot, {} were NOPs from the build; {} us\n",
                 count,
@@ -306,33 +306,26 @@ pub extern "C" fn ftrace_ops_trampoline(addr: c_ulong) -> *mut bindings::ftrace_
 /// The symbol `symnum` (from 0) of the core's trampolines for kallsyms:
 /// each ops' own trampoline is `ftrace_trampoline` of the pseudo-module
 /// `__builtin__ftrace`, a local text symbol, as the C core names them.
-///
-/// # Safety
-///
-/// The pointers are valid for writes: `name` of `KSYM_NAME_LEN` bytes,
-/// `module_name` of `MODULE_NAME_LEN` (kallsyms' buffers).
+/// kallsyms passes its buffers: `name` of `KSYM_NAME_LEN` bytes,
+/// `module_name` of `MODULE_NAME_LEN` (the parameters' types).
 #[no_mangle]
-pub unsafe extern "C" fn ftrace_mod_get_kallsym(
+pub extern "C" fn ftrace_mod_get_kallsym(
     symnum: u32,
-    value: *mut c_ulong,
-    ty: *mut c_char,
-    name: *mut c_char,
-    module_name: *mut c_char,
-    exported: *mut c_int,
+    value: &mut c_ulong,
+    ty: &mut c_char,
+    name: &mut [u8; bindings::KSYM_NAME_LEN as usize],
+    module_name: &mut [u8; MODULE_NAME_LEN],
+    exported: &mut c_int,
 ) -> c_int {
     let found = dispatch::nth_trampoline(PreemptOff::new().token(), symnum as usize);
     let Some((start, _)) = found else {
         return ERANGE.to_errno();
     };
-    // SAFETY: writable buffers of kallsyms' sizes (the contract); the
-    // names are shorter than either and NUL-terminated.
-    unsafe {
-        *value = start as c_ulong;
-        *ty = b't' as c_char;
-        *exported = 0;
-        copy_cstr(name, TRAMPOLINE_SYM, bindings::KSYM_NAME_LEN as usize);
-        copy_cstr(module_name, TRAMPOLINE_MOD, MODULE_NAME_LEN);
-    }
+    *value = start as c_ulong;
+    *ty = b't' as c_char;
+    *exported = 0;
+    copy_cstr(name, TRAMPOLINE_SYM);
+    copy_cstr(module_name, TRAMPOLINE_MOD);
     0
 }
 
@@ -341,18 +334,12 @@ const TRAMPOLINE_MOD: &CStr = c_str!("__builtin__ftrace");
 /// `MODULE_NAME_LEN` of include/linux/module.h (a macro bindgen skips).
 const MODULE_NAME_LEN: usize = 64 - core::mem::size_of::<c_ulong>();
 
-/// Copies `s` with its NUL into `dst`, at most `cap` bytes (truncated,
-/// still terminated).
-///
-/// # Safety
-///
-/// `dst` is valid for `cap` (> 0) bytes of writes.
-unsafe fn copy_cstr(dst: *mut c_char, s: &CStr, cap: usize) {
-    let b = s.as_bytes();
-    let n = b.len().min(cap - 1);
-    // SAFETY: `n + 1 <= cap` bytes of `dst` (the contract).
-    unsafe {
-        ptr::copy_nonoverlapping(b.as_ptr().cast::<c_char>(), dst, n);
-        *dst.add(n) = 0;
+/// Copies `s` with its NUL into `dst` (truncated, still terminated).
+fn copy_cstr(dst: &mut [u8], s: &CStr) {
+    let b = s.as_bytes_with_nul();
+    let n = b.len().min(dst.len());
+    dst[..n].copy_from_slice(&b[..n]);
+    if let Some(last) = dst[..n].last_mut() {
+        *last = 0;
     }
 }

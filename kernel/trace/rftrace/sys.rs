@@ -8,7 +8,7 @@
 
 use core::cell::UnsafeCell;
 use core::ptr;
-use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU8, AtomicUsize, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicI32, AtomicPtr, AtomicU8, AtomicUsize, Ordering};
 use kernel::bindings;
 use kernel::c_str;
 use kernel::ffi::{c_int, c_ulong, c_void};
@@ -130,7 +130,7 @@ pub(crate) const fn zeroed_ops() -> bindings::ftrace_ops {
 /// `ftrace_enabled`, the sysctl: read fresh at every update (the boot
 /// selftests store to it directly).
 #[no_mangle]
-pub static ftrace_enabled: CGlobal<c_int> = CGlobal::new(0);
+pub static ftrace_enabled: AtomicI32 = AtomicI32::new(0);
 
 /// Set by `ftrace_filter=` / `ftrace_notrace=` on the command line.
 #[no_mangle]
@@ -148,13 +148,14 @@ pub static ftrace_number_of_groups: AtomicUsize = AtomicUsize::new(0);
 
 /// What the shared trampolines pass their callback as the ops.
 #[no_mangle]
-pub static function_trace_op: CGlobal<*mut bindings::ftrace_ops> = CGlobal::new(ptr::null_mut());
+pub static function_trace_op: AtomicPtr<bindings::ftrace_ops> = AtomicPtr::new(ptr::null_mut());
 
 /// What the shared trampolines call (the list dispatcher once an ops is
 /// registered).
+/// (An `ftrace_func_t` for C; the core only stores to it.)
 #[no_mangle]
-pub static ftrace_trace_function: CGlobal<bindings::ftrace_func_t> =
-    CGlobal::new(Some(bindings::ftrace_stub));
+pub static ftrace_trace_function: AtomicPtr<c_void> =
+    AtomicPtr::new(bindings::ftrace_stub as *mut c_void);
 
 /// The end of the ops list: a stub ops.
 #[no_mangle]
@@ -196,8 +197,8 @@ pub(crate) fn dead() -> bool {
 }
 
 pub(crate) fn enabled() -> bool {
-    // SAFETY: a plain int other code stores to at any time; read it fresh.
-    unsafe { ptr::read_volatile(ftrace_enabled.get()) != 0 }
+    // Other code stores to it at any time: read fresh.
+    ftrace_enabled.load(Ordering::Relaxed) != 0
 }
 
 /// A static mutex of the core (C sees the `struct mutex` it starts with).
@@ -555,12 +556,9 @@ impl TextGuard {
 /// as its ops (before the first site calls them: the arch layer then
 /// patches the call itself).
 pub(crate) fn set_trace_function(f: bindings::ftrace_func_t) {
-    // SAFETY: C-visible globals of the core, written under `ftrace_lock`
-    // before any site calls a shared trampoline, as the C core does.
-    unsafe {
-        *function_trace_op.get() = ftrace_list_end.get();
-        *ftrace_trace_function.get() = f;
-    }
+    function_trace_op.store(ftrace_list_end.get(), Ordering::Release);
+    let f = f.map_or(ptr::null_mut(), |f| f as *mut c_void);
+    ftrace_trace_function.store(f, Ordering::Release);
 }
 
 /// Shortens `v` to `n` elements (no change if it is shorter), dropping
@@ -601,13 +599,10 @@ pub extern "C" fn ftrace_is_dead() -> c_int {
 /// Reports a site that could not be patched, as the C core does, and
 /// stops tracing.
 ///
-/// # Safety
-///
-/// `rec` is null or points to a record (only its `ip` is read).
+/// `rec` is null or a record (only its `ip` is read).
 #[no_mangle]
-pub unsafe extern "C" fn ftrace_bug(failed: c_int, rec: *mut bindings::dyn_ftrace) {
-    // SAFETY: per the function's contract.
-    let ip = unsafe { rec.as_ref() }.map_or(0, |r| r.ip as u64);
+pub extern "C" fn ftrace_bug(failed: c_int, rec: Option<&bindings::dyn_ftrace>) {
+    let ip = rec.map_or(0, |r| r.ip as u64);
     report_bug(Error::from_errno(failed), ip);
 }
 
@@ -617,10 +612,9 @@ pub(crate) fn report_bug(failed: Error, ip: u64) {
     let ok = unsafe {
         bindings::copy_from_kernel_nofault(cur.as_mut_ptr().cast(), ip as *const c_void, 5)
     } == 0;
-    // SAFETY: set by the arch layer to 5 static bytes, or null.
-    let exp = unsafe { *ftrace_expected.get() }.cast::<[u8; 5]>();
-    // SAFETY: as above.
-    let exp = unsafe { exp.as_ref() };
+    // SAFETY: set by the arch layer, under `ftrace_lock` as this report
+    // runs, to 5 static bytes or null.
+    let exp = unsafe { (*ftrace_expected.get()).cast::<[u8; 5]>().as_ref() };
     let what = match failed {
         e if e == EFAULT => "faulted on modifying",
         e if e == EINVAL => "failed to modify",

@@ -6,6 +6,7 @@ use crate::registry::*;
 use crate::sys::{dead, enabled, to_errno, CoreGuard};
 use crate::update::update_sites;
 use core::ptr;
+use core::sync::atomic::Ordering;
 use kernel::bindings;
 use kernel::ffi::{c_int, c_void};
 use kernel::prelude::*;
@@ -36,8 +37,7 @@ unsafe extern "C" fn enabled_sysctl(
         return r;
     }
     if !enabled() && list(g.held()).any(|o| o.has(F_PERMANENT)) {
-        // SAFETY: `ftrace_lock` serializes writers.
-        unsafe { ptr::write_volatile(crate::sys::ftrace_enabled.get(), 1) };
+        crate::sys::ftrace_enabled.store(1, Ordering::Relaxed);
         return EBUSY.to_errno();
     }
     to_errno(update_sites(g.held()))
@@ -46,7 +46,7 @@ unsafe extern "C" fn enabled_sysctl(
 static SYSCTL: crate::sys::CGlobal<[bindings::ctl_table; 1]> =
     crate::sys::CGlobal::new([bindings::ctl_table {
         procname: c"ftrace_enabled".as_ptr().cast(),
-        data: crate::sys::ftrace_enabled.get().cast(),
+        data: crate::sys::ftrace_enabled.as_ptr().cast(),
         maxlen: core::mem::size_of::<c_int>() as c_int,
         mode: 0o644,
         proc_handler: Some(enabled_sysctl),
