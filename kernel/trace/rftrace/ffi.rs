@@ -76,6 +76,16 @@ impl TraceArray {
 pub(crate) struct CStrArg<'a>(*const c_char, core::marker::PhantomData<&'a [u8]>);
 
 impl<'a> CStrArg<'a> {
+    /// The string at `p`, for a callback whose type is fixed by C.
+    ///
+    /// # Safety
+    ///
+    /// `p` is null or a NUL-terminated string unchanged for `'a`.
+    pub(crate) unsafe fn from_raw(p: *const c_char) -> Self {
+        // INVARIANT: the contract.
+        CStrArg(p, core::marker::PhantomData)
+    }
+
     /// Its bytes without the NUL (empty for null).
     pub(crate) fn bytes(self) -> &'a [u8] {
         if self.0.is_null() {

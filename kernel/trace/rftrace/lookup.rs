@@ -8,18 +8,16 @@ use crate::logic::symbols::Lookup;
 use kernel::bindings;
 use kernel::error::code::ESRCH;
 use kernel::ffi::{c_char, c_int, c_ulong, c_void};
-use kernel::str::CStr;
+use crate::ffi::CStrArg;
 
 /// One lookup in progress, passed through kallsyms' `void *`.
 struct Walk<'a> {
-    lookup: Lookup<'a, *const c_char>,
+    lookup: Lookup<'a, CStrArg<'a>>,
 }
 
 /// The bytes of one of the caller's names.
-fn name_bytes(p: &*const c_char) -> &[u8] {
-    // SAFETY: the caller of `ftrace_lookup_symbols` gives NUL-terminated
-    // names that outlive the lookup.
-    unsafe { CStr::from_char_ptr(*p) }.as_bytes()
+fn name_bytes<'x>(p: &'x CStrArg<'_>) -> &'x [u8] {
+    p.bytes()
 }
 
 /// The kallsyms callback: offers one symbol; non-zero stops the walk.
@@ -30,10 +28,10 @@ fn name_bytes(p: &*const c_char) -> &[u8] {
 /// symbol name.
 unsafe extern "C" fn offer(data: *mut c_void, name: *const c_char, addr: c_ulong) -> c_int {
     // SAFETY: `data` is the `Walk` that `ftrace_lookup_symbols` passes and
-    // no one else uses during the walk.
-    let w = unsafe { &mut *data.cast::<Walk<'_>>() };
-    // SAFETY: kallsyms passes a NUL-terminated name.
-    let name = unsafe { CStr::from_char_ptr(name) }.as_bytes();
+    // no one else uses during the walk; kallsyms passes a NUL-terminated
+    // name that lives through the call.
+    let (w, name) = unsafe { (&mut *data.cast::<Walk<'_>>(), CStrArg::from_raw(name)) };
+    let name = name.bytes();
     let traceable = |a: u64| crate::table::ftrace_location(a as c_ulong) != 0;
     c_int::from(w.lookup.offer(name, addr as u64, name_bytes, traceable))
 }
@@ -60,7 +58,7 @@ pub unsafe extern "C" fn ftrace_lookup_symbols(
     // unsigned long is a u64 on x86_64.
     let (names, out) = unsafe {
         (
-            core::slice::from_raw_parts(sorted_syms.cast_const(), cnt),
+            core::slice::from_raw_parts(sorted_syms.cast_const().cast::<CStrArg<'_>>(), cnt),
             core::slice::from_raw_parts_mut(addrs.cast::<u64>(), cnt),
         )
     };

@@ -26,19 +26,20 @@ pub unsafe extern "C" fn ftrace_module_init(m: *mut bindings::module) {
     if dead() {
         return;
     }
-    // SAFETY: per the function's contract.
-    let (locs, n) = unsafe { ((*m).ftrace_callsites, (*m).num_ftrace_callsites as usize) };
-    if locs.is_null() || n == 0 {
-        return;
-    }
-    let mut ips = KVVec::<u64>::new();
-    for i in 0..n {
-        // SAFETY: the module loader gives `n` entries.
-        let ip = unsafe { *locs.add(i) } as u64;
-        if ips.push(ip, GFP_KERNEL).is_err() {
-            pr_err!("out of memory for the call sites of a module\n");
+    // SAFETY: per the function's contract: the loader filled in the
+    // module's `num_ftrace_callsites` entries at `ftrace_callsites`.
+    let locs = unsafe {
+        let (p, n) = ((*m).ftrace_callsites, (*m).num_ftrace_callsites as usize);
+        if p.is_null() || n == 0 {
             return;
         }
+        // An unsigned long is a u64 on x86_64.
+        core::slice::from_raw_parts(p.cast::<u64>(), n)
+    };
+    let mut ips = KVVec::<u64>::new();
+    if ips.extend_from_slice(locs, GFP_KERNEL).is_err() {
+        pr_err!("out of memory for the call sites of a module\n");
+        return;
     }
     let k = crate::logic::sites::sort_unique(&mut ips);
     let g = CoreGuard::lock();
