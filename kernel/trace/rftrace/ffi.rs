@@ -127,13 +127,25 @@ unsafe extern "C" {
     pub(crate) fn rftrace_assert_held(m: *mut bindings::mutex);
 
     // --- the tracing core (kernel/trace/) ---
-    pub(crate) fn tracing_check_open_get_tr(tr: *mut c_void) -> c_int;
+    /// Checks lockdown and takes a reference on `tr` (none: no array).
+    pub(crate) safe fn tracing_check_open_get_tr(tr: Option<TraceArray>) -> c_int;
     pub(crate) fn trace_array_put(tr: *mut c_void);
     pub(crate) fn tracing_lseek(
         file: *mut bindings::file,
         off: bindings::loff_t,
         whence: c_int,
     ) -> bindings::loff_t;
+    /// Adds an entry to the error_log of `tr` (null: the top level's):
+    /// `errs[ty]` is the message (the array is kept, not copied), `cmd`
+    /// the command shown with a caret under byte `pos`. Sleeps.
+    pub(crate) fn tracing_log_err(
+        tr: *mut c_void,
+        loc: *const c_char,
+        cmd: *const c_char,
+        errs: *mut *const c_char,
+        ty: u8,
+        pos: u16,
+    );
     pub(crate) fn init_array_fgraph_ops(tr: *mut c_void, ops: *mut bindings::ftrace_ops);
     pub(crate) static mut trace_types_lock: bindings::mutex;
     pub(crate) static tracing_thresh: c_ulong;

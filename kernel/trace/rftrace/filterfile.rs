@@ -7,13 +7,13 @@
 
 use crate::filter::{commit, match_records};
 use crate::hash::FnSet;
+use crate::logic::explain::Why;
 use crate::logic::parser::{Parser, Token};
-use crate::ops::{self, Ops, OpsRef};
+use crate::ops::{self, OpsRef};
 use crate::seqfile::{self, SeqText};
 use crate::sys::{dead, global_ops, CGlobal, CMutex, CoreGuard, TrOpen, TraceArray};
 use crate::tracefs::{self, copy_chunk, write_token, Lines, OpenMode, Out, SeqFile};
-use crate::{probe, table};
-use core::ptr;
+use crate::{errlog, probe, table};
 use kernel::bindings;
 use kernel::c_str;
 use kernel::ffi::{c_char, c_int, c_void};
@@ -53,39 +53,31 @@ struct RegexFile {
 }
 
 impl RegexFile {
-    /// The state of a filter file of trace array `tr` (null: the one of
-    /// `ops`, or of `global_ops`) and ops `ops` (null: the trace
+    /// The state of a filter file of trace array `tr` (none: the one of
+    /// `ops`, or of `global_ops`) and ops `ops` (none: the trace
     /// array's), opened with `mode` and the `FTRACE_ITER_*` flags in
-    /// `flag`.
-    ///
-    /// # Safety
-    ///
-    /// `tr` and `ops` are null or valid; an ops given lives while the
-    /// file is open (the caller's; a trace array's ops lives with it).
-    unsafe fn open(
-        tr: *mut c_void,
-        ops: *mut Ops,
+    /// `flag`. An ops given lives while the file is open (the caller's; a
+    /// trace array's ops lives with it), which is all its `'static` is
+    /// used for.
+    fn open(
+        tr: Option<TraceArray>,
+        ops: Option<OpsRef<'static>>,
         flag: c_int,
         mode: OpenMode,
     ) -> Result<RegexFile> {
         if dead() {
             return Err(ENODEV);
         }
-        // SAFETY: per the function's contract; the ops named, or the
-        // trace array's, outlives the open file, which is all the
-        // `'static` is used for.
-        let (tr, ops) = unsafe {
-            let ops = match (tr.is_null(), ops.is_null()) {
-                (_, false) => Some(OpsRef::from_raw(ops)),
-                (true, true) => Some(OpsRef::of_static(&global_ops)),
-                (false, true) => None,
-            };
-            let tr = match ops {
-                Some(o) if tr.is_null() => o.private(),
-                _ => tr,
-            };
-            (TrOpen::get(tr).map_err(|_| ENODEV)?, ops)
+        let ops = match (tr, ops) {
+            (_, Some(o)) => Some(o),
+            (None, None) => Some(OpsRef::of_static(&global_ops)),
+            (Some(_), None) => None,
         };
+        let tr = match ops {
+            Some(o) if tr.is_none() => o.trace_array(),
+            _ => tr,
+        };
+        let tr = TrOpen::get(tr).map_err(|_| ENODEV)?;
         let ops = match ops {
             Some(o) => o,
             None => tr.tr().and_then(TraceArray::ops_ref).ok_or(ENODEV)?,
@@ -126,17 +118,16 @@ impl RegexFile {
 /// # Safety
 ///
 /// Called by the VFS (through a file's open) with a live inode and file;
-/// `tr` and `ops` are null or valid.
+/// an ops given lives while the file is open.
 #[no_mangle]
 pub unsafe extern "C" fn ftrace_regex_open(
-    tr: *mut c_void,
-    ops: *mut Ops,
+    tr: Option<TraceArray>,
+    ops: Option<OpsRef<'static>>,
     flag: c_int,
     _inode: *mut bindings::inode,
     file: *mut bindings::file,
 ) -> c_int {
-    // SAFETY: per the function's contract: the VFS's file, being opened;
-    // `tr` and `ops` null or valid.
+    // SAFETY: per the function's contract: the VFS's file, being opened.
     unsafe {
         let mode = OpenMode::of(file);
         match RegexFile::open(tr, ops, flag, mode) {
@@ -222,19 +213,45 @@ impl SeqText for RegexFile {
     }
 }
 
-/// Processes one complete token of a filter file of trace array `tr`.
+/// Processes one complete token of a filter file of trace array `tr`; a
+/// token that selects nothing gets its reason in the error_log.
 fn process(h: &mut FnSet, tr: Option<TraceArray>, notrace: bool, tok: &[u8]) -> Result {
     let t = Token::split(tok);
-    let Some(cmd) = t.command else {
-        return match match_records(h, t.func, None)? {
-            true => Ok(()),
-            false => Err(EINVAL),
-        };
+    let r = match t.command {
+        None => match match_records(h, t.func, None) {
+            Ok(true) => Ok(()),
+            Ok(false) => Err(EINVAL),
+            Err(e) => Err(e),
+        },
+        Some(b"mod") => probe::mod_command(tr, h, t.func, t.param, !notrace),
+        Some(_) => probe::run_command(tr, h, tok, !notrace),
     };
-    if cmd == b"mod" {
-        return probe::mod_command(tr, h, t.func, t.param, !notrace);
+    if r == Err(EINVAL) {
+        if let Some((why, at)) = reason(&t) {
+            errlog::log(tr, tok, why, at);
+        }
     }
-    probe::run_command(tr, h, tok, !notrace)
+    r
+}
+
+/// Why token `t` failed with `EINVAL`, when that is known.
+fn reason(t: &Token<'_>) -> Option<(Why, usize)> {
+    match t.command {
+        None => errlog::explain_func(t.func),
+        Some(b"mod") => t
+            .param
+            .filter(|m| probe::module_loaded(m))
+            .map(|_| (Why::NoModMatch, 0)),
+        Some(c) if !probe::command_exists(c) => Some((Why::UnknownCommand, t.func.len() + 1)),
+        // A registered command failed: say why only when the function
+        // name is the cause (its parameter may be).
+        Some(_) => errlog::explain_func(t.func).filter(|(w, _)| {
+            matches!(
+                w,
+                Why::NoSymbol | Why::NoSite | Why::Unrecorded | Why::FreedInit
+            )
+        }),
+    }
 }
 
 /// `write()` of a filter file: at most one token per call.
@@ -306,7 +323,10 @@ unsafe extern "C" fn regex_open<const FLAG: c_int>(
 ) -> c_int {
     // SAFETY: the VFS's inode, whose data is the trace array (null at the
     // top level, see `create_files`), and file.
-    unsafe { ftrace_regex_open((*inode).i_private, ptr::null_mut(), FLAG, inode, file) }
+    unsafe {
+        let tr = TraceArray::from_raw((*inode).i_private);
+        ftrace_regex_open(tr, None, FLAG, inode, file)
+    }
 }
 
 /// The file operations of a filter file with the flags `FLAG`.

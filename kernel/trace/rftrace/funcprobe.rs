@@ -4,11 +4,11 @@
 //! probe on the functions of its filter (`register_ftrace_function_probe()`,
 //! used by the filter-file commands such as `traceoff` and `stacktrace`).
 
+use crate::ffi::CStrArg;
 use crate::filter::{commit, match_records_locked};
 use crate::hash::FnSet;
 use crate::logic::glob::{Kind, Pattern};
 use crate::logic::recursion;
-use crate::ffi::CStrArg;
 use crate::ops::{self, Ops, OpsRef};
 use crate::sys::{dead, to_errno, CoreGuard, Held, Locked, TraceArray};
 use crate::tracefs::Out;
@@ -99,7 +99,15 @@ impl ProbeOps {
             // SAFETY: as for `call`; `data` is the probe's data word, which
             // the owner reads and writes under `ftrace_lock` (held by every
             // caller: `ProbeRef` needs it).
-            Some(f) => to_result(unsafe { f(self.0.as_ptr(), tr.as_ptr(), ip as c_ulong, init, data.as_ptr()) }),
+            Some(f) => to_result(unsafe {
+                f(
+                    self.0.as_ptr(),
+                    tr.as_ptr(),
+                    ip as c_ulong,
+                    init,
+                    data.as_ptr(),
+                )
+            }),
             None => Ok(()),
         }
     }

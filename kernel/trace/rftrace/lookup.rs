@@ -4,11 +4,11 @@
 //! BPF's kprobe_multi attach to, over kallsyms and then the modules'
 //! symbols (the matching itself is `logic::symbols`, host-tested).
 
+use crate::ffi::CStrArg;
 use crate::logic::symbols::Lookup;
 use kernel::bindings;
 use kernel::error::code::ESRCH;
 use kernel::ffi::{c_char, c_int, c_ulong, c_void};
-use crate::ffi::CStrArg;
 
 /// One lookup in progress, passed through kallsyms' `void *`.
 struct Walk<'a> {

@@ -9,18 +9,16 @@
 //! call [`ftrace_pid_func`] first, which checks that record.
 
 use crate::ffi::{
-    rftrace_tr_reset_ignore_pid,
-    rftrace_tr_set_ignore_pid, trace_filter_add_remove_task, trace_ignore_this_task,
-    trace_pid_list_free, trace_pid_next, trace_pid_show, trace_pid_start, trace_pid_write,
+    rftrace_tr_reset_ignore_pid, rftrace_tr_set_ignore_pid, trace_filter_add_remove_task,
+    trace_ignore_this_task, trace_pid_list_free, trace_pid_next, trace_pid_show, trace_pid_start,
+    trace_pid_write,
 };
 use crate::ops;
-use crate::pidstate::{
-    ftrace_pid_func, lists, pids_enabled, slot, PID_IGNORE,
-};
-use crate::tp;
+use crate::pidstate::{ftrace_pid_func, lists, pids_enabled, slot, PID_IGNORE};
 use crate::seqfile::{self, SeqOpen, SeqText};
 use crate::sys::{CGlobal, CoreGuard, Held, PreemptOff, TrOpen, TraceArray};
 use crate::task::{Current, TaskRef};
+use crate::tp;
 use crate::tracefs::{OpenMode, SeqFile};
 use core::ptr;
 use core::sync::atomic::Ordering;
@@ -266,7 +264,7 @@ impl<const KIND: c_int> SeqOpen for PidFile<KIND> {
     fn open(data: *mut c_void, mode: OpenMode) -> Result<Self> {
         // SAFETY: the inode data of a pid file is its trace array, which
         // lives as long as its files.
-        let tr = unsafe { TrOpen::get(data) }?;
+        let tr = TrOpen::get(unsafe { TraceArray::from_raw(data) })?;
         if mode.write && mode.trunc {
             truncate(tr.tr(), KIND);
         }

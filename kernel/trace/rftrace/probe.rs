@@ -4,12 +4,12 @@
 //! cached `:mod:` entries of modules not loaded yet. The function probes
 //! the commands register are in `funcprobe`.
 
+use crate::ffi::CStrArg;
 use crate::ffi::{rftrace_tr_next, trace_types_lock};
 use crate::filter::{commit, match_records, match_records_locked};
 use crate::hash::{FnSet, FtraceHash};
 use crate::logic::glob::{Kind, Pattern};
 use crate::logic::parser::BUF_SIZE;
-use crate::ffi::CStrArg;
 use crate::ops;
 use crate::sys::{CoreGuard, Guard, Held, Locked, LockedMut, TraceArray};
 use crate::tracefs::Out;
@@ -68,7 +68,15 @@ impl Command {
     }
 
     /// Runs `func:cmd:param`, split in place in `b` at `cmd` and `param`.
-    fn call(&self, tr: Option<TraceArray>, h: &mut FnSet, b: &mut [u8], cmd: usize, param: Option<usize>, enable: bool) -> Result {
+    fn call(
+        &self,
+        tr: Option<TraceArray>,
+        h: &mut FnSet,
+        b: &mut [u8],
+        cmd: usize,
+        param: Option<usize>,
+        enable: bool,
+    ) -> Result {
         let f = self.get().func.ok_or(EINVAL)?;
         let base = b.as_mut_ptr().cast::<c_char>();
         let at = |k: usize| base.wrapping_add(k);
@@ -129,6 +137,15 @@ pub extern "C" fn unregister_ftrace_command(cmd: Option<Command>) -> c_int {
         }
         None => ENODEV.to_errno(),
     }
+}
+
+/// Whether a command of that name is registered (`mod` is built in).
+pub(crate) fn command_exists(name: &[u8]) -> bool {
+    let g = CoreGuard::lock();
+    name == b"mod"
+        || COMMANDS
+            .borrow(g.held())
+            .is_ok_and(|c| !name.is_empty() && c.iter().any(|c| c.name() == name))
 }
 
 /// Runs `func:cmd[:param]` through its registered command (`tr` is the
@@ -242,7 +259,8 @@ impl<'h> ModList<'h> {
     }
 }
 
-fn module_loaded(module: &[u8]) -> bool {
+/// Whether a module of that name is loaded.
+pub(crate) fn module_loaded(module: &[u8]) -> bool {
     // "<module>:__this_module", as the C core asks kallsyms; names that do
     // not fit count as not loaded.
     let mut b = [0u8; 72];

@@ -37,6 +37,8 @@ use crate::ffi::{
 /// The portable logic, the same files the host tests run (logic/).
 #[allow(missing_docs)]
 mod logic {
+    #[path = "explain.rs"]
+    pub mod explain;
     #[cfg(CONFIG_FUNCTION_GRAPH_TRACER)]
     #[path = "fgraph.rs"]
     pub mod fgraph;
@@ -59,6 +61,7 @@ mod logic {
     pub mod symbols;
 }
 
+mod errlog;
 mod ffi;
 #[cfg(CONFIG_FUNCTION_GRAPH_TRACER)]
 mod fgraph;

@@ -17,7 +17,6 @@ use kernel::prelude::*;
 pub(crate) use crate::ffi::TraceArray;
 use crate::ffi::{
     kprobe_ftrace_kill, rftrace_cpu, rftrace_irq_restore, rftrace_irq_save, trace_array_put,
-    tracing_check_open_get_tr,
 };
 
 /// The C boundary's form of a result: 0, or the negative errno.
@@ -637,19 +636,11 @@ pub(crate) fn report_bug(failed: Error, ip: u64) {
 pub(crate) struct TrOpen(Option<TraceArray>);
 
 impl TrOpen {
-    /// Opens for the trace array `tr` (null: none, only lockdown is
-    /// checked).
-    ///
-    /// # Safety
-    ///
-    /// `tr` is null or a live trace array (a file's inode data, or the
-    /// private of a live ops).
-    pub(crate) unsafe fn get(tr: *mut c_void) -> Result<TrOpen> {
-        // SAFETY: per the function's contract; the reference is put by
-        // `drop`.
-        kernel::error::to_result(unsafe { tracing_check_open_get_tr(tr) })?;
-        // SAFETY: live, and now referenced while `self` is.
-        Ok(TrOpen(unsafe { TraceArray::from_raw(tr) }))
+    /// Opens for the trace array `tr` (none: only lockdown is checked).
+    pub(crate) fn get(tr: Option<TraceArray>) -> Result<TrOpen> {
+        // The reference taken is put by `drop`.
+        kernel::error::to_result(crate::ffi::tracing_check_open_get_tr(tr))?;
+        Ok(TrOpen(tr))
     }
 
     /// The trace array, referenced while `self` lives.

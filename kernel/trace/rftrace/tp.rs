@@ -38,8 +38,14 @@ pub(crate) enum Probe {
 pub(crate) fn set(p: Probe, data: Option<TraceArray>, on: bool) -> Result {
     let (tp, f): (*mut bindings::tracepoint, *const ()) = match p {
         Probe::Switch(f) => (ptr::addr_of_mut!(__tracepoint_sched_switch), f as *const ()),
-        Probe::Fork(f) => (ptr::addr_of_mut!(__tracepoint_sched_process_fork), f as *const ()),
-        Probe::Free(f) => (ptr::addr_of_mut!(__tracepoint_sched_process_free), f as *const ()),
+        Probe::Fork(f) => (
+            ptr::addr_of_mut!(__tracepoint_sched_process_fork),
+            f as *const (),
+        ),
+        Probe::Free(f) => (
+            ptr::addr_of_mut!(__tracepoint_sched_process_free),
+            f as *const (),
+        ),
     };
     let data = data.map_or(ptr::null_mut(), TraceArray::as_ptr);
     let f = f.cast_mut().cast::<c_void>();

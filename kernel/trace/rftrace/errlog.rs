@@ -1,0 +1,100 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Answers instead of a bare `EINVAL`: when a write to a filter file
+//! selects nothing, the reason (`logic::explain`, over what kallsyms, the
+//! call-site table and the section bounds say of the name) goes to the
+//! tracing error_log, with the token as the command and a caret where the
+//! reason points. The errno stays the C core's.
+
+use crate::ffi::tracing_log_err;
+use crate::logic::explain::{explain, Place, Why, MESSAGES};
+use crate::logic::parser::BUF_SIZE;
+use crate::sys::{CGlobal, TraceArray};
+use core::ptr;
+use kernel::bindings;
+use kernel::ffi::{c_char, c_ulong};
+
+/// The messages as the tracing core keeps them: it stores the array's
+/// address with each entry and reads it whenever error_log is read.
+static ERRS: CGlobal<[*const c_char; MESSAGES.len()]> = CGlobal::new({
+    let mut a = [ptr::null::<c_char>(); MESSAGES.len()];
+    let mut i = 0;
+    while i < MESSAGES.len() {
+        a[i] = MESSAGES[i].as_ptr().cast();
+        i += 1;
+    }
+    a
+});
+
+/// The address of the symbol `name` (loaded modules included).
+fn lookup(name: &[u8]) -> Option<u64> {
+    let mut b = [0u8; bindings::KSYM_NAME_LEN as usize + 1];
+    b.get_mut(..name.len())?.copy_from_slice(name);
+    if name.contains(&0) || name.len() >= b.len() {
+        return None;
+    }
+    // SAFETY: a NUL-terminated name in a local buffer; the lookup only
+    // reads it.
+    let a = unsafe { bindings::kallsyms_lookup_name(b.as_ptr().cast()) };
+    (a != 0).then_some(a as u64)
+}
+
+/// Whether `a` is in `[start, end)` of two section bounds.
+fn within(a: u64, start: *const c_char, end: *const c_char) -> bool {
+    (start as u64..end as u64).contains(&a)
+}
+
+/// Which kind of text `a` is in.
+fn place(a: u64) -> Place {
+    if within(
+        a,
+        ptr::addr_of!(bindings::_sinittext).cast(),
+        ptr::addr_of!(bindings::_einittext).cast(),
+    ) {
+        Place::Init
+    } else if within(
+        a,
+        ptr::addr_of!(bindings::__noinstr_text_start).cast(),
+        ptr::addr_of!(bindings::__noinstr_text_end).cast(),
+    ) || within(
+        a,
+        ptr::addr_of!(bindings::__entry_text_start).cast(),
+        ptr::addr_of!(bindings::__entry_text_end).cast(),
+    ) {
+        Place::Unrecorded
+    } else {
+        Place::Text
+    }
+}
+
+/// Why the function part of a token selected nothing (none: it names a
+/// function with a call site).
+pub(crate) fn explain_func(func: &[u8]) -> Option<(Why, usize)> {
+    explain(
+        func,
+        lookup,
+        |a| crate::table::ftrace_location(a as c_ulong) != 0,
+        place,
+    )
+}
+
+/// Writes `why` to the error_log of `tr` (none: the top-level one), the
+/// token `tok` as the command, the caret at byte `caret` of it.
+pub(crate) fn log(tr: Option<TraceArray>, tok: &[u8], why: Why, caret: usize) {
+    let mut cmd = [0u8; BUF_SIZE + 1];
+    let n = tok.len().min(BUF_SIZE);
+    cmd[..n].copy_from_slice(&tok[..n]);
+    // SAFETY: NUL-terminated strings that live through the call (the core
+    // copies `loc` and `cmd`); `ERRS` is static, as the core keeps its
+    // address, and `why` indexes it (`MESSAGES` has one entry per reason).
+    unsafe {
+        tracing_log_err(
+            tr.map_or(ptr::null_mut(), TraceArray::as_ptr),
+            c"ftrace".as_ptr().cast(),
+            cmd.as_ptr().cast(),
+            ERRS.get().cast(),
+            why as u8,
+            caret.min(n) as u16,
+        )
+    };
+}
