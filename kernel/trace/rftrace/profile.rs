@@ -12,12 +12,12 @@
 use crate::fgraph::{register_ftrace_graph, unregister_ftrace_graph, with_subtime};
 use crate::gops::GopsRef;
 use crate::logic::profile;
-use crate::sys::{CGlobal, CMutex, IrqOff};
+use crate::sys::{CGlobal, CMutex, Forever, IrqOff};
 use crate::task::Current;
 use crate::tracefs::{fops, Chunk, OpenMode, Out, SeqFile, TextFile};
 use core::cell::UnsafeCell;
 use core::ptr;
-use core::sync::atomic::{AtomicBool, AtomicI32, AtomicPtr, AtomicU32, AtomicUsize, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicUsize, Ordering};
 use kernel::bindings;
 use kernel::ffi::{c_char, c_int, c_void};
 use kernel::prelude::*;
@@ -93,11 +93,15 @@ struct Tables {
 struct CpuProfile {
     stat: TracerStat,
     name: [u8; 24],
-    tables: AtomicPtr<Tables>,
+    tables: Forever<Tables>,
 }
 
+// SAFETY: the stat's pointers are the profile's own name and callbacks,
+// read by the stat core only; the tables are `Sync` atomics.
+unsafe impl Sync for CpuProfile {}
+
 /// The per-CPU profiles, set up at boot; null until then.
-static CPUS: AtomicPtr<KVVec<CpuProfile>> = AtomicPtr::new(ptr::null_mut());
+static CPUS: Forever<KVVec<CpuProfile>> = Forever::new();
 static ENABLED: AtomicBool = AtomicBool::new(false);
 /// Whether a function's time includes its children's.
 static GRAPH_TIME: AtomicBool = AtomicBool::new(true);
@@ -110,17 +114,13 @@ extern "C" {
 }
 
 fn cpus() -> &'static [CpuProfile] {
-    let p = CPUS.load(Ordering::Acquire);
-    // SAFETY: published once at boot, complete, never freed.
-    unsafe { p.as_ref() }.map_or(&[], |v| v.as_slice())
+    CPUS.get().map_or(&[], |v| v.as_slice())
 }
 
 impl CpuProfile {
     /// The tables, once made.
     fn tables(&self) -> Option<&'static Tables> {
-        let t = self.tables.load(Ordering::Acquire);
-        // SAFETY: published complete, never freed.
-        unsafe { t.as_ref() }
+        self.tables.get()
     }
 }
 
@@ -429,7 +429,7 @@ fn start() -> Result {
                 let Ok(t) = Tables::new(sites).and_then(|t| Ok(KBox::new(t, GFP_KERNEL)?)) else {
                     return Err(ENOMEM);
                 };
-                p.tables.store(KBox::into_raw(t), Ordering::Release);
+                p.tables.publish(t);
             }
         }
     }
@@ -468,27 +468,26 @@ pub(crate) fn init(d: *mut bindings::dentry) {
                 stat_headers: Some(stat_headers),
             },
             name,
-            tables: AtomicPtr::new(ptr::null_mut()),
+            tables: Forever::new(),
         };
         if v.push(p, GFP_KERNEL).is_err() {
             return;
         }
     }
+    // The names in place (the vector's buffer does not move any more).
+    for p in v.iter_mut() {
+        p.stat.name = p.name.as_ptr().cast();
+    }
     let Ok(b) = KBox::new(v, GFP_KERNEL) else {
         return;
     };
-    let raw = KBox::into_raw(b);
-    // SAFETY: boot, before any user; the profiles are never freed, so the
-    // stats' addresses stay valid.
-    unsafe {
-        for p in (*raw).iter_mut() {
-            p.stat.name = p.name.as_ptr().cast();
-        }
-        CPUS.store(raw, Ordering::Release);
-        for p in (*raw).iter_mut() {
-            if register_stat_tracer(ptr::addr_of_mut!(p.stat)) != 0 {
-                pr_warn!("cannot register a function profile stat file\n");
-            }
+    // Boot, before any user; the profiles are never freed, so the stats'
+    // addresses stay valid.
+    for p in CPUS.publish(b).map_or(&[][..], |v| v.as_slice()) {
+        // SAFETY: a stat of a profile kept for ever; the stat core only
+        // reads it (the pointer is `*mut` in its prototype).
+        if unsafe { register_stat_tracer(ptr::from_ref(&p.stat).cast_mut()) } != 0 {
+            pr_warn!("cannot register a function profile stat file\n");
         }
     }
     crate::tracefs::create(

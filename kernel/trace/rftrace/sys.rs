@@ -47,6 +47,44 @@ impl<T> CGlobal<T> {
     }
 }
 
+/// A value made once, published to lockless readers and kept for ever
+/// (the profiler's per-CPU tables): a `OnceLock` of `KBox`es, leaked.
+///
+/// # Invariants
+///
+/// `0` is null or a leaked `KBox<T>`, set once, never freed or changed.
+pub(crate) struct Forever<T>(AtomicPtr<T>);
+
+impl<T: Sync> Forever<T> {
+    pub(crate) const fn new() -> Self {
+        Forever(AtomicPtr::new(ptr::null_mut()))
+    }
+
+    /// The value, once published.
+    pub(crate) fn get(&self) -> Option<&'static T> {
+        // SAFETY: null or a leaked box, never freed or changed (the
+        // invariants): shared for ever (`T: Sync`).
+        unsafe { self.0.load(Ordering::Acquire).as_ref() }
+    }
+
+    /// Publishes `v` (complete: the release store orders it before any
+    /// reader's load), unless a value was published first, which stays
+    /// (and `v` goes). The value now published.
+    pub(crate) fn publish(&self, v: KBox<T>) -> Option<&'static T> {
+        let raw = KBox::into_raw(v);
+        if let Err(_old) = self.0.compare_exchange(
+            ptr::null_mut(),
+            raw,
+            Ordering::AcqRel,
+            Ordering::Acquire,
+        ) {
+            // SAFETY: ours from `into_raw` above, never published.
+            drop(unsafe { KBox::from_raw(raw) });
+        }
+        self.get()
+    }
+}
+
 /// Data of the core only touched with `ftrace_lock` held: reachable only
 /// through [`Locked::borrow`], which asks for the proof ([`Held`]) and
 /// refuses a second borrow while the first lives (as a `RefCell`).
