@@ -100,7 +100,7 @@ pub trait Callback: Send + Sync {
 ///
 /// # Invariants
 ///
-/// `ops` is an `ftrace_ops` whose callback is [`Self::thunk`], made by
+/// `ops` is an `ftrace_ops` whose callback is `Self::thunk`, made by
 /// [`Registration::new`] and not moved since (the value is pinned); it is
 /// registered with the function tracer only while `registered` is true.
 #[pin_data(PinnedDrop)]
@@ -157,11 +157,9 @@ impl<T: Callback> Registration<T> {
         // `Registration<T>` (the contract): it unregisters, which waits
         // for the calls in flight, before it goes. `Opaque` is
         // transparent over the ops.
-        let this = unsafe { &*crate::container_of!(op.cast::<Opaque<bindings::ftrace_ops>>(), Self, ops) };
-        this.callback.call(&Call {
-            ip: ip as usize,
-            parent_ip: parent_ip as usize,
-        });
+        let this =
+            unsafe { &*crate::container_of!(op.cast::<Opaque<bindings::ftrace_ops>>(), Self, ops) };
+        this.callback.call(&Call { ip, parent_ip });
     }
 
     fn edit(&self, glob: &CStr, notrace: bool, reset: bool) -> Result {

@@ -60,8 +60,11 @@ static FUNC_STRING: ForLoader<bindings::kparam_string> = ForLoader(bindings::kpa
     string: FUNC.0.get().cast(),
 });
 
+// `used(compiler)`, as `module!` marks its `.modinfo` strings: a
+// section that the linker must keep (`used` alone) would not be merged
+// with the others of its name.
 #[link_section = "__param"]
-#[used]
+#[used(compiler)]
 static PARAM: ForLoader<bindings::kernel_param> = ForLoader(bindings::kernel_param {
     name: c"func".as_ptr().cast(),
     // As built-in code has it; the loader then takes the global lock.
@@ -76,8 +79,8 @@ static PARAM: ForLoader<bindings::kernel_param> = ForLoader(bindings::kernel_par
 });
 
 #[link_section = ".modinfo"]
-#[used]
-static PARMTYPE: [u8; 20] = *b"parmtype=func:string";
+#[used(compiler)]
+static PARMTYPE: [u8; 21] = *b"parmtype=func:string\0";
 
 /// The function name the module was loaded with.
 fn func() -> &'static CStr {

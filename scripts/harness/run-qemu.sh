@@ -46,7 +46,7 @@ static_tool() { # source binary
 			{ echo "run-qemu: cannot build ${2##*/}" >&2; exit 2; }
 	fi
 }
-for tool in timed_write syscall_loop perf_records bpf_tramp perf_fn fail_nth; do
+for tool in timed_write timed_read syscall_loop perf_records bpf_tramp perf_fn fail_nth; do
 	static_tool "$st/rftrace/$tool.c" "$build/$tool"
 	cp "$build/$tool" "$rootfs/bin/$tool"
 done

@@ -79,6 +79,8 @@ impl TextFile for Listing {
         if matches!(kind, Kind::Avail | Kind::AvailAddrs) && dead() {
             return Err(ENODEV);
         }
+        // No lock held: the first listing finds the kernel's site names.
+        crate::names::prepare();
         Ok(Listing(kind))
     }
 

@@ -169,6 +169,8 @@ impl SeqText for RegexFile {
             return ENODEV.to_errno() as isize;
         }
         let chunk = copy_chunk(ubuf, cnt);
+        // No lock held: the first filter finds the kernel's site names.
+        crate::names::prepare();
         let (h, tr, notrace) = (&mut self.hash, self.tr.tr(), self.notrace);
         let _p = PARSER_LOCK.lock();
         let r = write_token(&mut self.parser, chunk, pos, |tok| {

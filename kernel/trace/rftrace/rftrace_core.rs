@@ -79,6 +79,7 @@ mod layout;
 mod lookup;
 mod mapper;
 mod module;
+mod names;
 mod nokprobe;
 mod ops;
 mod opsview;

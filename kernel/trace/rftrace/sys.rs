@@ -72,12 +72,10 @@ impl<T: Sync> Forever<T> {
     /// (and `v` goes). The value now published.
     pub(crate) fn publish(&self, v: KBox<T>) -> Option<&'static T> {
         let raw = KBox::into_raw(v);
-        if let Err(_old) = self.0.compare_exchange(
-            ptr::null_mut(),
-            raw,
-            Ordering::AcqRel,
-            Ordering::Acquire,
-        ) {
+        if let Err(_old) =
+            self.0
+                .compare_exchange(ptr::null_mut(), raw, Ordering::AcqRel, Ordering::Acquire)
+        {
             // SAFETY: ours from `into_raw` above, never published.
             drop(unsafe { KBox::from_raw(raw) });
         }

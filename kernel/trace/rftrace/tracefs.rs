@@ -89,57 +89,7 @@ impl Write for Out {
     }
 }
 
-/// A function's symbol.
-pub(crate) struct Sym<'a> {
-    pub(crate) name: &'a [u8],
-    pub(crate) offset: u64,
-    pub(crate) module: Option<&'a [u8]>,
-}
-
-/// How far into its function a call site may be: after the `endbr64`
-/// (4 bytes) with IBT, else at the entry (`FTRACE_MCOUNT_MAX_OFFSET`).
-/// A site further in belongs to no function (a weak function's leftover).
-const MCOUNT_MAX_OFFSET: u64 = if cfg!(CONFIG_X86_KERNEL_IBT) { 4 } else { 0 };
-
-impl Sym<'_> {
-    /// Whether the site looked up is its function's call site.
-    // Without IBT the bound is 0 and the comparison an equality.
-    #[allow(clippy::absurd_extreme_comparisons)]
-    pub(crate) fn is_entry(&self) -> bool {
-        self.offset <= MCOUNT_MAX_OFFSET
-    }
-}
-
-fn cstr<'a>(p: *const c_char) -> &'a [u8] {
-    // SAFETY: callers pass NUL-terminated strings that outlive the use.
-    unsafe { CStr::from_char_ptr(p) }.as_bytes()
-}
-
-/// The symbol at `ip`, its name in `buf`.
-pub(crate) fn lookup(ip: u64, buf: &mut [u8; bindings::KSYM_NAME_LEN as usize]) -> Option<Sym<'_>> {
-    let (mut size, mut off): (c_ulong, c_ulong) = (0, 0);
-    let mut module: *mut c_char = ptr::null_mut();
-    // SAFETY: the buffer is KSYM_NAME_LEN bytes, as kallsyms needs.
-    let r = unsafe {
-        bindings::kallsyms_lookup(
-            ip as c_ulong,
-            &mut size,
-            &mut off,
-            &mut module,
-            buf.as_mut_ptr().cast(),
-        )
-    };
-    if r.is_null() {
-        return None;
-    }
-    Some(Sym {
-        name: cstr(buf.as_ptr().cast()),
-        offset: off as u64,
-        // The module name lives in the module, which the caller keeps
-        // alive (it holds `ftrace_lock`, which module removal takes).
-        module: (!module.is_null()).then(|| cstr(module)),
-    })
-}
+pub(crate) use crate::names::lookup;
 
 /// The per-open state of every file of the core: the text served, and
 /// whatever the file needs besides (a filter file's edit state).
@@ -301,9 +251,11 @@ pub(crate) struct PageSeq<'a>(bindings::seq_file, core::marker::PhantomData<&'a 
 impl<'a> PageSeq<'a> {
     /// An empty seq_file writing into `page`.
     pub(crate) fn over(page: &'a mut [u8]) -> Self {
-        let mut m = bindings::seq_file::default();
-        m.buf = page.as_mut_ptr().cast();
-        m.size = page.len();
+        let m = bindings::seq_file {
+            buf: page.as_mut_ptr().cast(),
+            size: page.len(),
+            ..Default::default()
+        };
         PageSeq(m, core::marker::PhantomData)
     }
 

@@ -87,6 +87,15 @@ hook_case kprobe-on-ftrace \
 	"echo 'p:rftbench $F' > $T/kprobe_events && echo 1 > $T/events/kprobes/rftbench/enable" \
 	"echo 0 > $T/events/kprobes/rftbench/enable; echo > $T/kprobe_events"
 
+# Reading available_filter_functions to its end (what tools that cache it
+# do once), 64 KiB per read.
+i=0
+while [ $i -lt "$reps" ]; do
+	set -- $(timed_read $T/available_filter_functions)
+	echo SAMPLE list-available-functions "$1" us
+	i=$((i + 1))
+done
+
 # Turning the function tracer on and off over every call site.
 echo SAMPLE sites "$(wc -l < $T/available_filter_functions)" sites
 set -- $(cat $T/dyn_ftrace_total_info)

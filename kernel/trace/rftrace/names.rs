@@ -1,0 +1,275 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The names of the kernel's own call sites (vmlinux; a module's are
+//! looked up one by one), found in one pass over kallsyms beside the
+//! sorted sites and kept: the listings and the filters then read a name
+//! from memory instead of doing a kallsyms lookup per site (a binary
+//! search, a walk to the name, its decompression).
+//!
+//! kallsyms gives its symbols in address order; a site's function is the
+//! last symbol at or below it, the first of those at that address (as
+//! `kallsyms_lookup()` picks). Built at the first listing or filter write
+//! (about 25 bytes a site); checked against `kallsyms_lookup()` on a
+//! sample of sites before it is used; without memory for it, or should a
+//! check fail, names are looked up one by one as before.
+
+use crate::sys::Forever;
+use core::ptr;
+use core::sync::atomic::{AtomicBool, Ordering};
+use kernel::bindings;
+use kernel::ffi::{c_char, c_int, c_ulong, c_void};
+use kernel::prelude::*;
+use kernel::str::CStr;
+
+/// A function's symbol.
+pub(crate) struct Sym<'a> {
+    pub(crate) name: &'a [u8],
+    pub(crate) offset: u64,
+    pub(crate) module: Option<&'a [u8]>,
+}
+
+/// How far into its function a call site may be: after the `endbr64`
+/// (4 bytes) with IBT, else at the entry (`FTRACE_MCOUNT_MAX_OFFSET`).
+/// A site further in belongs to no function (a weak function's leftover).
+const MCOUNT_MAX_OFFSET: u64 = if cfg!(CONFIG_X86_KERNEL_IBT) { 4 } else { 0 };
+
+impl Sym<'_> {
+    /// Whether the site looked up is its function's call site.
+    // Without IBT the bound is 0 and the comparison an equality.
+    #[allow(clippy::absurd_extreme_comparisons)]
+    pub(crate) fn is_entry(&self) -> bool {
+        self.offset <= MCOUNT_MAX_OFFSET
+    }
+}
+
+fn cstr<'a>(p: *const c_char) -> &'a [u8] {
+    // SAFETY: callers pass NUL-terminated strings that outlive the use.
+    unsafe { CStr::from_char_ptr(p) }.as_bytes()
+}
+
+/// The symbol at `ip` as kallsyms gives it, its name in `buf`.
+fn lookup_kallsyms(ip: u64, buf: &mut [u8; bindings::KSYM_NAME_LEN as usize]) -> Option<Sym<'_>> {
+    let (mut size, mut off): (c_ulong, c_ulong) = (0, 0);
+    let mut module: *mut c_char = ptr::null_mut();
+    // SAFETY: the buffer is KSYM_NAME_LEN bytes, as kallsyms needs.
+    let r = unsafe {
+        bindings::kallsyms_lookup(
+            ip as c_ulong,
+            &mut size,
+            &mut off,
+            &mut module,
+            buf.as_mut_ptr().cast(),
+        )
+    };
+    if r.is_null() {
+        return None;
+    }
+    Some(Sym {
+        name: cstr(buf.as_ptr().cast()),
+        offset: off as u64,
+        // The module name lives in the module, which the caller keeps
+        // alive (it holds `ftrace_lock`, which module removal takes).
+        module: (!module.is_null()).then(|| cstr(module)),
+    })
+}
+
+/// The symbol at `ip`, its name in `buf` (or in the kept names).
+pub(crate) fn lookup(ip: u64, buf: &mut [u8; bindings::KSYM_NAME_LEN as usize]) -> Option<Sym<'_>> {
+    match name_of(ip) {
+        // Before the first symbol: no symbol.
+        Some((b"", _)) => None,
+        Some((name, offset)) => Some(Sym {
+            name,
+            offset,
+            module: None,
+        }),
+        None => lookup_kallsyms(ip, buf),
+    }
+}
+
+/// The names of the sites `ips` (ascending): site `i`'s function is
+/// `pool[ends[i - 1]..ends[i]]` (from 0 for the first), `offs[i]` bytes
+/// into it (255: that far or more).
+struct Names {
+    ips: KVVec<u64>,
+    ends: KVVec<u32>,
+    offs: KVVec<u8>,
+    pool: KVVec<u8>,
+}
+
+static NAMES: Forever<Names> = Forever::new();
+static TRIED: AtomicBool = AtomicBool::new(false);
+
+/// The name of the kernel's site `ip` and how far into its function it
+/// is, once the names are built.
+pub(crate) fn name_of(ip: u64) -> Option<(&'static [u8], u64)> {
+    let n = NAMES.get()?;
+    n.at(n.ips.binary_search(&ip).ok()?)
+}
+
+impl Names {
+    /// Site `i`'s function name and offset into it.
+    fn at(&self, i: usize) -> Option<(&[u8], u64)> {
+        let end = *self.ends.get(i)? as usize;
+        let start = match i.checked_sub(1) {
+            Some(j) => *self.ends.get(j)? as usize,
+            None => 0,
+        };
+        Some((self.pool.get(start..end)?, u64::from(*self.offs.get(i)?)))
+    }
+}
+
+/// Builds the names unless that was tried (sleeps; no lock of the core
+/// may be held: the walk takes a while).
+pub(crate) fn prepare() {
+    if TRIED.swap(true, Ordering::AcqRel) {
+        return;
+    }
+    match build() {
+        Ok(n) if check(&n) => {
+            if let Ok(b) = KBox::new(n, GFP_KERNEL) {
+                NAMES.publish(b);
+            }
+        }
+        Ok(_) => pr_warn!("site names differ from kallsyms; looking them up one by one\n"),
+        Err(_) => {}
+    }
+}
+
+/// The walk's state.
+struct Walk<'a> {
+    sites: &'a [u64],
+    /// The next site to name.
+    next: usize,
+    /// The symbol the sites from here on are in: its address and name.
+    cur: Option<(u64, [u8; bindings::KSYM_NAME_LEN as usize], usize)>,
+    n: &'a mut Names,
+    failed: bool,
+}
+
+impl Walk<'_> {
+    /// Names the sites below `below` after the current symbol.
+    fn flush(&mut self, below: u64) {
+        while let Some(&ip) = self.sites.get(self.next) {
+            if ip >= below {
+                break;
+            }
+            let (name, off): (&[u8], u64) = match &self.cur {
+                Some((a, b, len)) if ip >= *a => (&b[..*len], ip - a),
+                // Before the first symbol: no name (the lookup fails too).
+                _ => (&[], u64::MAX),
+            };
+            let ok = self.n.ips.push(ip, GFP_KERNEL).is_ok()
+                && self.n.pool.extend_from_slice(name, GFP_KERNEL).is_ok()
+                && u32::try_from(self.n.pool.len())
+                    .ok()
+                    .is_some_and(|e| self.n.ends.push(e, GFP_KERNEL).is_ok())
+                && self
+                    .n
+                    .offs
+                    .push(u8::try_from(off).unwrap_or(u8::MAX), GFP_KERNEL)
+                    .is_ok();
+            if !ok {
+                self.failed = true;
+                return;
+            }
+            self.next += 1;
+        }
+    }
+
+    /// One kallsyms symbol; false stops the walk.
+    fn offer(&mut self, name: &[u8], addr: u64) -> bool {
+        match self.cur {
+            // An alias of the current symbol: the first one stays.
+            Some((a, _, _)) if addr == a => return true,
+            // Out of order: kallsyms is not what this walk expects.
+            Some((a, _, _)) if addr < a => {
+                self.failed = true;
+                return false;
+            }
+            _ => {}
+        }
+        self.flush(addr);
+        let mut b = [0u8; bindings::KSYM_NAME_LEN as usize];
+        let len = name.len().min(b.len());
+        b[..len].copy_from_slice(&name[..len]);
+        self.cur = Some((addr, b, len));
+        !self.failed && self.next < self.sites.len()
+    }
+}
+
+/// The kallsyms callback.
+///
+/// # Safety
+///
+/// `data` is the `Walk` of the running build; `name` a NUL-terminated
+/// symbol name.
+unsafe extern "C" fn offer(data: *mut c_void, name: *const c_char, addr: c_ulong) -> c_int {
+    // SAFETY: `data` is the `Walk` that `build` passes and no one else
+    // uses during the walk; kallsyms passes a NUL-terminated name that
+    // lives through the call.
+    let (w, name) = unsafe {
+        (
+            &mut *data.cast::<Walk<'_>>(),
+            crate::ffi::CStrArg::from_raw(name),
+        )
+    };
+    c_int::from(!w.offer(name.bytes(), addr as u64))
+}
+
+fn build() -> Result<Names> {
+    let mut sites = KVVec::<u64>::new();
+    if let Some(g) = crate::table::core_group() {
+        sites.reserve(g.live_len(), GFP_KERNEL)?;
+        for c in g.live() {
+            sites.push(c.ip(), GFP_KERNEL)?;
+        }
+    }
+    let k = sites.len();
+    let mut n = Names {
+        ips: KVVec::with_capacity(k, GFP_KERNEL)?,
+        ends: KVVec::with_capacity(k, GFP_KERNEL)?,
+        offs: KVVec::with_capacity(k, GFP_KERNEL)?,
+        pool: KVVec::with_capacity(k.saturating_mul(24), GFP_KERNEL)?,
+    };
+    let mut w = Walk {
+        sites: &sites,
+        next: 0,
+        cur: None,
+        n: &mut n,
+        failed: false,
+    };
+    let data = core::ptr::from_mut(&mut w).cast::<c_void>();
+    // SAFETY: `offer` matches the callback type and reads `data` as the
+    // `Walk` it is, which outlives the walk.
+    unsafe { bindings::kallsyms_on_each_symbol(Some(offer), data) };
+    if !w.failed {
+        w.flush(u64::MAX);
+    }
+    if w.failed || w.next != k {
+        return Err(ENOMEM);
+    }
+    Ok(n)
+}
+
+/// Whether the names agree with `kallsyms_lookup()` on every 64th site
+/// and the last.
+fn check(n: &Names) -> bool {
+    let mut buf = [0u8; bindings::KSYM_NAME_LEN as usize];
+    let last = n.ips.len().saturating_sub(1);
+    n.ips
+        .iter()
+        .enumerate()
+        .filter(|&(i, _)| i % 64 == 0 || i == last)
+        .all(|(i, &ip)| {
+            let Some((name, off)) = n.at(i) else {
+                return false;
+            };
+            match lookup_kallsyms(ip, &mut buf) {
+                Some(s) if s.module.is_none() => {
+                    name == s.name && (off == s.offset || (off == 255 && s.offset >= 255))
+                }
+                _ => name.is_empty(),
+            }
+        })
+}
