@@ -62,7 +62,8 @@ commit_area "ftrace: add the function tracer core choice and its objects" \
 commit_area "x86/ftrace: add the architecture code of the Rust core" \
 	"Trampolines and live patching for the Rust function tracer core." arch/
 commit_area "rust: add the kernel crate pieces of the Rust ftrace core" \
-	"Bindings, helpers and safe abstractions used by the Rust ftrace core." rust/
+	"Helpers used by the Rust ftrace core, kernel::ftrace (function-tracing callbacks for Rust code) and its sample." \
+	rust/ samples/rust/
 commit_area "scripts/recordmcount: add the Rust call-site recorder" \
 	"Build-time recording of the fentry call sites." scripts/recordmcount/
 commit_area "kernel/configs: add the ftrace core test configuration" \

@@ -6,13 +6,15 @@
 
 use crate::logic::sites::flags as sf;
 use crate::ops;
-use crate::sys::{dead, CGlobal, CoreGuard};
-use crate::table;
-use crate::tracefs::{create, fops, OpenMode, Out, TextFile};
+use crate::seqfile::{self, SeqOpen, SeqText};
+use crate::sys::{dead, CGlobal, CoreGuard, Held};
+use crate::table::{self, Cell};
+use crate::tracefs::{create, OpenMode, Out, SeqFile};
 use core::fmt::Write;
+use core::ptr;
 use kernel::bindings;
 use kernel::c_str;
-use kernel::ffi::c_void;
+use kernel::ffi::{c_char, c_int, c_void};
 use kernel::prelude::*;
 
 /// What a read-only file of ours lists.
@@ -24,51 +26,175 @@ enum Kind {
     Touched,
 }
 
-fn render(kind: Kind, o: &mut Out) {
-    let g = CoreGuard::lock();
-    if dead() {
-        return;
+/// Prints site `c` (read under the lock `held`) as listing `kind` shows
+/// it, without the newline.
+fn render_site(held: &Held, kind: Kind, c: &Cell, o: &mut Out) {
+    let s = c.read(held);
+    if kind == Kind::AvailAddrs {
+        let _ = write!(o, "{:x} ", s.ip);
     }
-    for c in table::all() {
-        let s = c.read(g.held());
-        match kind {
-            Kind::Enabled if !s.has(sf::ENABLED) => continue,
-            Kind::Touched if !s.has(sf::TOUCHED) => continue,
-            _ => {}
+    let valid = o.rec(s.ip);
+    if valid && matches!(kind, Kind::Enabled | Kind::Touched) {
+        let f = |b, t: &'static str, e: &'static str| if s.has(b) { t } else { e };
+        let _ = write!(
+            o,
+            " ({}){}{}{}  {}",
+            s.refs,
+            f(sf::REGS, " R", "  "),
+            f(sf::IPMODIFY, " I", "  "),
+            f(sf::DIRECT, " D", "  "),
+            f(sf::MODIFIED, " M ", "   ")
+        );
+        if s.has(sf::DIRECT_OPS) {
+            ops::describe_tramp(held, o, s.ip);
+        } else if s.has(sf::ENABLED) {
+            o.bytes(b" ->");
+            o.sym(ops::arch_ftrace_ops_list_func as *const () as u64, true);
         }
-        if kind == Kind::AvailAddrs {
-            let _ = write!(o, "{:x} ", s.ip);
+        if s.has(sf::DIRECT) {
+            ops::describe_direct(held, o, s.ip);
         }
-        let valid = o.rec(s.ip);
-        if valid && matches!(kind, Kind::Enabled | Kind::Touched) {
-            let f = |b, t: &'static str, e: &'static str| if s.has(b) { t } else { e };
-            let _ = write!(
-                o,
-                " ({}){}{}{}  {}",
-                s.refs,
-                f(sf::REGS, " R", "  "),
-                f(sf::IPMODIFY, " I", "  "),
-                f(sf::DIRECT, " D", "  "),
-                f(sf::MODIFIED, " M ", "   ")
-            );
-            if s.has(sf::DIRECT_OPS) {
-                ops::describe_tramp(g.held(), o, s.ip);
-            } else if s.has(sf::ENABLED) {
-                o.bytes(b" ->");
-                o.sym(ops::arch_ftrace_ops_list_func as *const () as u64, true);
-            }
-            if s.has(sf::DIRECT) {
-                ops::describe_direct(g.held(), o, s.ip);
-            }
-        }
-        o.bytes(b"\n");
     }
 }
 
-/// An open listing: which one (the inode data, 0 to 3).
-struct Listing(Kind);
+/// Whether listing `kind` shows site `c`.
+fn shows(held: &Held, kind: Kind, c: &Cell) -> bool {
+    if c.is_gone() {
+        return false;
+    }
+    match kind {
+        Kind::Enabled => c.read(held).has(sf::ENABLED),
+        Kind::Touched => c.read(held).has(sf::TOUCHED),
+        Kind::Avail | Kind::AvailAddrs => true,
+    }
+}
 
-impl TextFile for Listing {
+/// A place in the table: group `0` (in table order), site `1` of it.
+#[derive(Clone, Copy)]
+struct At(usize, usize);
+
+/// The first site at or after `at` that `kind` shows, under `held`.
+fn seek<'h>(held: &'h Held, kind: Kind, at: At) -> Option<(At, &'h Cell)> {
+    let At(mut g, mut i) = at;
+    for grp in table::groups().skip(g) {
+        while let Some(c) = grp.sites.get(i) {
+            if shows(held, kind, c) {
+                return Some((At(g, i), c));
+            }
+            i += 1;
+        }
+        g += 1;
+        i = 0;
+    }
+    None
+}
+
+/// An open listing, served line by line through a seq_file: a read holds
+/// `ftrace_lock` from its `start` to its `stop` and resumes where the
+/// last one stopped (a read from elsewhere walks there first). No text
+/// of the whole file is kept: one line at a time.
+struct Listing {
+    kind: Kind,
+    locked: Option<CoreGuard>,
+    /// The site at the position `.0`, for the next `start`.
+    cursor: Option<(bindings::loff_t, At)>,
+    /// The line being shown (its room kept from line to line).
+    line: Out,
+}
+
+/// What `start` and `next` give the seq_file core for a line (the line
+/// itself is the state's).
+const LINE: *mut c_void = 1 as *mut c_void;
+
+impl Listing {
+    /// The site of position `pos`, remembered for the next call.
+    fn at(&mut self, pos: bindings::loff_t) -> *mut c_void {
+        let Some(g) = self.locked.as_ref() else {
+            return ptr::null_mut();
+        };
+        let held = g.held();
+        let found = match self.cursor {
+            Some((p, at)) if p == pos => seek(held, self.kind, at),
+            // Elsewhere: walk there from the start.
+            _ => {
+                let mut f = seek(held, self.kind, At(0, 0));
+                let mut p = 0;
+                while let (Some((At(g, i), _)), true) = (f, p < pos) {
+                    f = seek(held, self.kind, At(g, i + 1));
+                    p += 1;
+                }
+                f
+            }
+        };
+        match found {
+            Some((at, _)) => {
+                self.cursor = Some((pos, at));
+                LINE
+            }
+            None => {
+                self.cursor = None;
+                ptr::null_mut()
+            }
+        }
+    }
+}
+
+static LISTING_SOPS: CGlobal<bindings::seq_operations> =
+    CGlobal::new(seqfile::seq_ops::<Listing>());
+
+impl SeqText for Listing {
+    fn seq_ops() -> *const bindings::seq_operations {
+        LISTING_SOPS.get()
+    }
+
+    fn start(&mut self, _m: &SeqFile, pos: &mut bindings::loff_t) -> *mut c_void {
+        // Released in `stop`, which seq_file calls after every `start`.
+        self.locked = Some(CoreGuard::lock());
+        if dead() {
+            return ptr::null_mut();
+        }
+        self.at(*pos)
+    }
+
+    fn next(&mut self, _m: &SeqFile, _v: *mut c_void, pos: &mut bindings::loff_t) -> *mut c_void {
+        let Some((p, At(g, i))) = self.cursor else {
+            return ptr::null_mut();
+        };
+        *pos = pos.wrapping_add(1);
+        // One past the site shown: the next `at` seeks from there.
+        self.cursor = Some((p.wrapping_add(1), At(g, i + 1)));
+        self.at(*pos)
+    }
+
+    fn stop(&mut self) {
+        self.locked = None;
+    }
+
+    fn show(&mut self, m: &SeqFile, _v: *mut c_void) -> c_int {
+        let (Some(g), Some((_, at))) = (self.locked.as_ref(), self.cursor) else {
+            return 0;
+        };
+        let held = g.held();
+        let Some((_, c)) = seek(held, self.kind, at) else {
+            return 0;
+        };
+        self.line.clear();
+        render_site(held, self.kind, c, &mut self.line);
+        self.line.bytes(b"\n");
+        if !self.line.ok() {
+            return ENOMEM.to_errno();
+        }
+        m.write(&self.line.buf);
+        0
+    }
+
+    fn write(&mut self, _ubuf: *const c_char, _cnt: usize, _pos: &mut bindings::loff_t) -> isize {
+        EINVAL.to_errno() as isize
+    }
+}
+
+impl SeqOpen for Listing {
+    /// Which listing: the inode data, 0 to 3.
     fn open(data: *mut c_void, _mode: OpenMode) -> Result<Self> {
         let kind = match data as usize {
             0 => Kind::Avail,
@@ -81,15 +207,16 @@ impl TextFile for Listing {
         }
         // No lock held: the first listing finds the kernel's site names.
         crate::names::prepare();
-        Ok(Listing(kind))
-    }
-
-    fn render(&self, o: &mut Out) {
-        render(self.0, o);
+        Ok(Listing {
+            kind,
+            locked: None,
+            cursor: None,
+            line: Out::new(),
+        })
     }
 }
 
-static RO_FOPS: CGlobal<bindings::file_operations> = CGlobal::new(fops::<Listing>(false));
+static RO_FOPS: CGlobal<bindings::file_operations> = CGlobal::new(seqfile::fops::<Listing>());
 
 /// Creates the listings in the top-level directory `d`.
 pub(crate) fn create_listings(d: *mut bindings::dentry) {

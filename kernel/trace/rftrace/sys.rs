@@ -598,7 +598,7 @@ pub(crate) fn set_trace_function(f: bindings::ftrace_func_t) {
 
 /// Shortens `v` to `n` elements (no change if it is shorter), dropping
 /// the rest and keeping its room: `Vec::truncate`, which `KVec` lacks.
-pub(crate) fn truncate<T>(v: &mut KVec<T>, n: usize) {
+pub(crate) fn truncate<T, A: kernel::alloc::Allocator>(v: &mut kernel::alloc::Vec<T, A>, n: usize) {
     let len = v.len();
     if n < len {
         let tail = ptr::slice_from_raw_parts_mut(v.as_mut_slice()[n..].as_mut_ptr(), len - n);

@@ -26,6 +26,12 @@ impl Out {
         }
     }
 
+    /// Empties it, keeping its room (and forgetting a failure).
+    pub(crate) fn clear(&mut self) {
+        crate::sys::truncate(&mut self.buf, 0);
+        self.failed = false;
+    }
+
     pub(crate) fn bytes(&mut self, b: &[u8]) {
         if self.failed {
             return;
