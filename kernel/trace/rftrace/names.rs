@@ -75,7 +75,16 @@ fn lookup_kallsyms(ip: u64, buf: &mut [u8; bindings::KSYM_NAME_LEN as usize]) ->
 
 /// The symbol at `ip`, its name in `buf` (or in the kept names).
 pub(crate) fn lookup(ip: u64, buf: &mut [u8; bindings::KSYM_NAME_LEN as usize]) -> Option<Sym<'_>> {
-    match name_of(ip) {
+    lookup_near(ip, buf, &mut 0)
+}
+
+/// [`lookup`] for a caller that asks in address order (see `name_near`).
+pub(crate) fn lookup_near<'a>(
+    ip: u64,
+    buf: &'a mut [u8; bindings::KSYM_NAME_LEN as usize],
+    near: &mut usize,
+) -> Option<Sym<'a>> {
+    match name_near(ip, near) {
         // Before the first symbol: no symbol.
         Some((b"", _)) => None,
         Some((name, offset)) => Some(Sym {
@@ -101,10 +110,17 @@ static NAMES: Forever<Names> = Forever::new();
 static TRIED: AtomicBool = AtomicBool::new(false);
 
 /// The name of the kernel's site `ip` and how far into its function it
-/// is, once the names are built.
-pub(crate) fn name_of(ip: u64) -> Option<(&'static [u8], u64)> {
+/// is, once the names are kept. `near` is where the last name was found:
+/// a caller that asks in address order (a listing) finds the next one
+/// there without a search.
+fn name_near(ip: u64, near: &mut usize) -> Option<(&'static [u8], u64)> {
     let n = NAMES.get()?;
-    n.at(n.ips.binary_search(&ip).ok()?)
+    let i = match n.ips.get(*near) {
+        Some(&a) if a == ip => *near,
+        _ => n.ips.binary_search(&ip).ok()?,
+    };
+    *near = i + 1;
+    n.at(i)
 }
 
 impl Names {

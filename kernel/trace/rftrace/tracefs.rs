@@ -16,6 +16,9 @@ use kernel::uaccess::UserSlice;
 pub(crate) struct Out {
     pub(crate) buf: KVVec<u8>,
     failed: bool,
+    /// Where the last site name was found in the kept names: a listing
+    /// asks for the sites in order (`names::lookup_near`).
+    near: usize,
 }
 
 impl Out {
@@ -23,6 +26,7 @@ impl Out {
         Out {
             buf: KVVec::new(),
             failed: false,
+            near: 0,
         }
     }
 
@@ -61,7 +65,7 @@ impl Out {
     /// invalid site (the name then says so).
     pub(crate) fn rec(&mut self, ip: u64) -> bool {
         let mut b = [0u8; bindings::KSYM_NAME_LEN as usize];
-        match lookup(ip, &mut b) {
+        match crate::names::lookup_near(ip, &mut b, &mut self.near) {
             Some(s) if s.is_entry() => {
                 self.bytes(s.name);
                 if let Some(m) = s.module {
