@@ -26,17 +26,13 @@ static ERRS: CGlobal<[*const c_char; MESSAGES.len()]> = CGlobal::new({
     a
 });
 
-/// The address of the symbol `name` (loaded modules included).
+/// The address of the symbol `name` (loaded modules included); none for
+/// a name with a NUL, which would name a shorter one.
 fn lookup(name: &[u8]) -> Option<u64> {
-    let mut b = [0u8; bindings::KSYM_NAME_LEN as usize + 1];
-    b.get_mut(..name.len())?.copy_from_slice(name);
-    if name.contains(&0) || name.len() >= b.len() {
+    if name.contains(&0) {
         return None;
     }
-    // SAFETY: a NUL-terminated name in a local buffer; the lookup only
-    // reads it.
-    let a = unsafe { bindings::kallsyms_lookup_name(b.as_ptr().cast()) };
-    (a != 0).then_some(a as u64)
+    crate::names::address_of(&[name])
 }
 
 /// Whether `a` is in `[start, end)` of two section bounds.

@@ -9,17 +9,17 @@
 //! kallsyms gives its symbols in address order; a site's function is the
 //! last symbol at or below it, the first of those at that address (as
 //! `kallsyms_lookup()` picks). Built at the first listing or filter write
-//! (about 25 bytes a site); checked against `kallsyms_lookup()` on a
+//! (the names' bytes and 13 bytes a site); checked against `kallsyms_lookup()` on a
 //! sample of sites before it is used; without memory for it, or should a
 //! check fail, names are looked up one by one as before.
 
+use crate::ffi::CStrArg;
 use crate::sys::Forever;
 use core::ptr;
 use core::sync::atomic::{AtomicBool, Ordering};
 use kernel::bindings;
 use kernel::ffi::{c_char, c_int, c_ulong, c_void};
 use kernel::prelude::*;
-use kernel::str::CStr;
 
 /// A function's symbol.
 pub(crate) struct Sym<'a> {
@@ -42,11 +42,6 @@ impl Sym<'_> {
     }
 }
 
-fn cstr<'a>(p: *const c_char) -> &'a [u8] {
-    // SAFETY: callers pass NUL-terminated strings that outlive the use.
-    unsafe { CStr::from_char_ptr(p) }.as_bytes()
-}
-
 /// The symbol at `ip` as kallsyms gives it, its name in `buf`.
 fn lookup_kallsyms(ip: u64, buf: &mut [u8; bindings::KSYM_NAME_LEN as usize]) -> Option<Sym<'_>> {
     let (mut size, mut off): (c_ulong, c_ulong) = (0, 0);
@@ -64,13 +59,40 @@ fn lookup_kallsyms(ip: u64, buf: &mut [u8; bindings::KSYM_NAME_LEN as usize]) ->
     if r.is_null() {
         return None;
     }
+    // SAFETY: kallsyms wrote a NUL-terminated name into `buf`, borrowed
+    // for `'_`; the module name (null for the kernel) lives in the module,
+    // which the caller keeps alive (it holds `ftrace_lock`, which module
+    // removal takes).
+    let (name, m) = unsafe {
+        (
+            CStrArg::from_raw(buf.as_ptr().cast()),
+            CStrArg::from_raw(module),
+        )
+    };
     Some(Sym {
-        name: cstr(buf.as_ptr().cast()),
+        name: name.bytes(),
         offset: off as u64,
-        // The module name lives in the module, which the caller keeps
-        // alive (it holds `ftrace_lock`, which module removal takes).
-        module: (!module.is_null()).then(|| cstr(module)),
+        module: (!module.is_null()).then(|| m.bytes()),
     })
+}
+
+/// The address of the symbol whose name is `parts` one after the other
+/// (`kallsyms_lookup_name()`: loaded modules included, `module:name`
+/// too); none for no such symbol or a name longer than a symbol's.
+pub(crate) fn address_of(parts: &[&[u8]]) -> Option<u64> {
+    let mut b = [0u8; bindings::KSYM_NAME_LEN as usize + 1];
+    let mut n = 0;
+    for p in parts {
+        b.get_mut(n..n + p.len())?.copy_from_slice(p);
+        n += p.len();
+    }
+    if n >= b.len() {
+        return None;
+    }
+    // SAFETY: a NUL-terminated name in a local buffer (the byte after the
+    // parts is still 0); the lookup only reads it.
+    let a = unsafe { bindings::kallsyms_lookup_name(b.as_ptr().cast()) };
+    (a != 0).then_some(a as u64)
 }
 
 /// The symbol at `ip`, its name in `buf` (or in the kept names).
@@ -157,8 +179,10 @@ struct Walk<'a> {
     sites: &'a [u64],
     /// The next site to name.
     next: usize,
-    /// The symbol the sites from here on are in: its address and name.
-    cur: Option<(u64, [u8; bindings::KSYM_NAME_LEN as usize], usize)>,
+    /// The symbol the sites from here on are in: its address and the
+    /// length of its name in `name`.
+    cur: Option<(u64, usize)>,
+    name: [u8; bindings::KSYM_NAME_LEN as usize],
     n: &'a mut Names,
     failed: bool,
 }
@@ -170,8 +194,8 @@ impl Walk<'_> {
             if ip >= below {
                 break;
             }
-            let (name, off): (&[u8], u64) = match &self.cur {
-                Some((a, b, len)) if ip >= *a => (&b[..*len], ip - a),
+            let (name, off): (&[u8], u64) = match self.cur {
+                Some((a, len)) if ip >= a => (&self.name[..len], ip - a),
                 // Before the first symbol: no name (the lookup fails too).
                 _ => (&[], u64::MAX),
             };
@@ -197,19 +221,18 @@ impl Walk<'_> {
     fn offer(&mut self, name: &[u8], addr: u64) -> bool {
         match self.cur {
             // An alias of the current symbol: the first one stays.
-            Some((a, _, _)) if addr == a => return true,
+            Some((a, _)) if addr == a => return true,
             // Out of order: kallsyms is not what this walk expects.
-            Some((a, _, _)) if addr < a => {
+            Some((a, _)) if addr < a => {
                 self.failed = true;
                 return false;
             }
             _ => {}
         }
         self.flush(addr);
-        let mut b = [0u8; bindings::KSYM_NAME_LEN as usize];
-        let len = name.len().min(b.len());
-        b[..len].copy_from_slice(&name[..len]);
-        self.cur = Some((addr, b, len));
+        let len = name.len().min(self.name.len());
+        self.name[..len].copy_from_slice(&name[..len]);
+        self.cur = Some((addr, len));
         !self.failed && self.next < self.sites.len()
     }
 }
@@ -224,12 +247,7 @@ unsafe extern "C" fn offer(data: *mut c_void, name: *const c_char, addr: c_ulong
     // SAFETY: `data` is the `Walk` that `build` passes and no one else
     // uses during the walk; kallsyms passes a NUL-terminated name that
     // lives through the call.
-    let (w, name) = unsafe {
-        (
-            &mut *data.cast::<Walk<'_>>(),
-            crate::ffi::CStrArg::from_raw(name),
-        )
-    };
+    let (w, name) = unsafe { (&mut *data.cast::<Walk<'_>>(), CStrArg::from_raw(name)) };
     c_int::from(!w.offer(name.bytes(), addr as u64))
 }
 
@@ -252,6 +270,7 @@ fn build() -> Result<Names> {
         sites: &sites,
         next: 0,
         cur: None,
+        name: [0; bindings::KSYM_NAME_LEN as usize],
         n: &mut n,
         failed: false,
     };

@@ -262,16 +262,9 @@ impl<'h> ModList<'h> {
 /// Whether a module of that name is loaded.
 pub(crate) fn module_loaded(module: &[u8]) -> bool {
     // "<module>:__this_module", as the C core asks kallsyms; names that do
-    // not fit count as not loaded.
-    let mut b = [0u8; 72];
-    let suffix = b":__this_module";
-    if module.len() + suffix.len() >= b.len() {
-        return false;
-    }
-    b[..module.len()].copy_from_slice(module);
-    b[module.len()..module.len() + suffix.len()].copy_from_slice(suffix);
-    // SAFETY: a NUL-terminated name in a local buffer.
-    unsafe { bindings::kallsyms_lookup_name(b.as_ptr().cast()) != 0 }
+    // not fit count as not loaded (no module name is that long).
+    module.len() + b":__this_module".len() < 72
+        && crate::names::address_of(&[module, b":__this_module"]).is_some()
 }
 
 /// `func:mod:module`: the functions of a loaded module, or, when the module

@@ -90,43 +90,28 @@ mod tests {
 
     #[test]
     fn reasons() {
-        assert_eq!(
-            ex(b"nope", None, false, Place::Text),
-            Some((Why::NoSymbol, 0))
-        );
-        assert_eq!(
-            ex(b"!nope", None, false, Place::Text),
-            Some((Why::NoSymbol, 1))
-        );
-        assert_eq!(
-            ex(b"f", Some(1), false, Place::Text),
-            Some((Why::NoSite, 0))
-        );
-        assert_eq!(
-            ex(b"f", Some(1), false, Place::Init),
-            Some((Why::FreedInit, 0))
-        );
-        assert_eq!(
-            ex(b"f", Some(1), false, Place::Unrecorded),
-            Some((Why::Unrecorded, 0))
-        );
-        assert_eq!(ex(b"f", Some(1), true, Place::Text), None);
-        assert_eq!(
-            ex(b"zz*", None, false, Place::Text),
-            Some((Why::NoMatch, 0))
-        );
-        assert_eq!(
-            ex(b"*zz", None, false, Place::Text),
-            Some((Why::NoMatch, 0))
-        );
-        assert_eq!(
-            ex(b"z?z", None, false, Place::Text),
-            Some((Why::NoMatch, 0))
-        );
-        assert_eq!(
-            ex(b"99999", None, false, Place::Text),
-            Some((Why::NoIndex, 0))
-        );
+        use Place::*;
+        // (token, its symbol, has a call site, where it is) -> reason
+        let cases: [(&[u8], Option<u64>, bool, Place, Option<(Why, usize)>); 10] = [
+            (b"nope", None, false, Text, Some((Why::NoSymbol, 0))),
+            (b"!nope", None, false, Text, Some((Why::NoSymbol, 1))),
+            (b"f", Some(1), false, Text, Some((Why::NoSite, 0))),
+            (b"f", Some(1), false, Init, Some((Why::FreedInit, 0))),
+            (b"f", Some(1), false, Unrecorded, Some((Why::Unrecorded, 0))),
+            (b"f", Some(1), true, Text, None),
+            (b"zz*", None, false, Text, Some((Why::NoMatch, 0))),
+            (b"*zz", None, false, Text, Some((Why::NoMatch, 0))),
+            (b"z?z", None, false, Text, Some((Why::NoMatch, 0))),
+            (b"99999", None, false, Text, Some((Why::NoIndex, 0))),
+        ];
+        for (tok, sym, site, place, want) in cases {
+            assert_eq!(
+                ex(tok, sym, site, place),
+                want,
+                "{:?}",
+                core::str::from_utf8(tok)
+            );
+        }
     }
 
     #[test]
