@@ -61,6 +61,15 @@
 //! # Ok::<(), Error>(())
 //! ```
 
+// The thunk's attribute below spells the padding out (an attribute takes
+// literals only); a padding it does not know fails the build here.
+#[cfg(all(
+    CONFIG_FTRACE_CORE_RUST_TRACE_RUST,
+    CONFIG_CALL_PADDING,
+    not(CONFIG_FUNCTION_PADDING_BYTES = "16")
+))]
+compile_error!("kernel::ftrace: add this CONFIG_FUNCTION_PADDING_BYTES to thunk()");
+
 use crate::{
     bindings,
     error::{code::*, to_result, Error, Result},
@@ -100,7 +109,7 @@ pub trait Callback: Send + Sync {
 ///
 /// # Invariants
 ///
-/// `ops` is an `ftrace_ops` whose callback is `Self::thunk`, made by
+/// `ops` is an `ftrace_ops` whose callback is `thunk::<T>`, made by
 /// [`Registration::new`] and not moved since (the value is pinned); it is
 /// registered with the function tracer only while `registered` is true.
 #[pin_data(PinnedDrop)]
@@ -123,7 +132,7 @@ impl<T: Callback> Registration<T> {
     /// function once registered, unless a filter is set first.
     pub fn new(callback: T) -> impl PinInit<Self, Error> {
         let ops = bindings::ftrace_ops {
-            func: Some(Self::thunk),
+            func: Some(thunk::<T>),
             // Recursion protection and preemption off by the tracer, and
             // no call where RCU does not watch.
             flags: (bindings::FTRACE_OPS_FL_RECURSION | bindings::FTRACE_OPS_FL_RCU) as c_ulong,
@@ -139,27 +148,6 @@ impl<T: Callback> Registration<T> {
     /// The callback.
     pub fn callback(&self) -> &T {
         &self.callback
-    }
-
-    /// The callback of the ops: finds the registration and calls `T`.
-    ///
-    /// # Safety
-    ///
-    /// Called by the function tracer through the ops of a
-    /// `Registration<T>`, which it registered.
-    unsafe extern "C" fn thunk(
-        ip: c_ulong,
-        parent_ip: c_ulong,
-        op: *mut bindings::ftrace_ops,
-        _fregs: *mut bindings::ftrace_regs,
-    ) {
-        // SAFETY: `op` is the `ops` field of a registered, hence live,
-        // `Registration<T>` (the contract): it unregisters, which waits
-        // for the calls in flight, before it goes. `Opaque` is
-        // transparent over the ops.
-        let this =
-            unsafe { &*crate::container_of!(op.cast::<Opaque<bindings::ftrace_ops>>(), Self, ops) };
-        this.callback.call(&Call { ip, parent_ip });
     }
 
     fn edit(&self, glob: &CStr, notrace: bool, reset: bool) -> Result {
@@ -226,6 +214,49 @@ impl<T: Callback> Registration<T> {
         // waits for the calls in flight before it returns.
         to_result(unsafe { bindings::unregister_ftrace_function(self.ops.get()) })
     }
+}
+
+/// The callback of the ops of a `Registration<T>`: finds the registration
+/// and calls `T`.
+///
+/// # Safety
+///
+/// Called by the function tracer through the ops of a `Registration<T>`,
+/// which it registered.
+// With traced Rust code (CONFIG_FTRACE_CORE_RUST_TRACE_RUST) the thunk
+// keeps the function padding but gets no entry NOP: the tracer does not
+// call into a call site of its own. (`T::call`, the user's code, is
+// traced like any Rust function.) The attribute takes free functions only.
+#[cfg_attr(
+    all(
+        CONFIG_FTRACE_CORE_RUST_TRACE_RUST,
+        CONFIG_CALL_PADDING,
+        CONFIG_FUNCTION_PADDING_BYTES = "16"
+    ),
+    patchable_function_entry(prefix_nops = 16, entry_nops = 0)
+)]
+#[cfg_attr(
+    all(CONFIG_FTRACE_CORE_RUST_TRACE_RUST, not(CONFIG_CALL_PADDING)),
+    patchable_function_entry(prefix_nops = 0, entry_nops = 0)
+)]
+unsafe extern "C" fn thunk<T: Callback>(
+    ip: c_ulong,
+    parent_ip: c_ulong,
+    op: *mut bindings::ftrace_ops,
+    _fregs: *mut bindings::ftrace_regs,
+) {
+    // SAFETY: `op` is the `ops` field of a registered, hence live,
+    // `Registration<T>` (the contract): it unregisters, which waits for
+    // the calls in flight, before it goes. `Opaque` is transparent over
+    // the ops.
+    let this = unsafe {
+        &*crate::container_of!(
+            op.cast::<Opaque<bindings::ftrace_ops>>(),
+            Registration<T>,
+            ops
+        )
+    };
+    this.callback.call(&Call { ip, parent_ip });
 }
 
 #[pinned_drop]

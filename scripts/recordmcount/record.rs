@@ -26,8 +26,8 @@
 use std::collections::HashMap;
 
 use crate::elf::{
-    range_mut, read_u64, show, write_at, Elf, Error, Rela, Result, Section, Symbol, SymbolTable,
-    E_SHNUM, E_SHOFF, RELA_SIZE, REL_SIZE, R_X86_64_64, R_X86_64_NONE, R_X86_64_PC32,
+    range, range_mut, read_u64, show, write_at, Elf, Error, Rela, Result, Section, Symbol,
+    SymbolTable, E_SHNUM, E_SHOFF, RELA_SIZE, REL_SIZE, R_X86_64_64, R_X86_64_NONE, R_X86_64_PC32,
     R_X86_64_PLT32, SHF_ALLOC, SHF_EXECINSTR, SHF_INFO_LINK, SHN_LORESERVE, SHN_XINDEX, SHT_GROUP,
     SHT_PROGBITS, SHT_REL, SHT_RELA, SHT_SYMTAB_SHNDX, STB_GLOBAL, STB_LOCAL, STT_SECTION,
     SYM_SIZE,
@@ -43,6 +43,17 @@ pub const FENTRY: &[u8] = b"__fentry__";
 pub const CALL5: [u8; 5] = [0xe8, 0, 0, 0, 0];
 /// The 5-byte NOP the kernel uses on x86_64 (`nopl 0x0(%rax,%rax,1)`).
 pub const NOP5: [u8; 5] = [0x0f, 0x1f, 0x44, 0x00, 0x00];
+/// The section in which `-fpatchable-function-entry` (C) and
+/// `-Zpatchable-function-entry` (rustc) note each function's NOP area.
+pub const PATCHABLE_ENTRIES: &[u8] = b"__patchable_function_entries";
+/// The 5-byte NOP rustc (LLVM) puts at a function's entry for
+/// `-Zpatchable-function-entry=N+5,N` (`nopl 0x8(%rax,%rax,1)`).
+pub const ENTRY_NOP5: [u8; 5] = [0x0f, 0x1f, 0x44, 0x00, 0x08];
+/// `endbr64`, before the entry NOP when indirect branch tracking is on.
+pub const ENDBR64: [u8; 4] = [0xf3, 0x0f, 0x1e, 0xfa];
+/// The longest run of one-byte NOPs (the function padding before the
+/// entry) looked through between a noted NOP area and its function.
+const MAX_PREFIX: u64 = 64;
 
 /// What to do besides recording.
 #[derive(Debug, Clone, Copy, Default)]
@@ -111,15 +122,17 @@ pub fn is_mcounted_section_name(name: &[u8]) -> bool {
     name.starts_with(b".text") || OTHERS.contains(&name)
 }
 
-/// One `call __fentry__`.
+/// One `call __fentry__`, or the entry NOP of a function compiled with a
+/// patchable entry.
 #[derive(Debug, Clone, Copy)]
 struct Site {
     /// Index of the section holding the call.
     text: usize,
     /// Offset of the call instruction in that section.
     offset: u64,
-    /// File offset of the call's relocation entry.
-    rela_entry: u64,
+    /// File offset of the call's relocation entry; `None` for an entry
+    /// NOP, which has no relocation.
+    rela_entry: Option<u64>,
     /// Index of the symbol table of that relocation.
     symtab: usize,
 }
@@ -130,6 +143,91 @@ struct Scan {
     recorded: Vec<Site>,
     ignored: Vec<Site>,
     ignored_sections: Vec<String>,
+}
+
+/// Where the entry NOP of the function whose NOP area starts at `from`
+/// in `text` is: after the one-byte NOPs of the padding and an optional
+/// `endbr64`, the 5-byte [`ENTRY_NOP5`]. `None` if there is none there
+/// (a C function's area ends in its `call __fentry__`; a Rust function
+/// compiled with `entry_nops = 0`, or without entry NOPs, has padding
+/// only).
+fn entry_nop(text: &[u8], from: u64) -> Option<u64> {
+    let at = |pos: u64, len: u64| range(text, pos, len);
+    let mut pos = from;
+    while pos < from.saturating_add(MAX_PREFIX) && at(pos, 1) == Some(&[0x90][..]) {
+        pos += 1;
+    }
+    if at(pos, ENDBR64.len() as u64) == Some(&ENDBR64[..]) {
+        pos += ENDBR64.len() as u64;
+    }
+    (at(pos, ENTRY_NOP5.len() as u64) == Some(&ENTRY_NOP5[..])).then_some(pos)
+}
+
+/// Adds to `result` the entry NOPs of the functions noted by the
+/// relocations in section `ri` (those of a `__patchable_function_entries`
+/// section): each `R_X86_64_64` names a NOP area by a symbol and addend.
+fn scan_patchable(elf: &Elf<'_>, ri: usize, result: &mut Scan) -> Result<()> {
+    let rname = show(elf.section_name(ri)?);
+    let symidx = elf.section(ri)?.link as usize;
+    let st = elf
+        .symtab(symidx)
+        .map_err(|e| context(&format!("symbol table of {rname}"), e))?;
+    let relas = elf.relas(ri)?;
+    let mut ignored_in: Vec<usize> = Vec::new();
+    for i in 0..relas.count() {
+        let r = relas.get(i)?;
+        if r.kind() != R_X86_64_64 {
+            return Err(Error::new(format!(
+                "{rname}: relocation {i} has type {}, not R_X86_64_64",
+                r.kind()
+            )));
+        }
+        let sym = r.sym() as usize;
+        if sym >= st.count() {
+            return Err(Error::new(format!(
+                "{rname}: relocation {i} refers to symbol {sym}, beyond the {} symbols",
+                st.count()
+            )));
+        }
+        let s = st.get(sym)?;
+        let Some(ti) = st.section_of(sym, &s)? else {
+            return Err(Error::new(format!(
+                "{rname}: relocation {i} is against a symbol in no section"
+            )));
+        };
+        let ts = elf.section(ti)?;
+        if ts.kind != SHT_PROGBITS || ts.flags & SHF_EXECINSTR == 0 {
+            return Err(Error::new(format!(
+                "{rname}: relocation {i} points into {}, not code",
+                show(elf.section_name(ti)?)
+            )));
+        }
+        let from = s.value.wrapping_add(r.addend as u64);
+        let Some(offset) = entry_nop(elf.section_data(ti)?, from) else {
+            continue;
+        };
+        let site = Site {
+            text: ti,
+            offset,
+            rela_entry: None,
+            symtab: symidx,
+        };
+        if is_mcounted_section_name(elf.section_name(ti)?) {
+            result.recorded.push(site);
+        } else {
+            result.ignored.push(site);
+            if !ignored_in.contains(&ti) {
+                ignored_in.push(ti);
+            }
+        }
+    }
+    for ti in ignored_in {
+        let name = show(elf.section_name(ti)?);
+        if !result.ignored_sections.contains(&name) {
+            result.ignored_sections.push(name);
+        }
+    }
+    Ok(())
 }
 
 fn context(what: &str, e: Error) -> Error {
@@ -160,10 +258,14 @@ fn scan(elf: &Elf<'_>) -> Result<Scan> {
         let ts = elf
             .section(ti)
             .map_err(|e| context(&format!("relocation section {ri} ({rname}) target"), e))?;
+        let tname = elf.section_name(ti)?;
+        if rs.kind == SHT_RELA && tname == PATCHABLE_ENTRIES {
+            scan_patchable(elf, ri, &mut result)?;
+            continue;
+        }
         if ts.kind != SHT_PROGBITS || ts.flags & SHF_EXECINSTR == 0 {
             continue;
         }
-        let tname = elf.section_name(ti)?;
         if rs.kind == SHT_REL {
             return Err(Error::new(format!(
                 "relocation section {rname} for {} is SHT_REL; x86_64 objects use SHT_RELA",
@@ -210,7 +312,7 @@ fn scan(elf: &Elf<'_>) -> Result<Scan> {
             let site = Site {
                 text: ti,
                 offset: r.offset - 1,
-                rela_entry: relas.entry_offset(i),
+                rela_entry: Some(relas.entry_offset(i)),
                 symtab: symidx,
             };
             if counted {
@@ -228,17 +330,25 @@ fn scan(elf: &Elf<'_>) -> Result<Scan> {
 }
 
 /// Turns the call at `site` into a NOP and its relocation into
-/// `R_X86_64_NONE`, if the bytes are the expected call; false if not.
+/// `R_X86_64_NONE`, if the bytes are the expected call; false if not. An
+/// entry NOP becomes the kernel's NOP.
 fn make_nop(out: &mut [u8], elf: &Elf<'_>, site: &Site) -> Result<bool> {
     let text = elf.section(site.text)?;
     let bad = || Error::new(format!("call site at {:#x} outside the file", site.offset));
     let at = text.offset.checked_add(site.offset).ok_or_else(bad)?;
     let bytes = range_mut(out, at, CALL5.len() as u64).ok_or_else(bad)?;
+    let Some(rela_entry) = site.rela_entry else {
+        if *bytes != ENTRY_NOP5 {
+            return Ok(false);
+        }
+        bytes.copy_from_slice(&NOP5);
+        return Ok(true);
+    };
     if *bytes != CALL5 {
         return Ok(false);
     }
     bytes.copy_from_slice(&NOP5);
-    let info_at = site.rela_entry.checked_add(8).ok_or_else(bad)?;
+    let info_at = rela_entry.checked_add(8).ok_or_else(bad)?;
     let info = read_u64(out, info_at).ok_or_else(bad)?;
     let info = (info & !0xffff_ffff) | u64::from(R_X86_64_NONE);
     if !write_at(out, info_at, &info.to_le_bytes()) {
@@ -484,8 +594,15 @@ pub fn process(input: &[u8], opts: &Options) -> Result<Report> {
             report.nopped += 1;
         }
     }
+    for site in scan.recorded.iter().filter(|s| s.rela_entry.is_none()) {
+        // An entry NOP is a NOP already: the kernel's own is written in
+        // its place whatever the options, as the tracer verifies that.
+        if make_nop(&mut out, &elf, site)? {
+            report.nopped += 1;
+        }
+    }
     if opts.nop_recorded {
-        for site in &scan.recorded {
+        for site in scan.recorded.iter().filter(|s| s.rela_entry.is_some()) {
             if make_nop(&mut out, &elf, site)? {
                 report.nopped += 1;
             } else {

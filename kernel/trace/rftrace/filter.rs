@@ -16,6 +16,33 @@ use kernel::bindings;
 use kernel::ffi::{c_char, c_int, c_uchar, c_ulong};
 use kernel::prelude::*;
 
+/// Room for the path of a Rust symbol, for a pattern written as a Rust
+/// path (`kernel::sync::*`); empty for any other pattern, which matches
+/// names as they are.
+pub(crate) struct Matcher<'a> {
+    pat: Pattern<'a>,
+    scratch: KVec<u8>,
+}
+
+/// Longest Rust path a pattern is matched against.
+const PATH_MAX: usize = 1024;
+
+impl<'a> Matcher<'a> {
+    pub(crate) fn new(pat: Pattern<'a>) -> Result<Self> {
+        let scratch = if pat.is_rust_path() {
+            KVec::from_elem(0u8, PATH_MAX, GFP_KERNEL)?
+        } else {
+            KVec::new()
+        };
+        Ok(Matcher { pat, scratch })
+    }
+
+    /// Whether the symbol `name` matches the pattern.
+    pub(crate) fn matches(&mut self, name: &[u8]) -> bool {
+        self.pat.matches_symbol(name, &mut self.scratch)
+    }
+}
+
 /// Adds `ip` to, or with `clear` removes it from, `h`.
 fn enter(h: &mut FnSet, ip: u64, clear: bool) -> Result {
     if clear {
@@ -56,6 +83,7 @@ pub(crate) fn match_records_locked(
     }
     let mut found = false;
     let mut buf = [0u8; bindings::KSYM_NAME_LEN as usize];
+    let mut m = Matcher::new(pat)?;
     for c in table::all() {
         let s = c.read(held);
         if s.has(sf::DISABLED) {
@@ -68,7 +96,7 @@ pub(crate) fn match_records_locked(
             continue;
         }
         let hit = match modpat {
-            None => pat.matches(sym.name),
+            None => m.matches(sym.name),
             Some(mp) => {
                 let exclude = mp.negated;
                 let qualifies = if mp.search.is_empty() {
@@ -76,7 +104,7 @@ pub(crate) fn match_records_locked(
                 } else {
                     sym.module.is_some_and(|m| mp.matches(m)) != exclude
                 };
-                qualifies && (pat.search.is_empty() || pat.matches(sym.name))
+                qualifies && (pat.search.is_empty() || m.matches(sym.name))
             }
         };
         if hit {

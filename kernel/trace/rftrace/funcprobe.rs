@@ -409,11 +409,12 @@ fn remove_matching(held: &Held, p: &ProbeRef<'_>, glob: &[u8]) -> Result<bool> {
     let mut h = FnSet::copy_of(old)?;
     let mut removed = KVec::<u64>::new();
     let mut buf = [0u8; bindings::KSYM_NAME_LEN as usize];
+    let mut m = crate::filter::Matcher::new(pat)?;
     let mut oom = false;
     h.retain(|ip| {
         let hit = all
             || (pat.kind != Kind::Index
-                && crate::tracefs::lookup(ip, &mut buf).is_some_and(|s| pat.matches(s.name)));
+                && crate::tracefs::lookup(ip, &mut buf).is_some_and(|s| m.matches(s.name)));
         if !hit || oom {
             return true;
         }

@@ -4,6 +4,7 @@
 //! sets (`ftrace_graph_hash`, `ftrace_graph_notrace_hash`), edited as a
 //! private copy and committed at close.
 
+use crate::filter::Matcher;
 use crate::filterfile::PARSER_LOCK;
 use crate::hash::{FnSet, FtraceHash, PubSlot};
 use crate::logic::glob::{Kind, Pattern};
@@ -154,13 +155,14 @@ fn graph_token(h: &mut FnSet, tok: &[u8]) -> Result {
     }
     let mut done = false;
     let mut buf = [0u8; bindings::KSYM_NAME_LEN as usize];
+    let mut m = Matcher::new(pat)?;
     for c in table::all() {
         let s = c.read(g.held());
         if s.has(sf::DISABLED) {
             continue;
         }
         match tracefs::lookup(s.ip, &mut buf) {
-            Some(sym) if sym.is_entry() && pat.matches(sym.name) => {}
+            Some(sym) if sym.is_entry() && m.matches(sym.name) => {}
             _ => continue,
         }
         if pat.negated {

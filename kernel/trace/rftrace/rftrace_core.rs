@@ -37,6 +37,8 @@ use crate::ffi::{
 /// The portable logic, the same files the host tests run (logic/).
 #[allow(missing_docs)]
 mod logic {
+    #[path = "demangle.rs"]
+    pub mod demangle;
     #[path = "explain.rs"]
     pub mod explain;
     #[cfg(CONFIG_FUNCTION_GRAPH_TRACER)]

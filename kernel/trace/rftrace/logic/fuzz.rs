@@ -40,6 +40,11 @@ const NAMES: &[&[u8]] = &[
     b"ext4_file_open",
     b"a",
     b"",
+    b"kernel::sync::",
+    b"<rust_minimal::RustMinimal as kernel::Module>::init",
+    b"<fn() -> u8\tas  x::T>::g",
+    b"<a::<b",
+    b"<>",
 ];
 const GLOBS: &[&[u8]] = &[
     b"*",
@@ -145,17 +150,39 @@ fn mutate(r: &mut Rng, v: &mut Vec<u8>) {
 }
 
 /// What the parser must produce: the input split at whitespace and NUL,
-/// up to the first token too long for the buffer (then the error).
-fn expected_tokens(input: &[u8]) -> (Vec<&[u8]>, bool) {
+/// up to the first token too long for the buffer (then the error); a
+/// token that starts with `<` keeps its whitespace while it has more `<`
+/// than `>` (not counting `->`), each run of it as one space.
+fn expected_tokens(input: &[u8]) -> (Vec<Vec<u8>>, bool) {
+    let open = |t: &[u8]| {
+        let opens = t.iter().filter(|&&b| b == b'<').count();
+        let closes = t
+            .iter()
+            .enumerate()
+            .filter(|&(i, &b)| b == b'>' && (i == 0 || t[i - 1] != b'-'))
+            .count();
+        t.first() == Some(&b'<') && opens > closes
+    };
     let mut out = Vec::new();
-    for t in input
-        .split(|&b| is_space(b) || b == 0)
-        .filter(|t| !t.is_empty())
-    {
-        if t.len() >= BUF_SIZE {
-            return (out, true);
+    let mut cur: Vec<u8> = Vec::new();
+    for &b in input.iter().chain([0u8].iter()) {
+        let space = is_space(b);
+        if b == 0 || (space && !open(&cur)) {
+            if !cur.is_empty() {
+                if cur.len() >= BUF_SIZE {
+                    return (out, true);
+                }
+                out.push(core::mem::take(&mut cur));
+            }
+            continue;
         }
-        out.push(t);
+        if space {
+            if cur.last() != Some(&b' ') {
+                cur.push(b' ');
+            }
+        } else {
+            cur.push(b);
+        }
     }
     (out, false)
 }
@@ -198,7 +225,8 @@ fn feed(r: &mut Rng, input: &[u8], names: &[&[u8]]) -> (Vec<Vec<u8>>, bool) {
 
 fn check_token(tok: &[u8], names: &[&[u8]]) {
     assert!(!tok.is_empty() && tok.len() < BUF_SIZE);
-    assert!(!tok.iter().any(|&b| is_space(b) || b == 0));
+    assert!(!tok.iter().any(|&b| b == 0));
+    assert!(tok.first() == Some(&b'<') || !tok.iter().any(|&b| is_space(b)));
     let t = Token::split(tok);
     let mut back = t.func.to_vec();
     for part in [t.command, t.param].into_iter().flatten() {

@@ -97,6 +97,32 @@ impl<'a> Pattern<'a> {
     }
 }
 
+impl Pattern<'_> {
+    /// Whether the pattern is written as a Rust path (`kernel::sync::*`,
+    /// `<T as Trait>::f`): it holds `::` or starts with `<`, which no C
+    /// symbol does.
+    pub fn is_rust_path(&self) -> bool {
+        self.search.first() == Some(&b'<') || contains(self.search, b"::")
+    }
+
+    /// Whether the symbol `name` matches: a Rust path pattern matches the
+    /// path a mangled Rust name denotes (demangled into `scratch`; a name
+    /// whose path does not fit does not match), and nothing else; any other
+    /// pattern matches the name as kallsyms has it.
+    pub fn matches_symbol(&self, name: &[u8], scratch: &mut [u8]) -> bool {
+        if !self.is_rust_path() {
+            return self.matches(name);
+        }
+        if !super::demangle::is_mangled(name) {
+            return false;
+        }
+        match super::demangle::demangle(name, scratch) {
+            Ok(n) => scratch.get(..n).is_some_and(|path| self.matches(path)),
+            Err(_) => false,
+        }
+    }
+}
+
 fn contains(hay: &[u8], needle: &[u8]) -> bool {
     needle.is_empty() || hay.windows(needle.len()).any(|w| w == needle)
 }
@@ -329,6 +355,32 @@ mod tests {
             Some(b'?') => !s.is_empty() && reference(&pat[1..], &s[1..]),
             Some(_) => !s.is_empty() && pat[0] == s[0] && reference(&pat[1..], &s[1..]),
         }
+    }
+
+    #[test]
+    fn rust_paths_match_demangled_names() {
+        let mut scratch = [0u8; 512];
+        let init = b"_RNvXCsa_12rust_minimalNtB2_11RustMinimalNtCs1_6kernel6Module4init";
+        let lock = b"_RNvMNtNtCs1_6kernel4sync4lockINtB2_4LockuE4lock";
+        let free = b"_RNvNtCs1_6kernel5print11call_printk";
+        let m = |p: &str, n: &[u8], s: &mut [u8]| Pattern::parse(p.as_bytes()).matches_symbol(n, s);
+        assert!(m(
+            "<rust_minimal::RustMinimal as kernel::Module>::init",
+            init,
+            &mut scratch
+        ));
+        assert!(m("*::init", init, &mut scratch));
+        assert!(!m("*::init", lock, &mut scratch));
+        assert!(m("kernel::print::*", free, &mut scratch));
+        assert!(!m("kernel::print::*", lock, &mut scratch));
+        assert!(m("<kernel::sync::*", lock, &mut scratch));
+        assert!(m("*kernel::sync::lock::Lock<*>>::lock", lock, &mut scratch));
+        // Not Rust paths: the mangled name as it is; and C names never
+        // match a Rust path.
+        assert!(m("_RNvNtCs1_6kernel5print*", free, &mut scratch));
+        assert!(!m("*::*", b"vfs_read", &mut scratch));
+        // A path that does not fit the scratch buffer does not match.
+        assert!(!m("kernel::*", free, &mut scratch[..8]));
     }
 
     proptest! {

@@ -9,6 +9,7 @@
 #[cfg(test)]
 extern crate std;
 
+pub mod demangle;
 pub mod explain;
 pub mod fgraph;
 #[cfg(test)]

@@ -32,6 +32,10 @@ pub struct Parser {
     idx: usize,
     cont: bool,
     fail: bool,
+    /// Open angle brackets (`<` less `>`) of a token that started with
+    /// `<`; the token is shorter than [`BUF_SIZE`], so this cannot
+    /// overflow.
+    angle: i16,
 }
 
 impl Default for Parser {
@@ -48,6 +52,7 @@ impl Parser {
             idx: 0,
             cont: false,
             fail: false,
+            angle: 0,
         }
     }
 
@@ -55,6 +60,7 @@ impl Parser {
     pub fn clear(&mut self) {
         self.idx = 0;
         self.cont = false;
+        self.angle = 0;
     }
 
     /// Marks the parser failed, as a fault reading the user's buffer does.
@@ -88,48 +94,58 @@ impl Parser {
             self.clear();
         }
         let mut i = 0;
-        // `ch` is input[i]; `i + 1` bytes are consumed once it is read.
-        let Some(&first) = input.first() else {
-            return Ok(0);
-        };
-        let mut ch = first;
         if !self.cont {
-            while i + 1 < input.len() && is_space(ch) {
+            while input.get(i).is_some_and(|&c| is_space(c)) && i + 1 < input.len() {
                 i += 1;
-                ch = input[i];
             }
             self.idx = 0;
-            if is_space(ch) || ch == 0 {
-                return Ok(i + 1);
+            self.angle = 0;
+            match input.get(i) {
+                None => return Ok(0),
+                Some(&c) if is_space(c) || c == 0 => return Ok(i + 1),
+                Some(_) => {}
             }
         }
-        while i + 1 < input.len() && !is_space(ch) && ch != 0 {
-            if self.idx < BUF_SIZE - 1 {
-                self.buf[self.idx] = ch;
-                self.idx += 1;
-            } else {
-                self.fail = true;
-                return Err(ScanError::TooLong);
-            }
+        while let Some(&ch) = input.get(i) {
             i += 1;
-            ch = input[i];
+            if ch == 0 || (is_space(ch) && self.angle <= 0) {
+                self.cont = false;
+                return Ok(i);
+            }
+            self.push(ch)?;
         }
-        if is_space(ch) || ch == 0 {
-            self.cont = false;
-        } else if self.idx < BUF_SIZE - 1 {
-            self.cont = true;
-            self.buf[self.idx] = ch;
-            self.idx += 1;
-        } else {
+        self.cont = true;
+        Ok(i)
+    }
+
+    /// Adds `ch` to the token. A token that starts with `<` (a Rust path
+    /// such as `<T as Trait>::f`) keeps whitespace inside its angle
+    /// brackets, as one space.
+    fn push(&mut self, ch: u8) -> Result<(), ScanError> {
+        let prev = self.idx.checked_sub(1).map(|i| self.buf[i]);
+        let first = if self.idx == 0 { ch } else { self.buf[0] };
+        if first == b'<' {
+            match ch {
+                b'<' => self.angle += 1,
+                b'>' if prev != Some(b'-') => self.angle -= 1,
+                _ if is_space(ch) && prev == Some(b' ') => return Ok(()),
+                _ => {}
+            }
+        }
+        if self.idx >= BUF_SIZE - 1 {
             self.fail = true;
             return Err(ScanError::TooLong);
         }
-        Ok(i + 1)
+        self.buf[self.idx] = if is_space(ch) { b' ' } else { ch };
+        self.idx += 1;
+        Ok(())
     }
 }
 
 /// One token of a filter file, split at its colons: `func`, then
-/// `:command`, then `:param` (which may hold more colons).
+/// `:command`, then `:param` (which may hold more colons). A `::` is part
+/// of a Rust path in `func` (`kernel::sync::*:traceoff`), never a
+/// separator: in the C core it would be an empty command, which fails.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Token<'a> {
     pub func: &'a [u8],
@@ -140,8 +156,20 @@ pub struct Token<'a> {
 
 impl<'a> Token<'a> {
     pub fn split(tok: &'a [u8]) -> Self {
-        let mut it = tok.splitn(3, |&b| b == b':');
-        let func = it.next().unwrap_or(&[]);
+        let lone = |i: usize| {
+            tok.get(i) == Some(&b':')
+                && tok.get(i + 1) != Some(&b':')
+                && (i == 0 || tok.get(i - 1) != Some(&b':'))
+        };
+        let Some(at) = (0..tok.len()).find(|&i| lone(i)) else {
+            return Token {
+                func: tok,
+                command: None,
+                param: None,
+            };
+        };
+        let (func, rest) = (&tok[..at], &tok[at + 1..]);
+        let mut it = rest.splitn(2, |&b| b == b':');
         Token {
             func,
             command: it.next(),
@@ -282,6 +310,42 @@ mod tests {
         assert_eq!((t.command, t.param), (None, None));
         let t = Token::split(b"foo:");
         assert_eq!((t.command, t.param), (Some(&b""[..]), None));
+        let t = Token::split(b"kernel::sync::*:traceoff:3");
+        assert_eq!(
+            (t.func, t.command, t.param),
+            (
+                &b"kernel::sync::*"[..],
+                Some(&b"traceoff"[..]),
+                Some(&b"3"[..])
+            )
+        );
+        let t = Token::split(b"<a::B as c::D>::f");
+        assert_eq!((t.func, t.command), (&b"<a::B as c::D>::f"[..], None));
+        let t = Token::split(b":mod:ext4");
+        assert_eq!(
+            (t.func, t.command, t.param),
+            (&b""[..], Some(&b"mod"[..]), Some(&b"ext4"[..]))
+        );
+    }
+
+    #[test]
+    fn rust_paths_keep_their_spaces() {
+        let (toks, _) = feed(&[b"  <a::B  as\tc::D>::f x <fn() -> u8 as T>::g", b" y\n"]);
+        assert_eq!(
+            toks,
+            [
+                &b"<a::B as c::D>::f"[..],
+                b"x",
+                b"<fn() -> u8 as T>::g",
+                b"y"
+            ]
+        );
+        // Cut anywhere, the same.
+        let text = b"<a::B as c::D>::f x";
+        for cut in 1..text.len() {
+            let (toks, _) = feed(&[&text[..cut], &text[cut..], b" "]);
+            assert_eq!(toks, [&b"<a::B as c::D>::f"[..], b"x"], "cut at {cut}");
+        }
     }
 
     proptest! {

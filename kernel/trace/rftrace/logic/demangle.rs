@@ -1,0 +1,700 @@
+// SPDX-License-Identifier: GPL-2.0
+//! Rust symbol names (the v0 mangling the kernel builds with,
+//! `-Csymbol-mangling-version=v0`) turned back into paths, so a filter
+//! file can take `kernel::sync::*` or
+//! `<rust_minimal::RustMinimal as kernel::Module>::init` and match the
+//! mangled names kallsyms holds.
+//!
+//! The text is what `rustc-demangle` prints in its alternate form (and
+//! binutils' `c++filt` without the crate hashes): no crate disambiguators,
+//! `<T as Trait>::f` for trait methods, `<T>::f` for inherent ones,
+//! `path::<A, B>` for generic functions, `{closure#0}` for closures.
+//! Lifetimes are left out. The instantiating crate and a vendor suffix
+//! (`.llvm.123`) are not printed.
+//!
+//! The output goes into a caller's buffer ([`demangle`]); nothing
+//! allocates, and nesting (which backreferences can make deep) is bounded
+//! by [`MAX_DEPTH`], so a hostile name costs bounded stack and time.
+
+/// How deep paths and types may nest before the name is refused.
+pub const MAX_DEPTH: u32 = 48;
+/// How many backreferences one name may follow before it is refused (a
+/// backreference may point at an earlier one, so a short name can
+/// otherwise expand exponentially).
+pub const MAX_BACKREFS: u32 = 512;
+
+/// Why a name was not demangled.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Error {
+    /// Not a v0 Rust symbol, or malformed.
+    Invalid,
+    /// Nested deeper than [`MAX_DEPTH`] or too many backreferences.
+    TooComplex,
+    /// The text does not fit the buffer.
+    Full,
+}
+
+type Result<T = ()> = core::result::Result<T, Error>;
+
+/// Whether `name` is a v0-mangled Rust symbol (`_R` and an uppercase
+/// letter or a digit).
+pub fn is_mangled(name: &[u8]) -> bool {
+    name.len() > 2
+        && name.starts_with(b"_R")
+        && (name[2].is_ascii_uppercase() || name[2].is_ascii_digit())
+}
+
+/// Writes the path `name` denotes into `buf` and returns its length.
+pub fn demangle(name: &[u8], buf: &mut [u8]) -> Result<usize> {
+    let inner = name.strip_prefix(b"_R").ok_or(Error::Invalid)?;
+    let mut d = Demangler {
+        sym: inner,
+        pos: 0,
+        out: buf,
+        len: 0,
+        quiet: 0,
+        depth: 0,
+        backrefs: 0,
+    };
+    // An encoding version; only the first (none written) exists.
+    if d.peek().is_some_and(|c| c.is_ascii_digit()) {
+        return Err(Error::Invalid);
+    }
+    d.path(true)?;
+    Ok(d.len)
+}
+
+struct Demangler<'s, 'b> {
+    sym: &'s [u8],
+    pos: usize,
+    out: &'b mut [u8],
+    len: usize,
+    /// Nonzero while parsing what is not printed (an impl's path).
+    quiet: u32,
+    depth: u32,
+    backrefs: u32,
+}
+
+const BASIC: [(u8, &str); 22] = [
+    (b'a', "i8"),
+    (b'b', "bool"),
+    (b'c', "char"),
+    (b'd', "f64"),
+    (b'e', "str"),
+    (b'f', "f32"),
+    (b'h', "u8"),
+    (b'i', "isize"),
+    (b'j', "usize"),
+    (b'l', "i32"),
+    (b'm', "u32"),
+    (b'n', "i128"),
+    (b'o', "u128"),
+    (b's', "i16"),
+    (b't', "u16"),
+    (b'u', "()"),
+    (b'v', "..."),
+    (b'x', "i64"),
+    (b'y', "u64"),
+    (b'z', "!"),
+    (b'p', "_"),
+    (b'q', "f128"),
+];
+
+fn basic(c: u8) -> Option<&'static str> {
+    BASIC.iter().find(|(k, _)| *k == c).map(|(_, s)| *s)
+}
+
+impl Demangler<'_, '_> {
+    fn peek(&self) -> Option<u8> {
+        self.sym.get(self.pos).copied()
+    }
+
+    fn next(&mut self) -> Result<u8> {
+        let c = self.peek().ok_or(Error::Invalid)?;
+        self.pos += 1;
+        Ok(c)
+    }
+
+    fn eat(&mut self, c: u8) -> bool {
+        let hit = self.peek() == Some(c);
+        if hit {
+            self.pos += 1;
+        }
+        hit
+    }
+
+    fn put(&mut self, s: &[u8]) -> Result {
+        if self.quiet > 0 {
+            return Ok(());
+        }
+        let end = self.len.checked_add(s.len()).ok_or(Error::Full)?;
+        self.out
+            .get_mut(self.len..end)
+            .ok_or(Error::Full)?
+            .copy_from_slice(s);
+        self.len = end;
+        Ok(())
+    }
+
+    fn put_str(&mut self, s: &str) -> Result {
+        self.put(s.as_bytes())
+    }
+
+    fn put_num(&mut self, mut v: u64) -> Result {
+        let mut digits = [0u8; 20];
+        let mut i = digits.len();
+        loop {
+            i -= 1;
+            digits[i] = b'0' + (v % 10) as u8;
+            v /= 10;
+            if v == 0 {
+                break;
+            }
+        }
+        self.put(&digits[i..])
+    }
+
+    fn enter(&mut self) -> Result {
+        self.depth += 1;
+        if self.depth > MAX_DEPTH {
+            return Err(Error::TooComplex);
+        }
+        Ok(())
+    }
+
+    fn leave(&mut self) {
+        self.depth -= 1;
+    }
+
+    /// Digits up to a `_`, in `base`, each read by `digit`.
+    fn digits(&mut self, base: u64, digit: fn(u8) -> Option<u8>) -> Result<u64> {
+        let mut v: u64 = 0;
+        loop {
+            let c = self.next()?;
+            if c == b'_' {
+                return Ok(v);
+            }
+            let d = digit(c).ok_or(Error::Invalid)?;
+            v = v
+                .checked_mul(base)
+                .and_then(|v| v.checked_add(u64::from(d)))
+                .ok_or(Error::Invalid)?;
+        }
+    }
+
+    /// `{0-9a-zA-Z} _`: `_` alone is 0, digits `d` are `d + 1`.
+    fn base62(&mut self) -> Result<u64> {
+        if self.eat(b'_') {
+            return Ok(0);
+        }
+        let v = self.digits(62, |c| match c {
+            b'0'..=b'9' => Some(c - b'0'),
+            b'a'..=b'z' => Some(c - b'a' + 10),
+            b'A'..=b'Z' => Some(c - b'A' + 36),
+            _ => None,
+        })?;
+        v.checked_add(1).ok_or(Error::Invalid)
+    }
+
+    /// `[tag base62]`: 0 when absent, else the number plus one.
+    fn opt_base62(&mut self, tag: u8) -> Result<u64> {
+        if !self.eat(tag) {
+            return Ok(0);
+        }
+        self.base62()?.checked_add(1).ok_or(Error::Invalid)
+    }
+
+    fn decimal(&mut self) -> Result<usize> {
+        let first = self.next()?;
+        if !first.is_ascii_digit() {
+            return Err(Error::Invalid);
+        }
+        if first == b'0' {
+            return Ok(0);
+        }
+        let mut v = usize::from(first - b'0');
+        while let Some(c) = self.peek().filter(u8::is_ascii_digit) {
+            self.pos += 1;
+            v = v
+                .checked_mul(10)
+                .and_then(|v| v.checked_add(usize::from(c - b'0')))
+                .ok_or(Error::Invalid)?;
+        }
+        Ok(v)
+    }
+
+    /// `["u"] decimal ["_"] bytes`; a Punycode name is returned encoded.
+    fn raw_ident(&mut self) -> Result<&[u8]> {
+        self.eat(b'u');
+        let n = self.decimal()?;
+        self.eat(b'_');
+        let end = self.pos.checked_add(n).ok_or(Error::Invalid)?;
+        let bytes = self.sym.get(self.pos..end).ok_or(Error::Invalid)?;
+        self.pos = end;
+        Ok(bytes)
+    }
+
+    /// A disambiguator and an identifier.
+    fn ident(&mut self) -> Result<(u64, core::ops::Range<usize>)> {
+        let dis = self.opt_base62(b's')?;
+        let len = self.raw_ident()?.len();
+        Ok((dis, self.pos - len..self.pos))
+    }
+
+    /// Follows a backreference: runs `f` at the position it names (which
+    /// must be earlier than the reference), then comes back.
+    fn backref(&mut self, f: impl FnOnce(&mut Self) -> Result) -> Result {
+        let at = self.pos - 1;
+        let target = usize::try_from(self.base62()?).map_err(|_| Error::Invalid)?;
+        if target >= at {
+            return Err(Error::Invalid);
+        }
+        self.backrefs += 1;
+        if self.backrefs > MAX_BACKREFS {
+            return Err(Error::TooComplex);
+        }
+        let back = self.pos;
+        self.pos = target;
+        let r = f(self);
+        self.pos = back;
+        r
+    }
+
+    fn path(&mut self, in_value: bool) -> Result {
+        self.enter()?;
+        let r = self.path_inner(in_value);
+        self.leave();
+        r
+    }
+
+    fn path_inner(&mut self, in_value: bool) -> Result {
+        match self.next()? {
+            b'C' => {
+                let (_, name) = self.ident()?;
+                self.put_range(name)
+            }
+            b'N' => {
+                let ns = self.next()?;
+                if !ns.is_ascii_alphabetic() {
+                    return Err(Error::Invalid);
+                }
+                self.path(in_value)?;
+                let (dis, name) = self.ident()?;
+                if ns.is_ascii_lowercase() {
+                    if !name.is_empty() {
+                        self.put(b"::")?;
+                        self.put_range(name)?;
+                    }
+                    return Ok(());
+                }
+                self.put(b"::{")?;
+                match ns {
+                    b'C' => self.put(b"closure")?,
+                    b'S' => self.put(b"shim")?,
+                    c => self.put(&[c])?,
+                }
+                if !name.is_empty() {
+                    self.put(b":")?;
+                    self.put_range(name)?;
+                }
+                self.put(b"#")?;
+                self.put_num(dis)?;
+                self.put(b"}")
+            }
+            b'M' => {
+                self.impl_path()?;
+                self.put(b"<")?;
+                self.ty()?;
+                self.put(b">")
+            }
+            b'X' => {
+                self.impl_path()?;
+                self.trait_impl()
+            }
+            b'Y' => self.trait_impl(),
+            b'I' => {
+                self.path(in_value)?;
+                if in_value {
+                    self.put(b"::")?;
+                }
+                self.generic_args()
+            }
+            b'B' => self.backref(|d| d.path(in_value)),
+            _ => Err(Error::Invalid),
+        }
+    }
+
+    fn put_range(&mut self, r: core::ops::Range<usize>) -> Result {
+        if self.quiet > 0 {
+            return Ok(());
+        }
+        let sym = self.sym;
+        self.put(sym.get(r).ok_or(Error::Invalid)?)
+    }
+
+    /// `<T as Trait>`.
+    fn trait_impl(&mut self) -> Result {
+        self.put(b"<")?;
+        self.ty()?;
+        self.put(b" as ")?;
+        self.path(false)?;
+        self.put(b">")
+    }
+
+    /// An impl's own path (a disambiguator and where the impl block is),
+    /// which the text leaves out.
+    fn impl_path(&mut self) -> Result {
+        self.opt_base62(b's')?;
+        self.quiet += 1;
+        let r = self.path(false);
+        self.quiet -= 1;
+        r
+    }
+
+    /// `{generic-arg} E` as `<A, B>`; lifetimes are skipped.
+    fn generic_args(&mut self) -> Result {
+        self.put(b"<")?;
+        let mut first = true;
+        while !self.eat(b'E') {
+            if self.eat(b'L') {
+                self.base62()?;
+                continue;
+            }
+            if !first {
+                self.put(b", ")?;
+            }
+            first = false;
+            if self.eat(b'K') {
+                self.konst()?;
+            } else {
+                self.ty()?;
+            }
+        }
+        self.put(b">")
+    }
+
+    fn ty(&mut self) -> Result {
+        self.enter()?;
+        let r = self.ty_inner();
+        self.leave();
+        r
+    }
+
+    fn ty_inner(&mut self) -> Result {
+        let c = self.peek().ok_or(Error::Invalid)?;
+        if let Some(name) = basic(c) {
+            self.pos += 1;
+            return self.put_str(name);
+        }
+        self.pos += 1;
+        match c {
+            b'R' | b'Q' => {
+                if self.eat(b'L') {
+                    self.base62()?;
+                }
+                self.put(if c == b'R' { b"&" } else { b"&mut " })?;
+                self.ty()
+            }
+            b'P' | b'O' => {
+                self.put(if c == b'P' { b"*const " } else { b"*mut " })?;
+                self.ty()
+            }
+            b'A' | b'S' => {
+                self.put(b"[")?;
+                self.ty()?;
+                if c == b'A' {
+                    self.put(b"; ")?;
+                    self.konst()?;
+                }
+                self.put(b"]")
+            }
+            b'T' => {
+                self.put(b"(")?;
+                let mut n = 0;
+                while !self.eat(b'E') {
+                    if n > 0 {
+                        self.put(b", ")?;
+                    }
+                    self.ty()?;
+                    n += 1;
+                }
+                if n == 1 {
+                    self.put(b",")?;
+                }
+                self.put(b")")
+            }
+            b'F' => self.fn_sig(),
+            b'D' => self.dyn_bounds(),
+            b'B' => self.backref(|d| d.ty()),
+            b'C' | b'N' | b'M' | b'X' | b'Y' | b'I' => {
+                self.pos -= 1;
+                self.path(false)
+            }
+            _ => Err(Error::Invalid),
+        }
+    }
+
+    /// `[binder] ["U"] ["K" abi] {type} "E" type`.
+    fn fn_sig(&mut self) -> Result {
+        self.opt_base62(b'G')?;
+        if self.eat(b'U') {
+            self.put(b"unsafe ")?;
+        }
+        if self.eat(b'K') {
+            self.put(b"extern \"")?;
+            if self.eat(b'C') {
+                self.put(b"C")?;
+            } else {
+                let name = self.raw_ident()?;
+                let mut abi = [0u8; 32];
+                let part = abi.get_mut(..name.len()).ok_or(Error::Invalid)?;
+                for (o, &b) in part.iter_mut().zip(name) {
+                    *o = if b == b'_' { b'-' } else { b };
+                }
+                let n = name.len();
+                self.put(&abi[..n])?;
+            }
+            self.put(b"\" ")?;
+        }
+        self.put(b"fn(")?;
+        let mut first = true;
+        while !self.eat(b'E') {
+            if !first {
+                self.put(b", ")?;
+            }
+            first = false;
+            self.ty()?;
+        }
+        self.put(b")")?;
+        if self.eat(b'u') {
+            return Ok(());
+        }
+        self.put(b" -> ")?;
+        self.ty()
+    }
+
+    /// `[binder] {path {"p" ident type}} "E" lifetime`.
+    fn dyn_bounds(&mut self) -> Result {
+        self.opt_base62(b'G')?;
+        self.put(b"dyn ")?;
+        let mut first = true;
+        while !self.eat(b'E') {
+            if !first {
+                self.put(b" + ")?;
+            }
+            first = false;
+            self.path(false)?;
+            let mut bound = false;
+            while self.eat(b'p') {
+                self.put(if bound { b", " } else { b"<" })?;
+                bound = true;
+                let name = self.raw_ident()?.len();
+                let r = self.pos - name..self.pos;
+                self.put_range(r)?;
+                self.put(b" = ")?;
+                self.ty()?;
+            }
+            if bound {
+                self.put(b">")?;
+            }
+        }
+        if !self.eat(b'L') {
+            return Err(Error::Invalid);
+        }
+        self.base62()?;
+        Ok(())
+    }
+
+    /// A constant generic argument: a placeholder, a backreference, or a
+    /// type and its value in hex.
+    fn konst(&mut self) -> Result {
+        self.enter()?;
+        let r = self.konst_inner();
+        self.leave();
+        r
+    }
+
+    fn konst_inner(&mut self) -> Result {
+        if self.eat(b'p') {
+            return self.put(b"_");
+        }
+        if self.eat(b'B') {
+            return self.backref(|d| d.konst());
+        }
+        let ty = self.next()?;
+        let negative = self.eat(b'n');
+        let v = self.digits(16, |c| match c {
+            b'0'..=b'9' => Some(c - b'0'),
+            b'a'..=b'f' => Some(c - b'a' + 10),
+            _ => None,
+        })?;
+        match ty {
+            b'h' | b't' | b'm' | b'y' | b'o' | b'j' | b'a' | b's' | b'l' | b'x' | b'n' | b'i' => {
+                if negative {
+                    self.put(b"-")?;
+                }
+                self.put_num(v)
+            }
+            b'b' if !negative && v <= 1 => self.put(if v == 1 { b"true" } else { b"false" }),
+            b'c' if !negative => match u32::try_from(v).ok().and_then(char::from_u32) {
+                Some(ch) if ch.is_ascii_graphic() || ch == ' ' => {
+                    self.put(b"'")?;
+                    self.put(&[ch as u8])?;
+                    self.put(b"'")
+                }
+                Some(_) => {
+                    self.put(b"'\\u{")?;
+                    self.put_num(v)?;
+                    self.put(b"}'")
+                }
+                None => Err(Error::Invalid),
+            },
+            _ => Err(Error::Invalid),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use std::string::String;
+
+    fn dm(s: &str) -> core::result::Result<String, Error> {
+        let mut buf = [0u8; 4096];
+        let n = demangle(s.as_bytes(), &mut buf)?;
+        Ok(String::from_utf8(buf[..n].to_vec()).unwrap())
+    }
+
+    /// Names from the kernel's own build, with what binutils' c++filt
+    /// prints for them (crate hashes removed): an independent decoder.
+    const CASES: &str = include_str!("demangle_cases.txt");
+
+    #[test]
+    fn agrees_with_cxxfilt() {
+        let mut n = 0;
+        let mut wrong = std::vec::Vec::new();
+        for line in CASES
+            .lines()
+            .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        {
+            let (mangled, want) = line.split_once('\t').unwrap();
+            let got = dm(mangled);
+            if got.as_deref() != Ok(want) {
+                wrong.push(std::format!("{mangled}\n  got  {got:?}\n  want {want}"));
+            }
+            n += 1;
+        }
+        assert!(
+            wrong.is_empty(),
+            "{} of {n} differ:\n{}",
+            wrong.len(),
+            wrong[..wrong.len().min(8)].join("\n")
+        );
+        assert!(n >= 100, "only {n} cases");
+    }
+
+    #[test]
+    fn not_rust_or_malformed() {
+        assert!(!is_mangled(b"vfs_read"));
+        assert!(!is_mangled(b"_R"));
+        assert!(is_mangled(b"_RNvCs1_3foo3bar"));
+        assert_eq!(dm("vfs_read"), Err(Error::Invalid));
+        assert_eq!(dm("_RNvCs1_3foo"), Err(Error::Invalid));
+        assert_eq!(dm("_RNvC3foo9bar"), Err(Error::Invalid));
+        // A backreference to itself or forward.
+        assert_eq!(dm("_RB_"), Err(Error::Invalid));
+        assert_eq!(dm("_RNvB5_3foo"), Err(Error::Invalid));
+    }
+
+    #[test]
+    fn small_buffer_is_full_not_truncated() {
+        let mut buf = [0u8; 8];
+        assert_eq!(
+            demangle(b"_RNvCs1_6kernel8function", &mut buf),
+            Err(Error::Full)
+        );
+        let mut buf = [0u8; 16];
+        assert_eq!(demangle(b"_RNvCs1_6kernel8function", &mut buf), Ok(16));
+        assert_eq!(&buf, b"kernel::function");
+    }
+
+    #[test]
+    fn deep_nesting_is_refused() {
+        // `&&&...u8` as a generic argument, deeper than the limit.
+        let mut s = String::from("_RINvC3foo3bar");
+        for _ in 0..100 {
+            s.push('R');
+        }
+        s.push_str("hE");
+        assert_eq!(dm(&s), Err(Error::TooComplex));
+    }
+
+    #[test]
+    fn closures_and_shims() {
+        assert_eq!(
+            dm("_RNCNvC3foo3bar0B3_"),
+            Ok(String::from("foo::bar::{closure#0}"))
+        );
+        assert_eq!(
+            dm("_RNCNvC3foo3bars_0B3_"),
+            Ok(String::from("foo::bar::{closure#1}"))
+        );
+    }
+
+    proptest! {
+        /// Any bytes: no panic, and an answer within the buffer.
+        #[test]
+        fn never_panics(tail in proptest::collection::vec(any::<u8>(), 0..80)) {
+            let mut s = b"_R".to_vec();
+            s.extend(tail);
+            let mut buf = [0u8; 64];
+            if let Ok(n) = demangle(&s, &mut buf) {
+                prop_assert!(n <= buf.len());
+            }
+        }
+
+        /// Backreferences to backreferences (each tuple names the one
+        /// before twice, doubling the text per level) stop at the limit.
+        #[test]
+        fn backref_chains_bounded(n in 1usize..60) {
+            // After `_R`: `INvC3foo3bar` (12 bytes), then the first tuple.
+            let mut s = String::from("_RINvC3foo3barThE");
+            let mut prev = 12;
+            for _ in 0..n {
+                let at = s.len() - 2;
+                s.push('T');
+                for _ in 0..2 {
+                    s.push('B');
+                    s.push_str(&b62(prev as u64));
+                }
+                s.push('E');
+                prev = at;
+            }
+            s.push('E');
+            let mut buf = [0u8; 1 << 16];
+            let r = demangle(s.as_bytes(), &mut buf);
+            prop_assert!(r.is_ok() || n > 7, "{:?} for n = {}", r, n);
+        }
+    }
+
+    fn b62(v: u64) -> String {
+        if v == 0 {
+            return String::from("_");
+        }
+        let mut v = v - 1;
+        let digits = b"0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ";
+        let mut out = std::vec::Vec::new();
+        loop {
+            out.push(digits[(v % 62) as usize]);
+            v /= 62;
+            if v == 0 {
+                break;
+            }
+        }
+        out.reverse();
+        let mut s = String::from_utf8(out).unwrap();
+        s.push('_');
+        s
+    }
+}
