@@ -79,6 +79,7 @@ pub unsafe extern "C" fn ftrace_module_enable(m: *mut bindings::module) {
 pub extern "C" fn ftrace_release_mod(m: *mut bindings::module) {
     crate::probe::scrub_module(m);
     let guard = CoreGuard::lock();
+    crate::initnames::forget(guard.held(), m as usize);
     if let Some(g) = table::of_module(m) {
         table::replace(guard.held(), g, None);
         update_counts();
@@ -150,6 +151,10 @@ pub(crate) fn free_range(m: *mut bindings::module, start: u64, end: u64) {
     let r = crate::logic::sites::range(&g.sites, start, end);
     if r.is_empty() {
         return;
+    }
+    if !m.is_null() {
+        let ips = g.sites.get(r.clone()).into_iter().flatten().map(|c| c.ip());
+        crate::initnames::save(held, m as usize, ips);
     }
     // The records that stay go to a new, smaller group; without memory
     // for it they stay where they are, marked gone, which needs none.

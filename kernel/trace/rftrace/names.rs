@@ -44,6 +44,15 @@ impl Sym<'_> {
 
 /// The symbol at `ip` as kallsyms gives it, its name in `buf`.
 fn lookup_kallsyms(ip: u64, buf: &mut [u8; bindings::KSYM_NAME_LEN as usize]) -> Option<Sym<'_>> {
+    lookup_sized(ip, buf).map(|(sym, _)| sym)
+}
+
+/// The symbol at `ip` as kallsyms gives it, its name in `buf`, and the
+/// symbol's size.
+pub(crate) fn lookup_sized(
+    ip: u64,
+    buf: &mut [u8; bindings::KSYM_NAME_LEN as usize],
+) -> Option<(Sym<'_>, u64)> {
     let (mut size, mut off): (c_ulong, c_ulong) = (0, 0);
     let mut module: *mut c_char = ptr::null_mut();
     // SAFETY: the buffer is KSYM_NAME_LEN bytes, as kallsyms needs.
@@ -69,11 +78,12 @@ fn lookup_kallsyms(ip: u64, buf: &mut [u8; bindings::KSYM_NAME_LEN as usize]) ->
             CStrArg::from_raw(module),
         )
     };
-    Some(Sym {
+    let sym = Sym {
         name: name.bytes(),
         offset: off as u64,
         module: (!module.is_null()).then(|| m.bytes()),
-    })
+    };
+    Some((sym, size as u64))
 }
 
 /// The address of the symbol whose name is `parts` one after the other

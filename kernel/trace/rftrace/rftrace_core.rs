@@ -77,6 +77,7 @@ mod funcprobe;
 mod gops;
 mod graphfile;
 pub mod hash;
+mod initnames;
 mod layout;
 mod lookup;
 mod mapper;
@@ -287,17 +288,39 @@ pub extern "C" fn is_ftrace_trampoline(addr: c_ulong) -> bool {
     !ftrace_ops_trampoline(addr).is_null()
 }
 
-/// Names for addresses in our trampolines: none are exported to kallsyms.
+/// The symbol at `addr` among the freed init functions of loaded modules
+/// (kallsyms asks when no other symbol holds it): its name into `sym`,
+/// its size, the offset of `addr` in it and the module's name. 0 when
+/// there is none, else the name's length. (The core's trampolines are
+/// named through [`ftrace_mod_get_kallsym`].)
 #[no_mangle]
 pub extern "C" fn ftrace_mod_address_lookup(
-    _addr: c_ulong,
-    _size: *mut c_ulong,
-    _off: *mut c_ulong,
-    _modname: *mut *mut c_char,
-    _modbuildid: *mut *const u8,
-    _sym: *mut c_char,
+    addr: c_ulong,
+    size: Option<&mut c_ulong>,
+    off: Option<&mut c_ulong>,
+    modname: Option<&mut *const c_char>,
+    modbuildid: Option<&mut *const u8>,
+    sym: &mut [u8; bindings::KSYM_NAME_LEN as usize],
 ) -> c_int {
-    0
+    let p = PreemptOff::new();
+    let Some(f) = initnames::find(p.token(), addr as u64) else {
+        return 0;
+    };
+    let n = copy_bytes(sym, f.name);
+    if let Some(size) = size {
+        *size = f.size as c_ulong;
+    }
+    if let Some(off) = off {
+        *off = (addr as u64 - f.start) as c_ulong;
+    }
+    if let Some(modname) = modname {
+        // Kept until the module goes (`ftrace_release_mod`), as its name.
+        *modname = f.module.as_ptr().cast();
+    }
+    if let Some(id) = modbuildid {
+        *id = ptr::null();
+    }
+    c_int::try_from(n).unwrap_or(c_int::MAX)
 }
 
 /// The ops whose own trampoline holds `addr`, or null: the ORC unwinder
@@ -323,7 +346,20 @@ pub extern "C" fn ftrace_mod_get_kallsym(
     module_name: &mut [u8; MODULE_NAME_LEN],
     exported: &mut c_int,
 ) -> c_int {
-    let found = dispatch::nth_trampoline(PreemptOff::new().token(), symnum as usize);
+    let p = PreemptOff::new();
+    // The freed init functions first, then the trampolines, as C.
+    let inits = match initnames::nth(p.token(), symnum as usize) {
+        Ok(f) => {
+            *value = f.start as c_ulong;
+            *ty = b'T' as c_char;
+            *exported = 1;
+            copy_bytes(name, f.name);
+            copy_bytes(module_name, f.module);
+            return 0;
+        }
+        Err(count) => count,
+    };
+    let found = dispatch::nth_trampoline(p.token(), symnum as usize - inits);
     let Some((start, _)) = found else {
         return ERANGE.to_errno();
     };
@@ -339,6 +375,18 @@ pub extern "C" fn ftrace_mod_get_kallsym(
 const TRAMPOLINE_MOD: &CStr = c_str!("__builtin__ftrace");
 /// `MODULE_NAME_LEN` of include/linux/module.h (a macro bindgen skips).
 const MODULE_NAME_LEN: usize = 64 - core::mem::size_of::<c_ulong>();
+
+/// Copies `s` (up to a NUL) into `dst`, truncated and terminated; the
+/// length copied.
+fn copy_bytes(dst: &mut [u8], s: &[u8]) -> usize {
+    let s = s.split(|&b| b == 0).next().unwrap_or(&[]);
+    let n = s.len().min(dst.len().saturating_sub(1));
+    dst[..n].copy_from_slice(&s[..n]);
+    if let Some(z) = dst.get_mut(n) {
+        *z = 0;
+    }
+    n
+}
 
 /// Copies `s` with its NUL into `dst` (truncated, still terminated).
 fn copy_cstr(dst: &mut [u8], s: &CStr) {

@@ -83,6 +83,55 @@ impl<T: Sync> Forever<T> {
     }
 }
 
+/// A value lockless readers see whole, replaced whole by writers that
+/// hold `ftrace_lock` (copy, change, publish); a replaced value is freed
+/// after a grace period (`synchronize_rcu()`), which waits for every
+/// reader: readers hold a [`ReadSide`] proof for as long as they use it.
+///
+/// # Invariants
+///
+/// `0` is null or from `KBox::into_raw`, owned by this. It changes only
+/// in [`RcuBox::update`], with `ftrace_lock` held, and the value it
+/// replaces is freed only after a grace period that began after the
+/// change.
+pub(crate) struct RcuBox<T>(AtomicPtr<T>);
+
+impl<T: Sync> RcuBox<T> {
+    pub(crate) const fn new() -> Self {
+        RcuBox(AtomicPtr::new(ptr::null_mut()))
+    }
+
+    /// The value, for as long as the reader's read side lasts.
+    pub(crate) fn get<'a>(&'a self, _rs: &'a impl ReadSide) -> Option<&'a T> {
+        // SAFETY: null or a live box (the invariants): one replaced while
+        // `'a` lasts is freed only after a grace period, which waits for
+        // the read side `_rs` proves. `T: Sync` lets readers share it.
+        unsafe { self.0.load(Ordering::Acquire).as_ref() }
+    }
+
+    /// Replaces the value by what `f` makes of the current one (`None`:
+    /// nothing); an error of `f` leaves the value as it is. Sleeps.
+    pub(crate) fn update(
+        &self,
+        _held: &Held,
+        f: impl FnOnce(Option<&T>) -> Result<Option<KBox<T>>>,
+    ) -> Result {
+        // SAFETY: null or a live box (the invariants), changed only by
+        // this function, which `ftrace_lock` (`_held`) serializes: it
+        // stays for the call of `f`, which cannot keep the reference.
+        let new = f(unsafe { self.0.load(Ordering::Acquire).as_ref() })?;
+        let raw = new.map_or(ptr::null_mut(), KBox::into_raw);
+        let old = self.0.swap(raw, Ordering::AcqRel);
+        if !old.is_null() {
+            synchronize_rcu();
+            // SAFETY: ours (the invariants), unpublished above, and every
+            // reader that could see it has left its read side.
+            drop(unsafe { KBox::from_raw(old) });
+        }
+        Ok(())
+    }
+}
+
 /// Data of the core only touched with `ftrace_lock` held: reachable only
 /// through [`Locked::borrow`], which asks for the proof ([`Held`]) and
 /// refuses a second borrow while the first lives (as a `RefCell`).

@@ -7,7 +7,8 @@
 # set_ftrace_filter ('kernel::print::*',
 # '<rust_minimal::RustMinimal as kernel::Module>::init'); function_graph
 # shows a Rust module's init with the Rust calls it makes nested under it,
-# with durations; and a kprobe on a Rust function hits.
+# with durations (the freed init_module named, as C names it); and a
+# kprobe on a Rust function hits.
 T=/sys/kernel/tracing
 fail=0
 bad() { echo "FAIL: $*"; fail=1; }
@@ -82,7 +83,16 @@ awk '
 	open && inner && /[0-9.]+ us +[|] +[}] *$/ && index($0, "}") == col { ok = 1; exit }
 	END { exit !ok }
 ' /tmp/rt.graph || bad "no Rust call nested under the module's init in function_graph"
+# init_module's .init.text was freed before the trace was read: its name
+# was kept (a tracer was on), for the trace and for kallsyms, as C keeps
+# it (ftrace_mod_map), until the module goes.
+grep -q '^ *[0-9]) .*| *init_module \[rust_minimal\]() {' /tmp/rt.graph ||
+	bad "the freed init_module is not named in the trace"
+n=$(grep -cE ' T init_module[[:space:]]+\[rust_minimal\]' /proc/kallsyms)
+[ "$n" = 1 ] || bad "kallsyms lists the freed init_module of rust_minimal $n times, want 1"
 rmmod rust_minimal
+n=$(grep -cE ' init_module[[:space:]]+\[rust_minimal\]' /proc/kallsyms)
+[ "$n" = 0 ] || bad "kallsyms still lists rust_minimal's init_module after rmmod"
 echo > $T/set_ftrace_filter
 
 # 4. A kprobe on a Rust function (on its call site: through the tracer).
