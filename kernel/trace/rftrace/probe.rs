@@ -9,7 +9,7 @@ use crate::ffi::{rftrace_tr_next, trace_types_lock};
 use crate::filter::{commit, match_records, match_records_locked};
 use crate::hash::{FnSet, FtraceHash};
 use crate::logic::glob::{Kind, Pattern};
-use crate::logic::parser::BUF_SIZE;
+use crate::logic::parser::{Token, BUF_SIZE};
 use crate::ops;
 use crate::sys::{CoreGuard, Guard, Held, Locked, LockedMut, TraceArray};
 use crate::tracefs::Out;
@@ -156,22 +156,23 @@ pub(crate) fn run_command(
     tok: &[u8],
     enable: bool,
 ) -> Result {
-    // Split in place at the first two colons, as the C core does.
-    let mut b = [0u8; BUF_SIZE + 1];
+    // Split in place where the filter language splits it (`Token`: the
+    // first colon that is not part of a Rust path's `::`, then the next),
+    // the C core's NULs at the two colons.
+    let t = Token::split(tok);
     let n = tok.len().min(BUF_SIZE);
+    let mut b = [0u8; BUF_SIZE + 1];
     b[..n].copy_from_slice(&tok[..n]);
-    let Some(c1) = b[..n].iter().position(|&x| x == b':') else {
+    let Some(name) = t.command else {
         return Err(EINVAL);
     };
-    b[c1] = 0;
-    let c2 = b[c1 + 1..n]
-        .iter()
-        .position(|&x| x == b':')
-        .map(|k| c1 + 1 + k);
-    if let Some(c2) = c2 {
-        b[c2] = 0;
+    let c1 = t.func.len();
+    let c2 = t.param.map(|_| c1 + 1 + name.len());
+    for c in [Some(c1), c2].into_iter().flatten() {
+        if let Some(z) = b.get_mut(c) {
+            *z = 0;
+        }
     }
-    let name = &b[c1 + 1..c2.unwrap_or(n)];
     let found = {
         let g = CoreGuard::lock();
         let cmds = COMMANDS.borrow(g.held())?;

@@ -154,6 +154,19 @@ reset_filter() {
 	expect 0
 }
 
+# The same with a Rust path (traced Rust code): the write also allocates
+# the buffer the symbols are demangled into.
+setup_rustfilter() { setup_filter; }
+op_rustfilter() { echo write $T/set_ftrace_filter 'kernel::print::*'; }
+check_rustfilter() {
+	now=$(grep -v '^#' $T/set_ftrace_filter)
+	[ "$now" = vfs_read ] || [ "$(lines $T/set_ftrace_filter)" -eq "$nprint" ] ||
+		wrong "errno $1, the filter holds $(lines $T/set_ftrace_filter) functions: $(head -2 $T/set_ftrace_filter)"
+	expect "$(traced)"
+}
+back_rustfilter() { back_filter; }
+reset_rustfilter() { reset_filter; }
+
 # Tracer switches (filtered, so that each one patches a few sites).
 tracer_setup() {
 	echo 'vfs_*' > $T/set_ftrace_filter
@@ -297,6 +310,9 @@ back_direct() { reset_direct; }
 cleanup
 echo 'vfs_*' > $T/set_ftrace_filter
 nvfs=$(lines $T/set_ftrace_filter)
+echo > $T/set_ftrace_filter
+nprint=0
+echo 'kernel::print::*' > $T/set_ftrace_filter 2> /dev/null && nprint=$(lines $T/set_ftrace_filter)
 echo > $T/set_ftrace_filter
 skip=
 for op in $FI_WALKS; do

@@ -49,6 +49,16 @@ echo "$sel" | grep -q '6kernel5print11call_printk$' || bad "kernel::print::* doe
 echo "$sel" | grep -vq '6kernel5print' && bad "kernel::print::* selects other functions: $sel"
 echo 'kernel::no_such_module::*' > $T/set_ftrace_filter 2>/dev/null && bad "a Rust path that matches nothing was accepted"
 echo > $T/set_ftrace_filter
+# A command after a Rust path (:: is no separator), and set_graph_function.
+echo 'kernel::print::*:traceoff' > $T/set_ftrace_filter || bad "write of 'kernel::print::*:traceoff' failed"
+grep -q '6kernel5print11call_printk:traceoff:unlimited$' $T/set_ftrace_filter ||
+	bad "no traceoff probe on call_printk: $(cat $T/set_ftrace_filter)"
+echo '!kernel::print::*:traceoff' >> $T/set_ftrace_filter
+echo 'kernel::print::*' > $T/set_graph_function || bad "write of 'kernel::print::*' to set_graph_function failed"
+grep -q '6kernel5print11call_printk$' $T/set_graph_function ||
+	bad "set_graph_function: kernel::print::* does not select call_printk"
+echo > $T/set_graph_function
+echo > $T/set_ftrace_filter
 insmod "$minimal" || bad "cannot load rust_minimal"
 echo '<rust_minimal::RustMinimal as kernel::Module>::init' > $T/set_ftrace_filter 2>/dev/null &&
 	echo "<rust_minimal::RustMinimal as kernel::Module>::init selects: $(cat $T/set_ftrace_filter)"
