@@ -12,6 +12,7 @@ fail() {
 	echo 1 > $T/options/sleep-time 2> /dev/null
 	echo 0 > $T/options/funcgraph-tail
 	echo > $T/set_graph_function
+	echo 1 > $T/tracing_on
 	exit 1
 }
 # The duration of the last do_nanosleep return in the trace, in us (the
@@ -69,6 +70,8 @@ echo nop > $T/current_tracer
 echo 0 > $T/tracing_thresh
 echo 0 > $T/options/funcgraph-tail
 echo > $T/set_graph_function
+# run() leaves the ring buffer off: the tests after this one want it on.
+echo 1 > $T/tracing_on
 [ "$long" -ge 200000 ] || fail "tracing_thresh: no do_nanosleep return of 200 ms or more ($long)"
 [ "$n" -eq 0 ] || fail "tracing_thresh: $n returns shorter than 200 ms"
 echo "graph-options: max_graph_depth 2: $top ksys_read calls, nothing deeper than 2 levels; do_nanosleep of sleep 0.3: $with us with sleep-time, $without us without; tracing_thresh 200 ms kept $short returns"

@@ -15,6 +15,7 @@ fail() {
 	echo nop > $T/current_tracer
 	echo > $T/set_graph_function
 	echo > $T/set_ftrace_pid
+	echo 1 > $T/tracing_on
 	exit 1
 }
 echo 0 > $T/tracing_on
@@ -41,6 +42,7 @@ echo nop > $T/current_tracer
 echo > $T/set_ftrace_filter
 echo > $T/set_graph_function
 echo > $T/set_ftrace_pid
+echo 1 > $T/tracing_on
 [ -s /tmp/gst.frames ] || fail "no stack trace in the trace ($(grep -c . /tmp/gst.trace) lines, $(grep -c '<stack trace>' /tmp/gst.trace) stack traces, $(grep -c 'vfs_read' /tmp/gst.trace) with vfs_read; buffer $(cat $T/buffer_size_kb) KiB; last: $(grep -v '^#' /tmp/gst.trace | tail -3 | tr '\n' '|'))"
 sed -n '/^vfs_read/,$p' /tmp/gst.frames | grep -q '^return_to_handler' &&
 	fail "return_to_handler below vfs_read in the stack trace"

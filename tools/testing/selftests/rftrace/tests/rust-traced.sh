@@ -19,6 +19,7 @@ print=$(mod rust_print)
 lsmod | grep -q '^rust_minimal' && rmmod rust_minimal
 lsmod | grep -q '^rust_print' && rmmod rust_print
 echo nop > $T/current_tracer
+echo 1 > $T/tracing_on
 echo > $T/set_ftrace_filter
 echo > $T/set_graph_function
 

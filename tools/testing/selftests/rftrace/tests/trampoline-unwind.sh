@@ -14,6 +14,7 @@ cleanup() {
 	echo 0 > $T/options/func_stack_trace
 	echo nop > $T/current_tracer
 	echo > $T/set_ftrace_filter
+	echo 1 > $T/tracing_on
 }
 fail() {
 	echo "trampoline-unwind: $*"
