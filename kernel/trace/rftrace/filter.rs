@@ -8,7 +8,7 @@
 use crate::hash::{FnSet, UNLINK_MAX};
 use crate::logic::glob::{Kind, Pattern};
 use crate::logic::sites::flags as sf;
-use crate::ops::{self, Ops, OpsRef};
+use crate::ops::{self, OpsRef};
 use crate::sys::{dead, global_ops, to_errno, CoreGuard, Held};
 use crate::{table, tracefs};
 use core::ptr;
@@ -312,7 +312,9 @@ unsafe fn pattern<'a>(buf: *const c_uchar, len: c_int) -> Option<&'a [u8]> {
     let len = usize::try_from(len)
         .ok()
         .filter(|&l| l > 0 && !buf.is_null())?;
-    // SAFETY: per the function's contract.
+    // SAFETY: `buf` is not null here, so it holds `len` readable bytes
+    // for `'a` (the contract); `len` is positive, and bytes need no
+    // alignment.
     Some(unsafe { core::slice::from_raw_parts(buf, len) })
 }
 
@@ -321,16 +323,18 @@ unsafe fn pattern<'a>(buf: *const c_uchar, len: c_int) -> Option<&'a [u8]> {
 ///
 /// # Safety
 ///
-/// `ops` is valid; `buf` is null or `len` bytes.
+/// `buf` is null or `len` bytes, readable during the call (the C API's
+/// rule: its callers pass a string they own).
 #[no_mangle]
 pub unsafe extern "C" fn ftrace_set_filter(
-    ops: *mut Ops,
+    ops: OpsRef<'_>,
     buf: *mut c_uchar,
     len: c_int,
     reset: c_int,
 ) -> c_int {
-    // SAFETY: per the function's contract.
-    let (ops, pattern) = unsafe { (OpsRef::from_raw(ops), pattern(buf, len)) };
+    // SAFETY: the call's own bytes (the contract), read only before
+    // `set_hash` returns.
+    let pattern = unsafe { pattern(buf, len) };
     to_errno(set_hash(ops, Edit::pattern(pattern, reset != 0, false)))
 }
 
@@ -341,13 +345,14 @@ pub unsafe extern "C" fn ftrace_set_filter(
 /// As for [`ftrace_set_filter`].
 #[no_mangle]
 pub unsafe extern "C" fn ftrace_set_notrace(
-    ops: *mut Ops,
+    ops: OpsRef<'_>,
     buf: *mut c_uchar,
     len: c_int,
     reset: c_int,
 ) -> c_int {
-    // SAFETY: per the function's contract.
-    let (ops, pattern) = unsafe { (OpsRef::from_raw(ops), pattern(buf, len)) };
+    // SAFETY: the call's own bytes (the contract), read only before
+    // `set_hash` returns.
+    let pattern = unsafe { pattern(buf, len) };
     to_errno(set_hash(ops, Edit::pattern(pattern, reset != 0, true)))
 }
 
@@ -375,28 +380,27 @@ pub extern "C" fn ftrace_set_filter_ip(
 ///
 /// # Safety
 ///
-/// `ops` is valid; `ips` holds `cnt` addresses.
+/// `ips` is null or holds `cnt` addresses, readable during the call.
 #[no_mangle]
 pub unsafe extern "C" fn ftrace_set_filter_ips(
-    ops: *mut Ops,
+    ops: OpsRef<'_>,
     ips: *mut c_ulong,
     cnt: u32,
     remove: c_int,
     reset: c_int,
 ) -> c_int {
     let n = if ips.is_null() { 0 } else { cnt as usize };
-    // SAFETY: per the function's contract (`n` is 0 for a null `ips`).
-    let (ops, ips) = unsafe {
-        (
-            OpsRef::from_raw(ops),
-            core::slice::from_raw_parts(
-                if n == 0 {
-                    ptr::NonNull::dangling().as_ptr()
-                } else {
-                    ips
-                },
-                n,
-            ),
+    // SAFETY: `n` addresses at `ips` when it is not null (the contract),
+    // read before the call returns; none at an aligned dangling pointer
+    // otherwise, which an empty slice may have.
+    let ips = unsafe {
+        core::slice::from_raw_parts(
+            if n == 0 {
+                ptr::NonNull::dangling().as_ptr()
+            } else {
+                ips
+            },
+            n,
         )
     };
     to_errno(set_hash(
@@ -418,7 +422,8 @@ pub unsafe extern "C" fn ftrace_set_filter_ips(
 ///
 /// `buf` is null or `len` bytes.
 unsafe fn set_global(buf: *const c_uchar, len: c_int, reset: c_int, notrace: bool) {
-    // SAFETY: per the function's contract.
+    // SAFETY: null or `len` bytes that stay for the call (the contract),
+    // read only before `set_hash` returns.
     let pattern = unsafe { pattern(buf, len) };
     let _ = set_hash(
         OpsRef::of_static(&global_ops),
@@ -433,7 +438,7 @@ unsafe fn set_global(buf: *const c_uchar, len: c_int, reset: c_int, notrace: boo
 /// `buf` is null or `len` bytes.
 #[no_mangle]
 pub unsafe extern "C" fn ftrace_set_global_filter(buf: *mut c_uchar, len: c_int, reset: c_int) {
-    // SAFETY: per the function's contract.
+    // SAFETY: `set_global`'s contract is this function's.
     unsafe { set_global(buf, len, reset, false) }
 }
 
@@ -442,7 +447,7 @@ pub unsafe extern "C" fn ftrace_set_global_filter(buf: *mut c_uchar, len: c_int,
 /// `buf` is null or `len` bytes.
 #[no_mangle]
 pub unsafe extern "C" fn ftrace_set_global_notrace(buf: *mut c_uchar, len: c_int, reset: c_int) {
-    // SAFETY: per the function's contract.
+    // SAFETY: `set_global`'s contract is this function's.
     unsafe { set_global(buf, len, reset, true) }
 }
 
@@ -461,11 +466,12 @@ pub extern "C" fn ftrace_ops_set_global_filter(ops: OpsRef<'_>) {
 ///
 /// # Safety
 ///
-/// `ops` is valid; `buf` a NUL-terminated, writable string.
+/// `buf` is a NUL-terminated string that stays for the call.
 #[no_mangle]
-pub unsafe extern "C" fn ftrace_set_early_filter(ops: *mut Ops, buf: *mut c_char, enable: c_int) {
-    // SAFETY: per the function's contract.
-    let (ops, s) = unsafe { (OpsRef::from_raw(ops), CStr::from_char_ptr(buf).as_bytes()) };
+pub unsafe extern "C" fn ftrace_set_early_filter(ops: OpsRef<'_>, buf: *mut c_char, enable: c_int) {
+    // SAFETY: a NUL-terminated string for the call (the contract: the
+    // boot parameter's buffer), only read.
+    let s = unsafe { CStr::from_char_ptr(buf).as_bytes() };
     for (i, pat) in s.split(|&b| b == b',').enumerate() {
         if pat.is_empty() {
             continue;

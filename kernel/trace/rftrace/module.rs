@@ -26,8 +26,9 @@ pub unsafe extern "C" fn ftrace_module_init(m: *mut bindings::module) {
     if dead() {
         return;
     }
-    // SAFETY: per the function's contract: the loader filled in the
-    // module's `num_ftrace_callsites` entries at `ftrace_callsites`.
+    // SAFETY: `m` is a module being loaded (the contract), which the
+    // loader does not change during this call; it filled in the module's
+    // `num_ftrace_callsites` entries at `ftrace_callsites`.
     let locs = unsafe {
         let (p, n) = ((*m).ftrace_callsites, (*m).num_ftrace_callsites as usize);
         if p.is_null() || n == 0 {
@@ -68,8 +69,9 @@ pub unsafe extern "C" fn ftrace_module_enable(m: *mut bindings::module) {
         // Failures are reported.
         let _ = ops::update_sites(held);
     }
-    // SAFETY: per the function's contract `m` is a module; its name is
-    // NUL-terminated.
+    // SAFETY: `m` is a module being loaded (the contract), live for this
+    // call; its name is a NUL-terminated array the loader filled in and
+    // no longer writes.
     let name = unsafe { CStr::from_char_ptr((*m).name.as_ptr()) }.as_bytes();
     crate::probe::process_cached_mods(name);
 }
@@ -114,7 +116,9 @@ pub(crate) unsafe fn add_sites(
     let g = Group::new(m, ips)?;
     let mut written = 0;
     for c in g.sites.iter() {
-        // SAFETY: per the function's contract.
+        // SAFETY: `c` is a site of `ips`, whose code does not run yet and
+        // is still writable (the contract), so the architecture may write
+        // its NOP without the live patching protocol.
         let r = unsafe { rftrace_arch_init_site(c.ip(), 0) };
         if r > 0 {
             written += 1;
