@@ -26,15 +26,6 @@ static ERRS: CGlobal<[*const c_char; MESSAGES.len()]> = CGlobal::new({
     a
 });
 
-/// The address of the symbol `name` (loaded modules included); none for
-/// a name with a NUL, which would name a shorter one.
-fn lookup(name: &[u8]) -> Option<u64> {
-    if name.contains(&0) {
-        return None;
-    }
-    crate::names::address_of(&[name])
-}
-
 /// Whether `a` is in `[start, end)` of two section bounds.
 fn within(a: u64, start: *const c_char, end: *const c_char) -> bool {
     (start as u64..end as u64).contains(&a)
@@ -68,7 +59,7 @@ fn place(a: u64) -> Place {
 pub(crate) fn explain_func(func: &[u8]) -> Option<(Why, usize)> {
     explain(
         func,
-        lookup,
+        |name| crate::names::address_of(&[name]),
         |a| crate::table::ftrace_location(a as c_ulong) != 0,
         place,
     )

@@ -88,11 +88,15 @@ pub(crate) fn lookup_sized(
 
 /// The address of the symbol whose name is `parts` one after the other
 /// (`kallsyms_lookup_name()`: loaded modules included, `module:name`
-/// too); none for no such symbol or a name longer than a symbol's.
+/// too); none for no such symbol, a name longer than a symbol's, or one
+/// with a NUL (which would name a shorter one).
 pub(crate) fn address_of(parts: &[&[u8]]) -> Option<u64> {
     let mut b = [0u8; bindings::KSYM_NAME_LEN as usize + 1];
     let mut n = 0;
     for p in parts {
+        if p.contains(&0) {
+            return None;
+        }
         b.get_mut(n..n + p.len())?.copy_from_slice(p);
         n += p.len();
     }

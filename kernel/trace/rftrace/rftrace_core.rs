@@ -366,8 +366,8 @@ pub extern "C" fn ftrace_mod_get_kallsym(
     *value = start as c_ulong;
     *ty = b't' as c_char;
     *exported = 0;
-    copy_cstr(name, TRAMPOLINE_SYM);
-    copy_cstr(module_name, TRAMPOLINE_MOD);
+    copy_bytes(name, TRAMPOLINE_SYM.as_bytes());
+    copy_bytes(module_name, TRAMPOLINE_MOD.as_bytes());
     0
 }
 
@@ -386,14 +386,4 @@ fn copy_bytes(dst: &mut [u8], s: &[u8]) -> usize {
         *z = 0;
     }
     n
-}
-
-/// Copies `s` with its NUL into `dst` (truncated, still terminated).
-fn copy_cstr(dst: &mut [u8], s: &CStr) {
-    let b = s.as_bytes_with_nul();
-    let n = b.len().min(dst.len());
-    dst[..n].copy_from_slice(&b[..n]);
-    if let Some(last) = dst[..n].last_mut() {
-        *last = 0;
-    }
 }

@@ -410,14 +410,7 @@ impl Demangler<'_, '_> {
             }
             b'T' => {
                 self.put(b"(")?;
-                let mut n = 0;
-                while !self.eat(b'E') {
-                    if n > 0 {
-                        self.put(b", ")?;
-                    }
-                    self.ty()?;
-                    n += 1;
-                }
+                let n = self.list(b", ", Self::ty)?;
                 if n == 1 {
                     self.put(b",")?;
                 }
@@ -432,6 +425,20 @@ impl Demangler<'_, '_> {
             }
             _ => Err(Error::Invalid),
         }
+    }
+
+    /// Items up to an `E`, each printed by `item`, `sep` between them;
+    /// how many there were.
+    fn list(&mut self, sep: &[u8], mut item: impl FnMut(&mut Self) -> Result) -> Result<usize> {
+        let mut n = 0;
+        while !self.eat(b'E') {
+            if n > 0 {
+                self.put(sep)?;
+            }
+            item(self)?;
+            n += 1;
+        }
+        Ok(n)
     }
 
     /// `[binder] ["U"] ["K" abi] {type} "E" type`.
@@ -457,14 +464,7 @@ impl Demangler<'_, '_> {
             self.put(b"\" ")?;
         }
         self.put(b"fn(")?;
-        let mut first = true;
-        while !self.eat(b'E') {
-            if !first {
-                self.put(b", ")?;
-            }
-            first = false;
-            self.ty()?;
-        }
+        self.list(b", ", Self::ty)?;
         self.put(b")")?;
         if self.eat(b'u') {
             return Ok(());
@@ -477,27 +477,23 @@ impl Demangler<'_, '_> {
     fn dyn_bounds(&mut self) -> Result {
         self.opt_base62(b'G')?;
         self.put(b"dyn ")?;
-        let mut first = true;
-        while !self.eat(b'E') {
-            if !first {
-                self.put(b" + ")?;
-            }
-            first = false;
-            self.path(false)?;
+        self.list(b" + ", |d| {
+            d.path(false)?;
             let mut bound = false;
-            while self.eat(b'p') {
-                self.put(if bound { b", " } else { b"<" })?;
+            while d.eat(b'p') {
+                d.put(if bound { b", " } else { b"<" })?;
                 bound = true;
-                let name = self.raw_ident()?.len();
-                let r = self.pos - name..self.pos;
-                self.put_range(r)?;
-                self.put(b" = ")?;
-                self.ty()?;
+                let name = d.raw_ident()?.len();
+                let r = d.pos - name..d.pos;
+                d.put_range(r)?;
+                d.put(b" = ")?;
+                d.ty()?;
             }
             if bound {
-                self.put(b">")?;
+                d.put(b">")?;
             }
-        }
+            Ok(())
+        })?;
         if !self.eat(b'L') {
             return Err(Error::Invalid);
         }

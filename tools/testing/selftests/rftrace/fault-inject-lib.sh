@@ -136,14 +136,15 @@ setup_filter() {
 }
 op_filter() { echo write $T/set_ftrace_filter 'vfs_*'; }
 # After the write, failed or not, the filter is the old one or the new
-# one (a close cannot report an error): never a part of the new one, and
-# never empty (which traces every function).
-check_filter() {
+# one of $2 functions (a close cannot report an error): never a part of
+# the new one, and never empty (which traces every function).
+filter_old_or_new() {
 	now=$(grep -v '^#' $T/set_ftrace_filter)
-	[ "$now" = vfs_read ] || [ "$(lines $T/set_ftrace_filter)" -eq "$nvfs" ] ||
+	[ "$now" = vfs_read ] || [ "$(lines $T/set_ftrace_filter)" -eq "$2" ] ||
 		wrong "errno $1, the filter holds $(lines $T/set_ftrace_filter) functions: $(head -2 $T/set_ftrace_filter)"
 	expect "$(traced)"
 }
+check_filter() { filter_old_or_new "$1" "$nvfs"; }
 back_filter() {
 	echo vfs_read > $T/set_ftrace_filter || fail "filter: cannot set the filter back"
 	expect 1
@@ -158,12 +159,7 @@ reset_filter() {
 # the buffer the symbols are demangled into.
 setup_rustfilter() { setup_filter; }
 op_rustfilter() { echo write $T/set_ftrace_filter 'kernel::print::*'; }
-check_rustfilter() {
-	now=$(grep -v '^#' $T/set_ftrace_filter)
-	[ "$now" = vfs_read ] || [ "$(lines $T/set_ftrace_filter)" -eq "$nprint" ] ||
-		wrong "errno $1, the filter holds $(lines $T/set_ftrace_filter) functions: $(head -2 $T/set_ftrace_filter)"
-	expect "$(traced)"
-}
+check_rustfilter() { filter_old_or_new "$1" "$nprint"; }
 back_rustfilter() { back_filter; }
 reset_rustfilter() { reset_filter; }
 
