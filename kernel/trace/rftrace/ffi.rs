@@ -8,10 +8,14 @@
 //! `rftrace_arch_apply` (update.rs) and `rftrace_idle_task` (task.rs).
 //!
 //! A function is declared `safe` when no argument of its type can make
-//! the call unsound: it takes no pointer, or only a [`TraceArray`], whose
-//! invariants promise a live array. The others stay `unsafe`, and their
-//! callers argue their pointers.
+//! the call unsound: it takes no pointer, or only handles whose
+//! invariants promise live objects ([`TraceArray`], [`PidList`],
+//! [`TaskRef`], [`SeqFile`], references), and what it does with them
+//! needs nothing more (a user address is copied with checks). The others
+//! stay `unsafe`, and their callers argue their pointers.
 
+use crate::task::TaskRef;
+use crate::tracefs::SeqFile;
 use core::ptr::NonNull;
 use kernel::bindings;
 use kernel::ffi::{c_char, c_int, c_uint, c_ulong, c_void};
@@ -57,6 +61,35 @@ impl TraceArray {
     }
 }
 
+/// A pid list of the tracing core (`struct trace_pid_list`, private to
+/// kernel/trace/): only the tracing core's functions touch it.
+///
+/// A trace array publishes its two lists in pointer slots; a list taken
+/// out of its slot is freed only after a grace period, by the writer
+/// that holds `ftrace_lock` (see `pid`). So a list read from its slot is
+/// live while the reader holds a proof that delays that free
+/// ([`crate::sys::Keeps`]: the lock, or preemption off).
+///
+/// # Invariants
+///
+/// `0` points to a pid list that is not freed while `'a` lasts.
+#[derive(Clone, Copy)]
+#[repr(transparent)]
+pub(crate) struct PidList<'a>(NonNull<c_void>, core::marker::PhantomData<&'a ()>);
+
+impl PidList<'_> {
+    /// The handle of `p`, `None` for null.
+    ///
+    /// # Safety
+    ///
+    /// `p` is null or a pid list that is not freed while `'a` lasts.
+    #[inline(always)]
+    pub(crate) unsafe fn from_raw(p: *mut c_void) -> Option<Self> {
+        // INVARIANT: the contract.
+        NonNull::new(p).map(|p| PidList(p, core::marker::PhantomData))
+    }
+}
+
 /// A string C passes by `const char *`: NUL-terminated, or null.
 ///
 /// An exported function (or callback) whose C prototype takes a string
@@ -96,6 +129,12 @@ impl<'a> CStrArg<'a> {
         unsafe { kernel::str::CStr::from_char_ptr(self.0) }.as_bytes()
     }
 }
+
+/// The size of a buffer for the kallsyms printers: `KSYM_SYMBOL_LEN` (a
+/// macro bindgen cannot see) is a name, two hex numbers, a module name
+/// and a build id, below 700 bytes.
+pub(crate) const SYM_BUF: usize = 1024;
+const _: () = assert!((bindings::KSYM_NAME_LEN as usize) + 256 <= SYM_BUF);
 
 // Bindgen types of empty C structs are fine behind pointers.
 #[allow(improper_ctypes)]
@@ -149,32 +188,71 @@ unsafe extern "C" {
     pub(crate) fn init_array_fgraph_ops(tr: *mut c_void, ops: *mut bindings::ftrace_ops);
     pub(crate) static mut trace_types_lock: bindings::mutex;
     pub(crate) static tracing_thresh: c_ulong;
-    pub(crate) fn trace_ignore_this_task(
-        pids: *mut c_void,
-        no_pids: *mut c_void,
-        task: *mut bindings::task_struct,
+    /// Whether `task` is not traced by the lists (none: no list).
+    pub(crate) safe fn trace_ignore_this_task(
+        pids: Option<PidList<'_>>,
+        no_pids: Option<PidList<'_>>,
+        task: TaskRef<'_>,
     ) -> bool;
-    pub(crate) fn trace_filter_add_remove_task(
-        pids: *mut c_void,
-        selff: *mut bindings::task_struct,
-        task: *mut bindings::task_struct,
+    /// A fork (`selff` the parent) adds `task` to `pids` if the parent is
+    /// in it; an exit (`selff` none) takes `task` out.
+    pub(crate) safe fn trace_filter_add_remove_task(
+        pids: Option<PidList<'_>>,
+        selff: Option<TaskRef<'_>>,
+        task: TaskRef<'_>,
     );
-    pub(crate) fn trace_pid_write(
-        filtered: *mut c_void,
-        new: *mut *mut c_void,
+    /// Parses `cnt` bytes at the user address `ubuf` (copied with checks)
+    /// into a new list made of `filtered` and the pids written; the new
+    /// list (null: empty) goes to `new`.
+    pub(crate) safe fn trace_pid_write(
+        filtered: Option<PidList<'_>>,
+        new: &mut *mut c_void,
         ubuf: *const c_char,
         cnt: usize,
     ) -> c_int;
-    pub(crate) fn trace_pid_start(pids: *mut c_void, pos: *mut bindings::loff_t) -> *mut c_void;
-    pub(crate) fn trace_pid_next(
-        pids: *mut c_void,
-        v: *mut c_void,
-        pos: *mut bindings::loff_t,
+    /// The seq_file iterator over a list: `v` is a pid plus one, never
+    /// dereferenced.
+    pub(crate) safe fn trace_pid_start(
+        pids: PidList<'_>,
+        pos: &mut bindings::loff_t,
     ) -> *mut c_void;
-    pub(crate) fn trace_pid_show(m: *mut bindings::seq_file, v: *mut c_void) -> c_int;
+    pub(crate) safe fn trace_pid_next(
+        pids: PidList<'_>,
+        v: *mut c_void,
+        pos: &mut bindings::loff_t,
+    ) -> *mut c_void;
+    pub(crate) safe fn trace_pid_show(m: &SeqFile, v: *mut c_void) -> c_int;
     pub(crate) fn trace_pid_list_free(pids: *mut c_void);
 
     // --- the rest of the kernel ---
+    // Waiting for a grace period may sleep, which a caller in atomic
+    // context must not do; that is a bug lockdep and might_sleep report,
+    // not one that touches memory wrongly, so the waits are safe to call.
+    /// Waits until every CPU left its RCU read side (and preempt-off)
+    /// sections that started before the call.
+    pub(crate) safe fn synchronize_rcu();
+    /// Waits until every CPU went through a point where RCU watches, even
+    /// those running where it does not.
+    pub(crate) safe fn synchronize_rcu_tasks_rude();
+    /// Waits until every task was off the CPU voluntarily.
+    pub(crate) safe fn synchronize_rcu_tasks();
+    /// Preemption off, notrace (the `preempt_disable_notrace()` macro): an
+    /// unpaired disable stalls the CPU's scheduling, it corrupts nothing.
+    pub(crate) safe fn ftrace_preempt_disable_notrace();
+    /// Enters an RCU read-side section (as `kernel::sync::rcu` does,
+    /// the entry is safe; the exit is the guard's).
+    pub(crate) safe fn __rcu_read_lock();
+    /// The size and offset in its symbol of `addr` (0: no symbol).
+    pub(crate) safe fn kallsyms_lookup_size_offset(
+        addr: c_ulong,
+        size: &mut c_ulong,
+        offset: &mut c_ulong,
+    ) -> c_int;
+    /// `%pS` of `addr` into `buf`, which has room for `KSYM_SYMBOL_LEN`
+    /// bytes (below [`SYM_BUF`]); the length written.
+    pub(crate) safe fn sprint_symbol(buf: &mut [u8; SYM_BUF], addr: c_ulong) -> c_int;
+    /// `%ps` of `addr`, likewise.
+    pub(crate) safe fn sprint_symbol_no_offset(buf: &mut [u8; SYM_BUF], addr: c_ulong) -> c_int;
     pub(crate) safe fn rcu_is_watching() -> bool;
     /// The tracing clock, callable in any context (notrace).
     pub(crate) safe fn trace_clock_local() -> u64;

@@ -298,32 +298,21 @@ fn free_rcu(h: Option<&FtraceHash>) {
 }
 
 /// A copy of `src` (none: an empty set) with `1 << bits` buckets and the
-/// same flags; none when out of memory.
-fn copy(src: Option<&FtraceHash>, bits: u32) -> Option<ptr::NonNull<FtraceHash>> {
-    let h = alloc(bits)?;
-    // SAFETY: fresh, and ours only.
-    let new = unsafe { h.as_ref() };
-    let mut ok = true;
+/// same flags and entries.
+fn copy(src: Option<&FtraceHash>, bits: u32) -> Result<FnSet> {
+    let mut new = FnSet(alloc(bits).ok_or(ENOMEM)?);
     if let Some(src) = src {
-        new.flags
+        let set = new.set();
+        set.flags
             .store(src.flags.load(Ordering::Relaxed), Ordering::Relaxed);
         for e in src.entries() {
-            // SAFETY: `new` is private; `e` a live entry of `src`.
-            let n = unsafe { new.insert(ip_of(e), core::mem::size_of::<Entry>()) };
-            if n.is_null() {
-                ok = false;
-                break;
-            }
-            // SAFETY: both live entries; `n` is fresh.
+            let n = new.insert(ip_of(e))?;
+            // SAFETY: `e` a live entry of `src`, `n` a fresh one of the
+            // private `new`, which this borrow alone writes.
             unsafe { (*n).direct = (*e).direct };
         }
     }
-    if !ok {
-        // SAFETY: private, nobody reads it.
-        unsafe { free(h.as_ptr()) };
-        return None;
-    }
-    Some(h)
+    Ok(new)
 }
 
 /// The size a committed copy of a set of `count` entries gets.
@@ -352,7 +341,7 @@ impl FnSet {
 
     /// A private copy of `src`, flags included.
     pub(crate) fn copy_of(src: SetRef<'_>) -> Result<Self> {
-        copy(src.0, DEFAULT_BITS).map(Self).ok_or(ENOMEM)
+        copy(src.0, DEFAULT_BITS)
     }
 
     fn set(&self) -> &FtraceHash {
@@ -371,25 +360,34 @@ impl FnSet {
         SetRef(Some(self.set()))
     }
 
-    /// Adds `ip` unless it is there.
-    pub(crate) fn add(&mut self, ip: u64) -> Result {
-        let h = self.set();
-        if !h.lookup(ip).is_null() {
-            return Ok(());
-        }
-        // SAFETY: private (the type's invariants), borrowed mutably.
-        let e = unsafe { h.insert(ip, core::mem::size_of::<Entry>()) };
+    /// Inserts a new entry for `ip` (not in the set: the caller checked).
+    fn insert(&mut self, ip: u64) -> Result<*mut Entry> {
+        // SAFETY: private (the type's invariants), borrowed mutably: this
+        // borrow alone changes it.
+        let e = unsafe { self.set().insert(ip, core::mem::size_of::<Entry>()) };
         if e.is_null() {
             Err(ENOMEM)
         } else {
-            Ok(())
+            Ok(e)
         }
     }
 
-    /// Removes the entry `e` of the set.
-    fn remove_entry(&mut self, e: *mut Entry) {
-        // SAFETY: private (the type's invariants), borrowed mutably; `e`
-        // is one of its entries (the callers found it).
+    /// Adds `ip` unless it is there.
+    pub(crate) fn add(&mut self, ip: u64) -> Result {
+        if !self.set().lookup(ip).is_null() {
+            return Ok(());
+        }
+        self.insert(ip).map(|_| ())
+    }
+
+    /// Removes the entry `e` of the set. A shared borrow suffices: the set
+    /// is private and the type neither `Send` nor `Sync`, so no other
+    /// borrow can change or read it during the call, and the iterator
+    /// over it ([`Self::retain`]'s) has read past `e`.
+    fn remove_entry(&self, e: *mut Entry) {
+        // SAFETY: private (the type's invariants) and reached by this
+        // thread only (see above); `e` is one of its entries (the callers
+        // found it).
         unsafe { self.set().unlink(e) };
         // No reader can have seen it.
         kfree(e);
@@ -407,11 +405,9 @@ impl FnSet {
 
     /// Keeps the addresses `keep` says yes to.
     pub(crate) fn retain(&mut self, mut keep: impl FnMut(u64) -> bool) {
-        let p = self.0;
-        // SAFETY: the set lives while `self` does; `Entries` reads an
-        // entry's successor before it yields the entry, which may then be
-        // removed and freed.
-        for e in unsafe { p.as_ref() }.entries() {
+        // `Entries` reads an entry's successor before it yields the
+        // entry, which may then be removed and freed.
+        for e in self.set().entries() {
             if !keep(ip_of(e)) {
                 self.remove_entry(e);
             }
@@ -455,9 +451,7 @@ impl FnSet {
         if self.is_empty() {
             return Ok(None);
         }
-        copy(Some(self.set()), committed_bits(self.count()))
-            .map(|c| Some(Self(c)))
-            .ok_or(ENOMEM)
+        copy(Some(self.set()), committed_bits(self.count())).map(Some)
     }
 
     /// Gives the set away: the caller publishes it.

@@ -11,7 +11,7 @@
 use crate::ffi::{
     rftrace_tr_reset_ignore_pid, rftrace_tr_set_ignore_pid, trace_filter_add_remove_task,
     trace_ignore_this_task, trace_pid_list_free, trace_pid_next, trace_pid_show, trace_pid_start,
-    trace_pid_write,
+    trace_pid_write, PidList,
 };
 use crate::ops;
 use crate::pidstate::{ftrace_pid_func, lists, pids_enabled, slot, PID_IGNORE};
@@ -35,9 +35,10 @@ const TRACE_NO_PIDS: c_int = 2;
 /// `ftrace_lock`, which their writers hold before the grace period that
 /// precedes a free.
 fn record_verdict(tr: TraceArray, t: TaskRef<'_>) {
-    let (p, n) = lists(tr);
-    // SAFETY: the lists are live (see above); `t` is a live task.
-    let ignore = unsafe { trace_ignore_this_task(p, n, t.as_ptr()) };
+    // Nested in the probe's or IPI's own preempt-off section: the proof.
+    let np = PreemptOff::new();
+    let (p, n) = lists(tr, np.token());
+    let ignore = trace_ignore_this_task(p, n, t);
     let pid = if ignore {
         PID_IGNORE
     } else {
@@ -90,31 +91,24 @@ extern "C" fn sched_switch_probe(
 
 /// A traced task forked (`parent`) or is freed (none): the child follows
 /// its parent in both lists, or the freed task leaves them.
-fn follow(tr: TraceArray, parent: *mut bindings::task_struct, task: *mut bindings::task_struct) {
-    let (p, n) = lists(tr);
-    // SAFETY: a tracepoint probe (preemption off): the lists are live;
-    // the tasks are the tracepoint's.
-    unsafe {
-        trace_filter_add_remove_task(p, parent, task);
-        trace_filter_add_remove_task(n, parent, task);
-    }
+fn follow(tr: TraceArray, parent: Option<TaskRef<'_>>, task: TaskRef<'_>) {
+    let np = PreemptOff::new();
+    let (p, n) = lists(tr, np.token());
+    trace_filter_add_remove_task(p, parent, task);
+    trace_filter_add_remove_task(n, parent, task);
 }
 
 /// sched_process_fork: the child follows its parent.
-extern "C" fn fork_probe(
-    tr: Option<TraceArray>,
-    selff: *mut bindings::task_struct,
-    task: *mut bindings::task_struct,
-) {
+extern "C" fn fork_probe(tr: Option<TraceArray>, selff: TaskRef<'_>, task: TaskRef<'_>) {
     if let Some(tr) = tr {
-        follow(tr, selff, task);
+        follow(tr, Some(selff), task);
     }
 }
 
 /// sched_process_free: the task leaves the lists.
-extern "C" fn exit_probe(tr: Option<TraceArray>, task: *mut bindings::task_struct) {
+extern "C" fn exit_probe(tr: Option<TraceArray>, task: TaskRef<'_>) {
     if let Some(tr) = tr {
-        follow(tr, ptr::null_mut(), task);
+        follow(tr, None, task);
     }
 }
 
@@ -132,41 +126,39 @@ fn switch_probe(tr: TraceArray, on: bool) {
     let _ = tp::set(tp::Probe::Switch(sched_switch_probe), Some(tr), on);
 }
 
-/// Frees a pid list nobody can read any more (null: none).
-fn free_list(l: *mut c_void) {
-    if !l.is_null() {
-        // SAFETY: unpublished, and a grace period passed (the callers).
-        unsafe { trace_pid_list_free(l) };
+/// Publishes `new` (null: no list) in `tr`'s slot `no` and frees the
+/// list it replaces after a grace period; with `ftrace_lock` held, as
+/// every writer of the slots.
+fn retire_list(_held: &Held, tr: TraceArray, no: bool, new: *mut c_void) {
+    let old = slot(tr, no).swap(new, Ordering::AcqRel);
+    if old.is_null() {
+        return;
     }
+    // Then no reader (preempt-off, or under the lock we hold) is left.
+    crate::sys::synchronize_rcu();
+    // SAFETY: unpublished above, and every reader that could see it has
+    // left its read side: nothing references the list.
+    unsafe { trace_pid_list_free(old) };
 }
 
 /// Drops the pid lists of `type` (TRACE_PIDS, TRACE_NO_PIDS).
-fn clear(_held: &Held, tr: TraceArray, kind: c_int) {
-    let (p, n) = lists(tr);
-    let has =
-        (kind & TRACE_PIDS != 0 && !p.is_null()) || (kind & TRACE_NO_PIDS != 0 && !n.is_null());
+fn clear(held: &Held, tr: TraceArray, kind: c_int) {
+    let (p, n) = lists(tr, held);
+    let has = (kind & TRACE_PIDS != 0 && p.is_some()) || (kind & TRACE_NO_PIDS != 0 && n.is_some());
     if !has {
         return;
     }
     let keep =
-        (kind & TRACE_PIDS == 0 && !p.is_null()) || (kind & TRACE_NO_PIDS == 0 && !n.is_null());
+        (kind & TRACE_PIDS == 0 && p.is_some()) || (kind & TRACE_NO_PIDS == 0 && n.is_some());
     if !keep {
         switch_probe(tr, false);
         rftrace_tr_reset_ignore_pid(tr);
     }
     if kind & TRACE_PIDS != 0 {
-        slot(tr, false).store(ptr::null_mut(), Ordering::Release);
+        retire_list(held, tr, false, ptr::null_mut());
     }
     if kind & TRACE_NO_PIDS != 0 {
-        slot(tr, true).store(ptr::null_mut(), Ordering::Release);
-    }
-    // Then nobody uses the old lists.
-    crate::sys::synchronize_rcu();
-    if kind & TRACE_PIDS != 0 {
-        free_list(p);
-    }
-    if kind & TRACE_NO_PIDS != 0 {
-        free_list(n);
+        retire_list(held, tr, true, ptr::null_mut());
     }
 }
 
@@ -194,11 +186,16 @@ struct PidFile<const KIND: c_int> {
 }
 
 impl<const KIND: c_int> PidFile<KIND> {
-    /// The list the file shows (null: none); read under the lock.
-    fn list(&self) -> *mut c_void {
-        self.tr.tr().map_or(ptr::null_mut(), |tr| {
-            slot(tr, KIND == TRACE_NO_PIDS).load(Ordering::Acquire)
-        })
+    /// The list the file shows (none: no list), between `start` and
+    /// `stop`, whose lock keeps it.
+    fn list(&self) -> Option<PidList<'_>> {
+        let (_, g) = self.locked.as_ref()?;
+        let (p, n) = lists(self.tr.tr()?, g.held());
+        if KIND == TRACE_NO_PIDS {
+            n
+        } else {
+            p
+        }
     }
 }
 
@@ -220,13 +217,11 @@ impl<const KIND: c_int> SeqText for PidFile<KIND> {
         // Released in `stop`, which seq_file calls after every `start`.
         let g = CoreGuard::lock();
         self.locked = Some((PreemptOff::new(), g));
-        let l = self.list();
-        if l.is_null() {
-            return if *pos == 0 { NO_PIDS } else { ptr::null_mut() };
+        match self.list() {
+            Some(l) => trace_pid_start(l, pos),
+            None if *pos == 0 => NO_PIDS,
+            None => ptr::null_mut(),
         }
-        // SAFETY: a live list (`ftrace_lock` held, preemption off: it is
-        // freed only after a grace period under the lock).
-        unsafe { trace_pid_start(l, pos) }
     }
 
     fn next(&mut self, _m: &SeqFile, v: *mut c_void, pos: &mut bindings::loff_t) -> *mut c_void {
@@ -234,9 +229,8 @@ impl<const KIND: c_int> SeqText for PidFile<KIND> {
             *pos = pos.wrapping_add(1);
             return ptr::null_mut();
         }
-        // SAFETY: as in `start`, between it and `stop`; `v` is the
-        // iterator's.
-        unsafe { trace_pid_next(self.list(), v, pos) }
+        self.list()
+            .map_or(ptr::null_mut(), |l| trace_pid_next(l, v, pos))
     }
 
     fn stop(&mut self) {
@@ -248,8 +242,7 @@ impl<const KIND: c_int> SeqText for PidFile<KIND> {
             m.write(b"no pid\n");
             return 0;
         }
-        // SAFETY: a live seq_file; `v` came from the pid list iterator.
-        unsafe { trace_pid_show(m.as_ptr(), v) }
+        trace_pid_show(m, v)
     }
 
     fn write(&mut self, ubuf: *const c_char, cnt: usize, pos: &mut bindings::loff_t) -> isize {
@@ -307,21 +300,17 @@ fn write_pids(
     pos: &mut bindings::loff_t,
 ) -> isize {
     let g = CoreGuard::lock();
-    let filtered = slot(tr, no).load(Ordering::Acquire);
-    let other = slot(tr, !no).load(Ordering::Acquire);
+    let (p, n) = lists(tr, g.held());
+    let (filtered, other) = if no { (n, p) } else { (p, n) };
+    let had = filtered.is_some();
     let mut new: *mut c_void = ptr::null_mut();
-    // SAFETY: the tracing core parses the user's pids (`cnt` bytes at the
-    // user address `ubuf`, which it copies with checks) into a new list;
-    // the old one is live under `ftrace_lock`.
-    let r = unsafe { trace_pid_write(filtered, &mut new, ubuf, cnt) };
+    let r = trace_pid_write(filtered, &mut new, ubuf, cnt);
     if r < 0 {
         return r as isize;
     }
-    slot(tr, no).store(new, Ordering::Release);
-    if !filtered.is_null() {
-        crate::sys::synchronize_rcu();
-        free_list(filtered);
-    } else if !new.is_null() && other.is_null() {
+    let first = !had && !new.is_null() && other.is_none();
+    retire_list(g.held(), tr, no, new);
+    if first {
         switch_probe(tr, true);
     }
     // SAFETY: runs `ignore_task_cpu` on every online CPU, with the trace

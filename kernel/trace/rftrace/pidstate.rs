@@ -7,9 +7,10 @@
 //! [`ftrace_pid_func`]; the files and probes that keep the lists and
 //! verdicts are in `pid`.
 
+use crate::ffi::PidList;
 use crate::ffi::{rftrace_tr_ignore_pid, rftrace_tr_pid_slot};
 use crate::registry::OpsRef;
-use crate::sys::TraceArray;
+use crate::sys::{Keeps, TraceArray};
 use crate::task::Current;
 use core::sync::atomic::{AtomicPtr, Ordering};
 use kernel::bindings;
@@ -27,12 +28,27 @@ pub(crate) fn slot(tr: TraceArray, no: bool) -> &'static AtomicPtr<c_void> {
     unsafe { AtomicPtr::from_ptr(rftrace_tr_pid_slot(tr, no)) }
 }
 
-/// Its pid list and notrace pid list (null: none).
-pub(crate) fn lists(tr: TraceArray) -> (*mut c_void, *mut c_void) {
-    (
-        slot(tr, false).load(Ordering::Acquire),
-        slot(tr, true).load(Ordering::Acquire),
-    )
+/// Its pid list and notrace pid list (none: no list), live while `_k`
+/// is: a list is taken out of its slot under `ftrace_lock` and freed
+/// after a grace period.
+pub(crate) fn lists<'k>(
+    tr: TraceArray,
+    _k: &'k impl Keeps,
+) -> (Option<PidList<'k>>, Option<PidList<'k>>) {
+    // SAFETY: null or published lists, which `_k` keeps for `'k` (see
+    // above; `pid::clear` and `pid::write_pids` free them so).
+    unsafe {
+        (
+            PidList::from_raw(slot(tr, false).load(Ordering::Acquire)),
+            PidList::from_raw(slot(tr, true).load(Ordering::Acquire)),
+        )
+    }
+}
+
+/// Whether `tr` has a pid list or a notrace pid list.
+pub(crate) fn has_lists(tr: TraceArray) -> bool {
+    !slot(tr, false).load(Ordering::Relaxed).is_null()
+        || !slot(tr, true).load(Ordering::Relaxed).is_null()
 }
 
 /// Whether pid filtering applies to `ops` (its trace array has pid lists).
@@ -43,8 +59,7 @@ pub(crate) fn pids_enabled(ops: OpsRef<'_>) -> bool {
     else {
         return false;
     };
-    let (p, n) = lists(tr);
-    !p.is_null() || !n.is_null()
+    has_lists(tr)
 }
 
 /// Whether pid filtering applies to `ops`.

@@ -414,22 +414,18 @@ pub(crate) unsafe fn mutex_init_keyed(
 /// Waits until every CPU left its RCU read-side (and preempt-off)
 /// sections (sleeps).
 pub(crate) fn synchronize_rcu() {
-    // SAFETY: callable from any sleepable context, which every caller of
-    // the core's slow paths is.
-    unsafe { bindings::synchronize_rcu() }
+    crate::ffi::synchronize_rcu()
 }
 
 /// Waits until every CPU went through a point where RCU watches, even
 /// those running where it does not (sleeps).
 pub(crate) fn synchronize_rcu_tasks_rude() {
-    // SAFETY: as above.
-    unsafe { bindings::synchronize_rcu_tasks_rude() }
+    crate::ffi::synchronize_rcu_tasks_rude()
 }
 
 /// Waits until every task was off the CPU voluntarily (sleeps).
 pub(crate) fn synchronize_rcu_tasks() {
-    // SAFETY: as above.
-    unsafe { bindings::synchronize_rcu_tasks() }
+    crate::ffi::synchronize_rcu_tasks()
 }
 
 /// `ftrace_lock`, held for the life of the guard.
@@ -558,9 +554,8 @@ pub(crate) struct PreemptOff(());
 
 impl PreemptOff {
     pub(crate) fn new() -> Self {
-        // SAFETY: a notrace helper, callable in any context; paired with
-        // the enable in `drop`.
-        unsafe { bindings::ftrace_preempt_disable_notrace() };
+        // Paired with the enable in `drop`.
+        crate::ffi::ftrace_preempt_disable_notrace();
         PreemptOff(())
     }
 
@@ -582,9 +577,8 @@ pub(crate) struct RcuRead(());
 
 impl RcuRead {
     pub(crate) fn new() -> Self {
-        // SAFETY: callable in any context; paired with the unlock in
-        // `drop`.
-        unsafe { bindings::__rcu_read_lock() };
+        // Paired with the unlock in `drop`.
+        crate::ffi::__rcu_read_lock();
         RcuRead(())
     }
 }

@@ -288,9 +288,7 @@ pub extern "C" fn ftrace_location(ip: c_ulong) -> c_ulong {
         return loc as c_ulong;
     }
     let (mut size, mut off): (c_ulong, c_ulong) = (0, 0);
-    // SAFETY: plain symbol lookup into locals.
-    let found =
-        unsafe { bindings::kallsyms_lookup_size_offset(ip as c_ulong, &mut size, &mut off) } != 0;
+    let found = crate::ffi::kallsyms_lookup_size_offset(ip as c_ulong, &mut size, &mut off) != 0;
     if found && off == 0 && size > 0 {
         return location_range(ip, ip + size as u64 - 1) as c_ulong;
     }

@@ -11,7 +11,7 @@ use crate::ffi::{
     tracepoint_probe_register, tracepoint_probe_unregister,
 };
 use crate::sys::TraceArray;
-use crate::task::{Task, TaskRef};
+use crate::task::TaskRef;
 use core::ptr;
 use kernel::bindings;
 use kernel::error::{to_result, Result};
@@ -21,9 +21,9 @@ use kernel::ffi::{c_uint, c_void};
 pub(crate) type SwitchProbe =
     extern "C" fn(Option<TraceArray>, bool, TaskRef<'_>, TaskRef<'_>, c_uint);
 /// A probe of `sched_process_fork(parent, child)`.
-pub(crate) type ForkProbe = extern "C" fn(Option<TraceArray>, Task, Task);
+pub(crate) type ForkProbe = extern "C" fn(Option<TraceArray>, TaskRef<'_>, TaskRef<'_>);
 /// A probe of `sched_process_free(task)`.
-pub(crate) type FreeProbe = extern "C" fn(Option<TraceArray>, Task);
+pub(crate) type FreeProbe = extern "C" fn(Option<TraceArray>, TaskRef<'_>);
 
 /// A probe and the tracepoint it is for.
 #[derive(Clone, Copy)]

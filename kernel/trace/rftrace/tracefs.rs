@@ -4,6 +4,7 @@
 //! of a read and served from memory (whole, or line by line through a
 //! seq_file), the symbol names of call sites, and file creation.
 
+use crate::ffi::{sprint_symbol, sprint_symbol_no_offset, SYM_BUF};
 use crate::logic::parser::{Parser, BUF_SIZE};
 use core::fmt::Write;
 use core::ptr;
@@ -47,15 +48,11 @@ impl Out {
 
     /// `%ps` (`%pS` with `offset`) of `a`.
     pub(crate) fn sym(&mut self, a: u64, offset: bool) {
-        // KSYM_SYMBOL_LEN (a macro bindgen cannot see) is below 1024.
-        let mut b = [0u8; 1024];
-        // SAFETY: the buffer has the size the kallsyms printers need.
-        let n = unsafe {
-            if offset {
-                bindings::sprint_symbol(b.as_mut_ptr().cast(), a as c_ulong)
-            } else {
-                bindings::sprint_symbol_no_offset(b.as_mut_ptr().cast(), a as c_ulong)
-            }
+        let mut b = [0u8; SYM_BUF];
+        let n = if offset {
+            sprint_symbol(&mut b, a as c_ulong)
+        } else {
+            sprint_symbol_no_offset(&mut b, a as c_ulong)
         };
         let n = (n.max(0) as usize).min(b.len());
         self.bytes(&b[..n]);
@@ -237,11 +234,6 @@ impl SeqFile {
         // SAFETY: live for `'a` (the contract); `SeqFile` is a transparent
         // `Opaque` over it.
         unsafe { &*m.cast::<SeqFile>() }
-    }
-
-    /// The seq_file, for the C helpers that print into it.
-    pub(crate) fn as_ptr(&self) -> *mut bindings::seq_file {
-        self.0.get()
     }
 
     /// Appends `b` to the output (a full buffer is the seq_file core's to
