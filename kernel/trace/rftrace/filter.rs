@@ -5,6 +5,7 @@
 //! with the C core's semantics (Documentation/design/filter-files.md).
 //! The files that edit filters are in `filterfile` and `graphfile`.
 
+use crate::ffi::CStrArg;
 use crate::hash::{FnSet, UNLINK_MAX};
 use crate::logic::glob::{Kind, Pattern};
 use crate::logic::sites::flags as sf;
@@ -13,7 +14,7 @@ use crate::sys::{dead, global_ops, to_errno, CoreGuard, Held};
 use crate::{table, tracefs};
 use core::ptr;
 use kernel::bindings;
-use kernel::ffi::{c_char, c_int, c_uchar, c_ulong};
+use kernel::ffi::{c_int, c_uchar, c_ulong};
 use kernel::prelude::*;
 
 /// Room for the path of a Rust symbol, for a pattern written as a Rust
@@ -416,15 +417,8 @@ pub unsafe extern "C" fn ftrace_set_filter_ips(
 }
 
 /// The filter (`notrace`: notrace set) of `global_ops`, the function
-/// tracer's top level, from the pattern of `len` bytes at `buf`.
-///
-/// # Safety
-///
-/// `buf` is null or `len` bytes.
-unsafe fn set_global(buf: *const c_uchar, len: c_int, reset: c_int, notrace: bool) {
-    // SAFETY: null or `len` bytes that stay for the call (the contract),
-    // read only before `set_hash` returns.
-    let pattern = unsafe { pattern(buf, len) };
+/// tracer's top level, from `pattern`.
+fn set_global(pattern: Option<&[u8]>, reset: c_int, notrace: bool) {
     let _ = set_hash(
         OpsRef::of_static(&global_ops),
         Edit::pattern(pattern, reset != 0, notrace),
@@ -438,8 +432,9 @@ unsafe fn set_global(buf: *const c_uchar, len: c_int, reset: c_int, notrace: boo
 /// `buf` is null or `len` bytes.
 #[no_mangle]
 pub unsafe extern "C" fn ftrace_set_global_filter(buf: *mut c_uchar, len: c_int, reset: c_int) {
-    // SAFETY: `set_global`'s contract is this function's.
-    unsafe { set_global(buf, len, reset, false) }
+    // SAFETY: the call's own bytes (the contract), read only before
+    // `set_global` returns.
+    set_global(unsafe { pattern(buf, len) }, reset, false)
 }
 
 /// # Safety
@@ -447,8 +442,8 @@ pub unsafe extern "C" fn ftrace_set_global_filter(buf: *mut c_uchar, len: c_int,
 /// `buf` is null or `len` bytes.
 #[no_mangle]
 pub unsafe extern "C" fn ftrace_set_global_notrace(buf: *mut c_uchar, len: c_int, reset: c_int) {
-    // SAFETY: `set_global`'s contract is this function's.
-    unsafe { set_global(buf, len, reset, true) }
+    // SAFETY: as for `ftrace_set_global_filter`.
+    set_global(unsafe { pattern(buf, len) }, reset, true)
 }
 
 /// Makes `ops` use the filter of `global_ops`.
@@ -464,14 +459,11 @@ pub extern "C" fn ftrace_ops_set_global_filter(ops: OpsRef<'_>) {
 /// Boot-time filters (`ftrace_filter=` and the like): comma-separated
 /// patterns; errors are ignored, as in the C core.
 ///
-/// # Safety
-///
-/// `buf` is a NUL-terminated string that stays for the call.
+/// The C caller passes the boot parameter's buffer, a NUL-terminated
+/// string that stays for the call: a [`CStrArg`].
 #[no_mangle]
-pub unsafe extern "C" fn ftrace_set_early_filter(ops: OpsRef<'_>, buf: *mut c_char, enable: c_int) {
-    // SAFETY: a NUL-terminated string for the call (the contract: the
-    // boot parameter's buffer), only read.
-    let s = unsafe { CStr::from_char_ptr(buf).as_bytes() };
+pub extern "C" fn ftrace_set_early_filter(ops: OpsRef<'_>, buf: CStrArg<'_>, enable: c_int) {
+    let s = buf.bytes();
     for (i, pat) in s.split(|&b| b == b',').enumerate() {
         if pat.is_empty() {
             continue;

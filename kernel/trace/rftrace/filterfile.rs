@@ -269,7 +269,7 @@ pub unsafe extern "C" fn ftrace_filter_write(
     ppos: *mut bindings::loff_t,
 ) -> isize {
     // SAFETY: per the function's contract.
-    unsafe { seqfile::write::<RegexFile>(file, ubuf, cnt, ppos) }
+    unsafe { seqfile::write_thunk::<RegexFile>(file, ubuf, cnt, ppos) }
 }
 
 fn render_filter(o: &mut Out, h: &FnSet, notrace: bool, probes: bool, tr: Option<TraceArray>) {
@@ -310,7 +310,7 @@ pub unsafe extern "C" fn ftrace_regex_release(
     file: *mut bindings::file,
 ) -> c_int {
     // SAFETY: per the function's contract.
-    unsafe { seqfile::release::<RegexFile>(inode, file) }
+    unsafe { seqfile::release_thunk::<RegexFile>(inode, file) }
 }
 
 /// Opens a filter file with the `FTRACE_ITER_*` flags `FLAG`.

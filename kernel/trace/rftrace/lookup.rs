@@ -6,34 +6,12 @@
 
 use crate::ffi::CStrArg;
 use crate::logic::symbols::Lookup;
-use kernel::bindings;
 use kernel::error::code::ESRCH;
-use kernel::ffi::{c_char, c_int, c_ulong, c_void};
-
-/// One lookup in progress, passed through kallsyms' `void *`.
-struct Walk<'a> {
-    lookup: Lookup<'a, CStrArg<'a>>,
-}
+use kernel::ffi::{c_char, c_int, c_ulong};
 
 /// The bytes of one of the caller's names.
 fn name_bytes<'x>(p: &'x CStrArg<'_>) -> &'x [u8] {
     p.bytes()
-}
-
-/// The kallsyms callback: offers one symbol; non-zero stops the walk.
-///
-/// # Safety
-///
-/// `data` is the `Walk` of the running lookup; `name` a NUL-terminated
-/// symbol name.
-unsafe extern "C" fn offer(data: *mut c_void, name: *const c_char, addr: c_ulong) -> c_int {
-    // SAFETY: `data` is the `Walk` that `ftrace_lookup_symbols` passes and
-    // no one else uses during the walk; kallsyms passes a NUL-terminated
-    // name that lives through the call.
-    let (w, name) = unsafe { (&mut *data.cast::<Walk<'_>>(), CStrArg::from_raw(name)) };
-    let name = name.bytes();
-    let traceable = |a: u64| crate::table::ftrace_location(a as c_ulong) != 0;
-    c_int::from(w.lookup.offer(name, addr as u64, name_bytes, traceable))
 }
 
 /// Fills `addrs[i]` with the address of the traceable function named
@@ -62,19 +40,13 @@ pub unsafe extern "C" fn ftrace_lookup_symbols(
             core::slice::from_raw_parts_mut(addrs.cast::<u64>(), cnt),
         )
     };
-    let mut w = Walk {
-        lookup: Lookup::new(names, out),
-    };
-    let data = core::ptr::from_mut(&mut w).cast::<c_void>();
-    // SAFETY: `offer` matches the callback type and reads `data` as the
-    // `Walk` it is, which outlives both walks.
-    unsafe {
-        if bindings::kallsyms_on_each_symbol(Some(offer), data) != 0 {
-            return 0;
-        }
-        if bindings::module_kallsyms_on_each_symbol(core::ptr::null(), Some(offer), data) != 0 {
-            return 0;
-        }
+    let mut lookup = Lookup::new(names, out);
+    let traceable = |a: u64| crate::table::ftrace_location(a as c_ulong) != 0;
+    // The lookup stops the walks once every name is found.
+    if crate::names::each_symbol(true, |name, addr| {
+        lookup.offer(name, addr, name_bytes, traceable)
+    }) {
+        return 0;
     }
     ESRCH.to_errno()
 }

@@ -251,18 +251,34 @@ impl Walk<'_> {
     }
 }
 
-/// The kallsyms callback.
-///
-/// # Safety
-///
-/// `data` is the `Walk` of the running build; `name` a NUL-terminated
-/// symbol name.
-unsafe extern "C" fn offer(data: *mut c_void, name: *const c_char, addr: c_ulong) -> c_int {
-    // SAFETY: `data` is the `Walk` that `build` passes and no one else
-    // uses during the walk; kallsyms passes a NUL-terminated name that
-    // lives through the call.
-    let (w, name) = unsafe { (&mut *data.cast::<Walk<'_>>(), CStrArg::from_raw(name)) };
-    c_int::from(!w.offer(name.bytes(), addr as u64))
+/// Offers `stop` the name and address of each symbol of the kernel (then
+/// of the modules, with `modules`), in kallsyms' order, until it says
+/// yes; whether it did. Sleeps.
+pub(crate) fn each_symbol<F: FnMut(&[u8], u64) -> bool>(modules: bool, mut stop: F) -> bool {
+    /// # Safety
+    ///
+    /// Called by the kallsyms walks below with their `data`, the `F`, and
+    /// a symbol name.
+    unsafe extern "C" fn offer<F: FnMut(&[u8], u64) -> bool>(
+        data: *mut c_void,
+        name: *const c_char,
+        addr: c_ulong,
+    ) -> c_int {
+        // SAFETY: `data` is the `F` that `each_symbol` passes, which nothing
+        // else uses during the walk; kallsyms passes a NUL-terminated name
+        // that lives through the call.
+        let (f, name) = unsafe { (&mut *data.cast::<F>(), CStrArg::from_raw(name)) };
+        c_int::from(f(name.bytes(), addr as u64))
+    }
+    let data = ptr::from_mut(&mut stop).cast::<c_void>();
+    // SAFETY: `offer::<F>` has the callback type and reads `data` as the
+    // `F` it is, which outlives both walks.
+    unsafe {
+        bindings::kallsyms_on_each_symbol(Some(offer::<F>), data) != 0
+            || (modules
+                && bindings::module_kallsyms_on_each_symbol(ptr::null(), Some(offer::<F>), data)
+                    != 0)
+    }
 }
 
 fn build() -> Result<Names> {
@@ -288,10 +304,7 @@ fn build() -> Result<Names> {
         n: &mut n,
         failed: false,
     };
-    let data = core::ptr::from_mut(&mut w).cast::<c_void>();
-    // SAFETY: `offer` matches the callback type and reads `data` as the
-    // `Walk` it is, which outlives the walk.
-    unsafe { bindings::kallsyms_on_each_symbol(Some(offer), data) };
+    each_symbol(false, |name, addr| !w.offer(name, addr));
     if !w.failed {
         w.flush(u64::MAX);
     }

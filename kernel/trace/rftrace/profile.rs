@@ -285,9 +285,7 @@ unsafe extern "C" fn graph_return(
 static GOPS: CGlobal<bindings::fgraph_ops> = CGlobal::new(bindings::fgraph_ops {
     entryfunc: Some(graph_entry),
     retfunc: Some(graph_return),
-    ..
-    // SAFETY: all-zero is a valid rest of an fgraph_ops.
-    unsafe { core::mem::zeroed() }
+    ..crate::sys::zeroed()
 });
 
 /// Whether the function graph's time of a function includes its

@@ -176,51 +176,6 @@ pub(crate) unsafe fn open_with<T: SeqText>(file: *mut bindings::file, state: T) 
     0
 }
 
-/// One `write()` to a file opened by [`open_with::<T>`].
-///
-/// # Safety
-///
-/// `file` was opened by [`open_with::<T>`] and is not released; `ppos` is its
-/// position.
-pub(crate) unsafe fn write<T: SeqText>(
-    file: *mut bindings::file,
-    ubuf: *const c_char,
-    cnt: usize,
-    ppos: *mut bindings::loff_t,
-) -> isize {
-    if cnt == 0 {
-        return 0;
-    }
-    // SAFETY: per the function's contract; the VFS serializes writers of
-    // a file position with its readers.
-    let (s, pos) = unsafe { (&mut *(*state_slot::<T>(file)).cast::<T>(), &mut *ppos) };
-    s.write(ubuf, cnt, pos)
-}
-
-/// The last close of a file opened by [`open_with::<T>`].
-///
-/// # Safety
-///
-/// As for [`write`]; nothing uses the file after.
-pub(crate) unsafe fn release<T: SeqText>(
-    inode: *mut bindings::inode,
-    file: *mut bindings::file,
-) -> c_int {
-    // SAFETY: made by `open_with`; this is its last use, the seq_file
-    // goes first.
-    let s = unsafe {
-        let slot = state_slot::<T>(file);
-        let raw = (*slot).cast::<T>();
-        *slot = ptr::null_mut();
-        if has_seq::<T>(file) {
-            bindings::seq_release(inode, file);
-        }
-        KBox::from_raw(raw)
-    };
-    KBox::into_inner(s).release();
-    0
-}
-
 /// # Safety
 ///
 /// Called by the VFS through [`fops::<T>`] with a live inode and file.
@@ -238,28 +193,52 @@ unsafe extern "C" fn open_thunk<T: SeqOpen>(
     }
 }
 
+/// One `write()` to a file opened by [`open_with::<T>`].
+///
 /// # Safety
 ///
-/// Called by the VFS through [`fops::<T>`] on a file it opened.
-unsafe extern "C" fn write_thunk<T: SeqText>(
+/// Called by the VFS (through [`fops::<T>`], or a file operation of
+/// `T`'s that forwards its arguments) on a file opened by
+/// [`open_with::<T>`], with the file's position.
+pub(crate) unsafe extern "C" fn write_thunk<T: SeqText>(
     file: *mut bindings::file,
     ubuf: *const c_char,
     cnt: usize,
     ppos: *mut bindings::loff_t,
 ) -> isize {
-    // SAFETY: per the function's contract.
-    unsafe { write::<T>(file, ubuf, cnt, ppos) }
+    if cnt == 0 {
+        return 0;
+    }
+    // SAFETY: the state `open_with` put in the slot of an open file (the
+    // contract), and the file's position; the VFS serializes writers of a
+    // file position with its readers, so both borrows are the only ones.
+    let (s, pos) = unsafe { (&mut *(*state_slot::<T>(file)).cast::<T>(), &mut *ppos) };
+    s.write(ubuf, cnt, pos)
 }
 
+/// The last close of a file opened by [`open_with::<T>`].
+///
 /// # Safety
 ///
-/// Called by the VFS through [`fops::<T>`] at the last close.
-unsafe extern "C" fn release_thunk<T: SeqText>(
+/// As for [`write_thunk`], at the last close: nothing uses the file
+/// after.
+pub(crate) unsafe extern "C" fn release_thunk<T: SeqText>(
     inode: *mut bindings::inode,
     file: *mut bindings::file,
 ) -> c_int {
-    // SAFETY: per the function's contract.
-    unsafe { release::<T>(inode, file) }
+    // SAFETY: the state `open_with` made (the contract), taken back at
+    // its last use; the seq_file goes first.
+    let s = unsafe {
+        let slot = state_slot::<T>(file);
+        let raw = (*slot).cast::<T>();
+        *slot = ptr::null_mut();
+        if has_seq::<T>(file) {
+            bindings::seq_release(inode, file);
+        }
+        KBox::from_raw(raw)
+    };
+    KBox::into_inner(s).release();
+    0
 }
 
 /// The file operations of a [`SeqOpen`] file.

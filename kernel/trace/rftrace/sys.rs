@@ -203,10 +203,34 @@ pub(crate) fn assert_held(m: *mut bindings::mutex) {
     unsafe { crate::ffi::rftrace_assert_held(m) };
 }
 
-pub(crate) const fn zeroed_ops() -> bindings::ftrace_ops {
-    // SAFETY: all-zero is a valid `ftrace_ops` (null pointers, no
-    // function, no flags); the core initialises it before use.
+/// A C struct whose all-zero bytes are a valid value: what C's `= {}`
+/// and `kzalloc()` give it (null pointers, no callbacks, zero counts and
+/// flags).
+///
+/// # Safety
+///
+/// All-zero bytes are a valid value of the type.
+pub(crate) unsafe trait Zeroed: Sized {}
+
+// SAFETY: null pointers, no callback, no flags; the core initialises an
+// ops (`OpsRef::init`) before it uses its lock.
+unsafe impl Zeroed for bindings::ftrace_ops {}
+// SAFETY: no methods.
+unsafe impl Zeroed for bindings::file_operations {}
+// SAFETY: no callbacks, index 0, an all-zero embedded ops (above).
+unsafe impl Zeroed for bindings::fgraph_ops {}
+// SAFETY: a mutex not yet initialised: plain integers and pointers, which
+// `mutex_init()` sets before use (see `CMutex`).
+unsafe impl Zeroed for bindings::mutex {}
+
+/// The all-zero value of `T`, in constants too.
+pub(crate) const fn zeroed<T: Zeroed>() -> T {
+    // SAFETY: all-zero bytes are a valid `T` (the trait's contract).
     unsafe { core::mem::zeroed() }
+}
+
+pub(crate) const fn zeroed_ops() -> bindings::ftrace_ops {
+    zeroed()
 }
 
 // --- The C core's global data (include/linux/ftrace.h, ftrace_internal.h) --
@@ -313,9 +337,9 @@ impl CMutex {
 
     pub(crate) const fn new() -> Self {
         CMutex {
-            // SAFETY: all-zero bytes are a valid (not yet initialised)
-            // `struct mutex`, initialised before use (the invariants).
-            m: UnsafeCell::new(unsafe { core::mem::zeroed() }),
+            // Not yet initialised: initialised before use (the
+            // invariants).
+            m: UnsafeCell::new(zeroed()),
             state: AtomicU8::new(Self::NEW),
         }
     }

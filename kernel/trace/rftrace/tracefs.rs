@@ -273,8 +273,7 @@ impl<'a> PageSeq<'a> {
 }
 
 pub(crate) const fn zeroed_fops() -> bindings::file_operations {
-    // SAFETY: all-zero is a valid `file_operations` (no methods).
-    unsafe { core::mem::zeroed() }
+    crate::sys::zeroed()
 }
 
 /// One write's worth of user bytes, copied before any lock is taken.
