@@ -8,7 +8,7 @@ use crate::sys::{Held, TraceArray};
 use core::marker::PhantomData;
 use core::mem::offset_of;
 use core::ptr::NonNull;
-use core::sync::atomic::{AtomicPtr, Ordering};
+use core::sync::atomic::{AtomicI32, AtomicPtr, Ordering};
 use kernel::bindings;
 use kernel::ffi::c_int;
 
@@ -81,17 +81,21 @@ impl<'a> GopsRef<'a> {
         unsafe { Self::from_raw(g) }
     }
 
+    /// The field at byte offset `off`, seen as a `T`.
+    #[inline(always)]
+    fn field<T>(self, off: usize) -> &'a T {
+        let p = self.as_ptr().cast::<u8>().wrapping_add(off).cast::<T>();
+        // SAFETY: the callers below pass the offset of a field of a live
+        // graph ops (the invariants) with the size and alignment of `T`:
+        // an atomic of the field's type for the words others change
+        // meanwhile (the callbacks as pointer words, `idx`), the field's
+        // own type for `retfunc`, which does not change (the invariants).
+        unsafe { &*p }
+    }
+
     #[inline(always)]
     fn word(self, off: usize) -> &'a AtomicPtr<()> {
-        let p = self
-            .as_ptr()
-            .cast::<u8>()
-            .wrapping_add(off)
-            .cast::<AtomicPtr<()>>();
-        // SAFETY: a callback field of a live graph ops (the invariants):
-        // an `Option` of a function pointer, one aligned pointer word,
-        // accessed atomically.
-        unsafe { &*p }
+        self.field(off)
     }
 
     /// The ops inside it.
@@ -113,14 +117,14 @@ impl<'a> GopsRef<'a> {
 
     /// Its index in the graph core (-1 or what registration gave).
     pub(crate) fn idx(self) -> c_int {
-        // SAFETY: live; written only by `set_idx`, under `ftrace_lock`,
-        // before the graph ops is published.
-        unsafe { core::ptr::addr_of!((*self.as_ptr()).idx).read() }
+        self.field::<AtomicI32>(offset_of!(Gops, idx))
+            .load(Ordering::Acquire)
     }
 
+    /// Sets its index (under `ftrace_lock`, before it is published).
     pub(crate) fn set_idx(self, _held: &Held, i: c_int) {
-        // SAFETY: as above.
-        unsafe { core::ptr::addr_of_mut!((*self.as_ptr()).idx).write(i) }
+        self.field::<AtomicI32>(offset_of!(Gops, idx))
+            .store(i, Ordering::Release)
     }
 
     /// The entry callback the core calls.
@@ -167,8 +171,7 @@ impl<'a> GopsRef<'a> {
     /// Its return callback, read once (none: it has none).
     #[inline(always)]
     pub(crate) fn ret_callback(self) -> Option<RetCallback<'a>> {
-        // SAFETY: live; not changed while registered (the invariants).
-        let f = unsafe { core::ptr::addr_of!((*self.as_ptr()).retfunc).read() }?;
+        let f = (*self.field::<bindings::trace_func_graph_ret_t>(offset_of!(Gops, retfunc)))?;
         Some(RetCallback { f, g: self })
     }
 }

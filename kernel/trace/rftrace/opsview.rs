@@ -6,10 +6,11 @@
 //!
 //! An ops is C-owned memory. Once it is on the ops list, or a site calls
 //! its trampoline, any CPU may read its `flags`, `func`, `saved_func`,
-//! `direct_call`, `trampoline` and `trampoline_size` at any time (the
-//! dispatchers, the unwinder asking whether an address is a trampoline),
-//! while a registration, the pid filter or the arch layer under
-//! `ftrace_lock` change them. Every access to those fields, by either
+//! `direct_call`, `trampoline`, `trampoline_size` and `next` at any time
+//! (the dispatchers, the unwinder asking whether an address is a
+//! trampoline), while a registration, the pid filter or the arch layer
+//! under `ftrace_lock` change them; `private`, `func_hash` and `managed`
+//! are words the core reads and writes the same way. Every access to those fields, by either
 //! crate and from the moment the ops is handed to the core, goes through
 //! an [`OpsView`]: one aligned machine word each, loaded or stored
 //! atomically, so a reader sees the old value or the new, never a torn
@@ -23,7 +24,7 @@ use core::mem::offset_of;
 use core::ptr::NonNull;
 use core::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
 use kernel::bindings;
-use kernel::ffi::c_ulong;
+use kernel::ffi::{c_ulong, c_void};
 
 type Ops = bindings::ftrace_ops;
 
@@ -77,13 +78,15 @@ impl<'a> OpsView<'a> {
         self.0.as_ptr()
     }
 
-    /// The word at byte offset `off`, one of the fields above.
+    /// The word at byte offset `off`, one of the fields here.
     #[inline(always)]
     fn word<T>(self, off: usize) -> &'a T {
         let p = self.as_ptr().cast::<u8>().wrapping_add(off).cast::<T>();
-        // SAFETY: a field of a live ops (the invariants) with the size and
-        // alignment of `T`, an atomic of its type, through which every
-        // concurrent access goes.
+        // SAFETY: the callers above pass the offset of a field of a live
+        // ops (the invariants) with the size and alignment of `T`: an
+        // atomic of the field's type, through which every concurrent access
+        // goes, or (`ops_func`) the field's own type, for a field nobody
+        // writes while the core holds the ops.
         unsafe { &*p }
     }
 
@@ -148,6 +151,61 @@ impl<'a> OpsView<'a> {
     pub(crate) fn set_direct_call(self, a: c_ulong) {
         self.word::<AtomicUsize>(offset_of!(Ops, direct_call))
             .store(a, Ordering::Release);
+    }
+
+    /// The list link (`next`), read locklessly by the dispatchers and
+    /// written under `ftrace_lock`.
+    #[inline(always)]
+    pub(crate) fn next(self) -> &'a AtomicPtr<Ops> {
+        self.word(offset_of!(Ops, next))
+    }
+
+    /// The owner's data (`private`: the trace array of a tracer's ops),
+    /// set by the owner before it hands the ops over, or by the core for
+    /// its own ops before they are registered.
+    pub(crate) fn private(self) -> &'a AtomicPtr<c_void> {
+        self.word(offset_of!(Ops, private))
+    }
+
+    /// Where the ops' filter sets are (`func_hash`: its own
+    /// `local_hash`, or another ops'), set by the core under
+    /// `ftrace_lock` before the ops is registered.
+    pub(crate) fn func_hash(self) -> &'a AtomicPtr<bindings::ftrace_ops_hash> {
+        self.word(offset_of!(Ops, func_hash))
+    }
+
+    /// The manager of a sub-op (`managed`), kept by the core under
+    /// `ftrace_lock`.
+    pub(crate) fn managed(self) -> &'a AtomicPtr<Ops> {
+        self.word(offset_of!(Ops, managed))
+    }
+
+    /// The owner's command callback (`ops_func`), which the owner sets
+    /// before the core sees the ops and never changes after: read as a
+    /// plain word through a shared reference, as nobody writes it
+    /// meanwhile.
+    pub(crate) fn ops_func(self) -> bindings::ftrace_ops_func_t {
+        *self.word::<bindings::ftrace_ops_func_t>(offset_of!(Ops, ops_func))
+    }
+
+    /// The address of its own sets' writers' lock
+    /// (`local_hash.regex_lock`), for its initialisation.
+    pub(crate) fn local_regex_lock(self) -> *mut bindings::mutex {
+        self.as_ptr()
+            .cast::<u8>()
+            .wrapping_add(
+                offset_of!(Ops, local_hash) + offset_of!(bindings::ftrace_ops_hash, regex_lock),
+            )
+            .cast()
+    }
+
+    /// The address of its own sets (`local_hash`), for ops that share
+    /// them.
+    pub(crate) fn local_hash(self) -> *mut bindings::ftrace_ops_hash {
+        self.as_ptr()
+            .cast::<u8>()
+            .wrapping_add(offset_of!(Ops, local_hash))
+            .cast()
     }
 
     fn tramp_words(self) -> (&'a AtomicUsize, &'a AtomicUsize) {

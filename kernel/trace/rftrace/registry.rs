@@ -186,9 +186,7 @@ impl<'a> OpsRef<'a> {
 
     /// The owner's command callback (set before the ops is handed over).
     pub(crate) fn ops_func(self) -> bindings::ftrace_ops_func_t {
-        // SAFETY: live; its owner sets the field before the core sees the
-        // ops and does not change it after (the contract of `from_raw`).
-        unsafe { ptr::addr_of!((*self.as_ptr()).ops_func).read() }
+        self.view().ops_func()
     }
 
     /// Asks its owner to do `cmd` (`EBUSY` when it cannot be asked).
@@ -200,8 +198,7 @@ impl<'a> OpsRef<'a> {
 
     /// Its owner's data: the trace array of a tracer's ops.
     pub(crate) fn private(self) -> *mut c_void {
-        // SAFETY: as for `ops_func`.
-        unsafe { ptr::addr_of!((*self.as_ptr()).private).read() }
+        self.view().private().load(Ordering::Acquire)
     }
 
     /// The trace array of a tracer's ops (none for other ops).
@@ -214,16 +211,13 @@ impl<'a> OpsRef<'a> {
 
     /// Sets the trace array of an ops the core made (probes).
     pub(crate) fn set_private(self, _held: &Held, p: *mut c_void) {
-        // SAFETY: live; the core's own ops, not registered yet.
-        unsafe { ptr::addr_of_mut!((*self.as_ptr()).private).write(p) }
+        self.view().private().store(p, Ordering::Release)
     }
 
     /// The sets it reads (shared by several ops for a trace array), for
     /// telling whether two ops share them.
     pub(crate) fn func_hash(self) -> *mut bindings::ftrace_ops_hash {
-        // SAFETY: live; `func_hash` is written by `init` (once) or
-        // `share_sets` (before registration), under `ftrace_lock`.
-        unsafe { ptr::addr_of!((*self.as_ptr()).func_hash).read() }
+        self.view().func_hash().load(Ordering::Acquire)
     }
 
     /// Gives it its lock and set pointer the first time the core sees it.
@@ -231,16 +225,11 @@ impl<'a> OpsRef<'a> {
         if self.has(F_INITIALIZED) {
             return;
         }
-        let p = self.as_ptr();
-        // SAFETY: live; not initialised, so not registered: only the
-        // core, serialized by `ftrace_lock`, touches these fields.
-        unsafe {
-            crate::sys::mutex_init!(
-                ptr::addr_of_mut!((*p).local_hash.regex_lock),
-                "ftrace_ops regex_lock"
-            );
-            (*p).func_hash = ptr::addr_of_mut!((*p).local_hash);
-        }
+        let v = self.view();
+        // SAFETY: the lock of a live ops not initialised, so not
+        // registered: only the core, serialized by `ftrace_lock`, uses it.
+        unsafe { crate::sys::mutex_init!(v.local_regex_lock(), "ftrace_ops regex_lock") };
+        v.func_hash().store(v.local_hash(), Ordering::Release);
         self.set(F_INITIALIZED);
     }
 
@@ -256,23 +245,26 @@ impl<'a> OpsRef<'a> {
     /// outlives it): `global_ops`' for the top-level tracers.
     pub(crate) fn share_sets(self, held: &Held, other: OpsRef<'static>) {
         self.init(held);
-        let fh = other.func_hash();
-        // SAFETY: live; written under `ftrace_lock` while the ops is not
-        // registered (callers check), and read by the core only.
-        unsafe { ptr::addr_of_mut!((*self.as_ptr()).func_hash).write(fh) }
+        // Written under `ftrace_lock` while the ops is not registered
+        // (callers check).
+        self.view()
+            .func_hash()
+            .store(other.func_hash(), Ordering::Release);
     }
 
     /// Takes the lock of its sets' writers (`regex_lock`), initialising
     /// the ops first if need be.
     pub(crate) fn lock_regex(self) -> RegexGuard<'a> {
         self.init_locked();
-        let fh = self.func_hash();
-        // SAFETY: initialised: `func_hash` points to live sets (its own,
-        // or those of an ops that outlives it) with an initialised lock.
-        // The lock outlives the guard: it is in the sets, which outlive
-        // the ops (`'a`), which outlives the guard.
-        let m = unsafe { ptr::addr_of_mut!((*fh).regex_lock) };
-        // SAFETY: initialised (above) and alive while the guard is; the
+        let m = self
+            .func_hash()
+            .cast::<u8>()
+            .wrapping_add(core::mem::offset_of!(bindings::ftrace_ops_hash, regex_lock))
+            .cast::<bindings::mutex>();
+        // SAFETY: initialised (above): `func_hash` points to live sets
+        // (its own, or those of an ops that outlives it) whose lock is
+        // initialised. The lock outlives the guard: it is in the sets,
+        // which outlive the ops (`'a`), which outlives the guard. The
         // callers may sleep.
         RegexGuard(unsafe { Guard::of(m) }, self)
     }
@@ -420,15 +412,12 @@ impl<'a> OpsRef<'a> {
 
     /// Records its manager (null: none).
     pub(crate) fn set_managed(self, _held: &Held, m: *mut Ops) {
-        // SAFETY: live; a field only the core and fgraph.c, under
-        // `ftrace_lock`, use.
-        unsafe { ptr::addr_of_mut!((*self.as_ptr()).managed).write(m) }
+        self.view().managed().store(m, Ordering::Release)
     }
 
+    #[inline(always)]
     fn next_slot(self) -> &'a AtomicPtr<Ops> {
-        // SAFETY: `next`, a pointer word of a live ops, read locklessly
-        // by the dispatcher and written atomically under `ftrace_lock`.
-        unsafe { slot(ptr::addr_of_mut!((*self.as_ptr()).next)) }
+        self.view().next()
     }
 
     /// Puts it at the head of the ops list: every CPU may call it from
