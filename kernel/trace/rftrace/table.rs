@@ -9,58 +9,57 @@
 
 use crate::logic::sites::{self, Site, SiteIp};
 use crate::sys::Held;
-use core::cell::UnsafeCell;
 use core::ptr;
 use core::sync::atomic::{AtomicPtr, AtomicU32, AtomicUsize, Ordering};
 use kernel::bindings;
 use kernel::ffi::{c_int, c_ulong, c_void};
 use kernel::prelude::*;
 
-/// One record, mutable under `ftrace_lock` while readers look at its
-/// address.
-#[repr(transparent)]
-pub(crate) struct Cell(UnsafeCell<Site>);
+/// One record: the site's address, fixed, and its state ([`Site`]'s
+/// count and flags), changed only under `ftrace_lock` while lock-free
+/// readers look at the address and the flags (`is_gone`). Each word is
+/// its own atomic, so no access can tear or race; the relaxed loads and
+/// stores are plain moves on x86_64.
+#[repr(C)]
+pub(crate) struct Cell {
+    ip: u64,
+    refs: AtomicU32,
+    flags: AtomicU32,
+}
 
 const _: () = assert!(core::mem::size_of::<Cell>() == 16);
 
 impl SiteIp for Cell {
     fn site_ip(&self) -> u64 {
-        // SAFETY: the address is written once, before the group is
-        // published, and never again.
-        unsafe { (*self.0.get()).ip }
+        self.ip
     }
 }
 
 impl Cell {
+    fn new(ip: u64) -> Self {
+        let s = Site::new(ip);
+        Cell {
+            ip,
+            refs: AtomicU32::new(s.refs),
+            flags: AtomicU32::new(s.flags),
+        }
+    }
+
     /// The record as it is now.
     pub(crate) fn read(&self, _held: &Held) -> Site {
-        let p = self.0.get();
-        // SAFETY: `ip` never changes after publication and `refs` is only
-        // written under `ftrace_lock`, which the caller holds; `flags` is
-        // read atomically, as lock-free readers read it (`is_gone`).
-        unsafe {
-            Site {
-                ip: (*p).ip,
-                refs: (*p).refs,
-                flags: Self::flags(p).load(Ordering::Relaxed),
-            }
+        Site {
+            ip: self.ip,
+            refs: self.refs.load(Ordering::Relaxed),
+            flags: self.flags.load(Ordering::Relaxed),
         }
     }
 
     /// Gives the record `next`'s state (count and flags; `next` describes
-    /// this record's site). Its address is not written: lock-free readers
-    /// read it at any time (the store of the whole record would race with
-    /// them, even though it writes the same address).
+    /// this record's site; its address never changes).
     pub(crate) fn set(&self, _held: &Held, next: Site) {
         debug_assert_eq!(next.ip, self.ip());
-        let p = self.0.get();
-        // SAFETY: the writers of `refs` and `flags` are serialized by
-        // `ftrace_lock` (or the group is private); `flags` is stored
-        // atomically because `is_gone` reads it without the lock.
-        unsafe {
-            (*p).refs = next.refs;
-            Self::flags(p).store(next.flags, Ordering::Relaxed);
-        }
+        self.refs.store(next.refs, Ordering::Relaxed);
+        self.flags.store(next.flags, Ordering::Relaxed);
     }
 
     /// Changes the record's state with `f`.
@@ -70,30 +69,17 @@ impl Cell {
         self.set(held, s);
     }
 
-    /// The record's flags word, accessed atomically.
-    ///
-    /// # Safety
-    ///
-    /// `p` points at a live record.
-    unsafe fn flags<'a>(p: *mut Site) -> &'a AtomicU32 {
-        // SAFETY: `flags` is an aligned `u32` of a live record; once its
-        // group is published every access to it goes through this atomic
-        // view.
-        unsafe { AtomicU32::from_ptr(ptr::addr_of_mut!((*p).flags)) }
-    }
-
     pub(crate) fn ip(&self) -> u64 {
-        self.site_ip()
+        self.ip
     }
 
-    /// Whether the record's text was freed ([`sites::flags::GONE`]).
+    /// Whether the record's text was freed ([`sites::flags::GONE`]). Its
+    /// flags are written only under `ftrace_lock`, GONE before the text it
+    /// describes is freed; a reader without the lock that sees the old
+    /// value answers as it would have a moment earlier, when the text
+    /// still existed.
     pub(crate) fn is_gone(&self) -> bool {
-        // SAFETY: a live record. Its flags are written only under
-        // `ftrace_lock`, GONE before the text it describes is freed; a
-        // reader without the lock that sees the old value answers as it
-        // would have a moment earlier, when the text still existed.
-        let f = unsafe { Self::flags(self.0.get()) }.load(Ordering::Relaxed);
-        f & sites::flags::GONE != 0
+        self.flags.load(Ordering::Relaxed) & sites::flags::GONE != 0
     }
 }
 
@@ -118,7 +104,7 @@ impl Group {
     pub(crate) fn new(module: *mut bindings::module, ips: &[u64]) -> Result<KBox<Group>> {
         let mut v = KVVec::with_capacity(ips.len(), GFP_KERNEL)?;
         for &ip in ips {
-            v.push(Cell(UnsafeCell::new(Site::new(ip))), GFP_KERNEL)?;
+            v.push(Cell::new(ip), GFP_KERNEL)?;
         }
         Ok(KBox::new(
             Group {
@@ -201,27 +187,41 @@ pub(crate) fn all() -> impl Iterator<Item = &'static Cell> {
     groups().flat_map(|g| g.live())
 }
 
-/// Appends `g` to the table.
-pub(crate) fn publish(_held: &Held, g: KBox<Group>) {
-    let n = g.sites.len();
-    let raw = KBox::into_raw(g);
+/// The link that points to `target` (null: the end of the list), found
+/// under `ftrace_lock`; none if no link does.
+fn link_to(_held: &Held, target: *mut Group) -> Option<&'static AtomicPtr<Group>> {
     let mut slot = &FIRST;
     loop {
         let cur = slot.load(Ordering::Acquire);
-        if cur.is_null() {
-            break;
+        if cur == target {
+            return Some(slot);
         }
-        // SAFETY: published groups are valid under `ftrace_lock`.
+        if cur.is_null() {
+            return None;
+        }
+        // SAFETY: a published group, valid while `ftrace_lock` (held)
+        // excludes its unlinking; the caller uses the link under the lock.
         slot = unsafe { &(*cur).next };
     }
-    slot.store(raw, Ordering::Release);
+}
+
+/// Appends `g` to the table.
+pub(crate) fn publish(held: &Held, g: KBox<Group>) {
+    let n = g.sites.len();
+    let raw = KBox::into_raw(g);
+    if let Some(slot) = link_to(held, ptr::null_mut()) {
+        slot.store(raw, Ordering::Release);
+    }
     TOTAL.fetch_add(n, Ordering::Relaxed);
 }
 
 /// Unlinks `old` from the table, putting `new` (if any) in its place, and
 /// frees `old` after a grace period (sleeps).
-pub(crate) fn replace(_held: &Held, old: &'static Group, new: Option<KBox<Group>>) {
+pub(crate) fn replace(held: &Held, old: &'static Group, new: Option<KBox<Group>>) {
     let old_ptr = ptr::from_ref(old).cast_mut();
+    let Some(slot) = link_to(held, old_ptr) else {
+        return;
+    };
     let next = old.next.load(Ordering::Acquire);
     let new_ptr = match new {
         Some(g) => {
@@ -231,18 +231,6 @@ pub(crate) fn replace(_held: &Held, old: &'static Group, new: Option<KBox<Group>
         }
         None => next,
     };
-    let mut slot = &FIRST;
-    loop {
-        let cur = slot.load(Ordering::Acquire);
-        if cur.is_null() {
-            return;
-        }
-        if cur == old_ptr {
-            break;
-        }
-        // SAFETY: published groups are valid under `ftrace_lock`.
-        slot = unsafe { &(*cur).next };
-    }
     slot.store(new_ptr, Ordering::Release);
     TOTAL.fetch_sub(old.live_len(), Ordering::Relaxed);
     // Waits for the readers that may still see `old`.
