@@ -11,7 +11,7 @@ use crate::logic::glob::{Kind, Pattern};
 use crate::logic::recursion;
 use crate::ops::{self, Ops, OpsRef};
 use crate::sys::{dead, to_errno, CoreGuard, Held, Locked, TraceArray};
-use crate::tracefs::Out;
+use crate::tracefs::{Out, SeqFile};
 use core::marker::PhantomData;
 use core::ptr;
 use core::sync::atomic::{AtomicPtr, Ordering};
@@ -21,43 +21,28 @@ use kernel::ffi::{c_int, c_ulong, c_void};
 use kernel::prelude::*;
 use kernel::types::Opaque;
 
-/// `struct ftrace_probe_ops` (kernel/trace/trace.h).
+/// The data a probe type keeps for its functions: what the data given to
+/// the registration and its `init` made of it. Only the probe type's own
+/// callbacks look behind it; the core hands back what it was given (the
+/// field is this module's, which creates one only from those values).
+#[derive(Clone, Copy)]
+#[repr(transparent)]
+pub struct ProbeData(*mut c_void);
+
+/// `struct ftrace_probe_ops` (kernel/trace/trace.h), its callbacks typed
+/// as their owner's contract says they may be called: with the probe
+/// type itself, a trace array it is registered on, the probe data, and a
+/// live seq_file (`print`). The owner, bound by the contract of
+/// `register_ftrace_function_probe()`, gives callbacks that do nothing
+/// unsound with such arguments, so calling them is safe.
 #[repr(C)]
 pub struct FtraceProbeOps {
-    func: Option<
-        unsafe extern "C" fn(
-            ip: c_ulong,
-            parent_ip: c_ulong,
-            tr: *mut c_void,
-            ops: *mut FtraceProbeOps,
-            data: *mut c_void,
-        ),
-    >,
+    func: Option<extern "C" fn(c_ulong, c_ulong, TraceArray, ProbeOps, ProbeData)>,
     init: Option<
-        unsafe extern "C" fn(
-            ops: *mut FtraceProbeOps,
-            tr: *mut c_void,
-            ip: c_ulong,
-            init_data: *mut c_void,
-            data: *mut *mut c_void,
-        ) -> c_int,
+        extern "C" fn(ProbeOps, TraceArray, c_ulong, ProbeData, &AtomicPtr<c_void>) -> c_int,
     >,
-    free: Option<
-        unsafe extern "C" fn(
-            ops: *mut FtraceProbeOps,
-            tr: *mut c_void,
-            ip: c_ulong,
-            data: *mut c_void,
-        ),
-    >,
-    print: Option<
-        unsafe extern "C" fn(
-            m: *mut bindings::seq_file,
-            ip: c_ulong,
-            ops: *mut FtraceProbeOps,
-            data: *mut c_void,
-        ) -> c_int,
-    >,
+    free: Option<extern "C" fn(ProbeOps, TraceArray, c_ulong, ProbeData)>,
+    print: Option<extern "C" fn(&SeqFile, c_ulong, ProbeOps, ProbeData) -> c_int>,
 }
 
 /// A probe type (`struct ftrace_probe_ops`) its C owner registered.
@@ -84,50 +69,35 @@ impl ProbeOps {
     }
 
     /// Runs the probe on a hit of `ip` (called by `parent_ip`).
-    fn call(self, ip: c_ulong, parent_ip: c_ulong, tr: TraceArray, data: *mut c_void) {
+    fn call(self, ip: c_ulong, parent_ip: c_ulong, tr: TraceArray, data: ProbeData) {
         if let Some(f) = self.get().func {
-            // SAFETY: the owner's callback with the arguments of its
-            // prototype: its ops, the trace array it is registered on, the
-            // data its `init` set.
-            unsafe { f(ip, parent_ip, tr.as_ptr(), self.0.as_ptr(), data) }
+            f(ip, parent_ip, tr, self, data)
         }
     }
 
-    /// Sets up function `ip` (its `init`), which may store into `data`.
-    fn init(self, tr: TraceArray, ip: u64, init: *mut c_void, data: &AtomicPtr<c_void>) -> Result {
+    /// Sets up function `ip` (its `init`), which may store into `data`,
+    /// the probe's data word (the owner reads and writes it under
+    /// `ftrace_lock`, held by every caller: `ProbeRef` needs it).
+    fn init(self, tr: TraceArray, ip: u64, init: ProbeData, data: &AtomicPtr<c_void>) -> Result {
         match self.get().init {
-            // SAFETY: as for `call`; `data` is the probe's data word, which
-            // the owner reads and writes under `ftrace_lock` (held by every
-            // caller: `ProbeRef` needs it).
-            Some(f) => to_result(unsafe {
-                f(
-                    self.0.as_ptr(),
-                    tr.as_ptr(),
-                    ip as c_ulong,
-                    init,
-                    data.as_ptr(),
-                )
-            }),
+            Some(f) => to_result(f(self, tr, ip as c_ulong, init, data)),
             None => Ok(()),
         }
     }
 
     /// Gives back the data of function `ip` (0: all of it): its `free`.
-    fn free(self, tr: TraceArray, ip: u64, data: *mut c_void) {
+    fn free(self, tr: TraceArray, ip: u64, data: ProbeData) {
         if let Some(f) = self.get().free {
-            // SAFETY: as for `call`.
-            unsafe { f(self.0.as_ptr(), tr.as_ptr(), ip as c_ulong, data) }
+            f(self, tr, ip as c_ulong, data)
         }
     }
 
     /// Lists function `ip` as set_ftrace_filter shows it, into `page`;
     /// `None` if the probe type has no `print`.
-    fn print(self, ip: u64, data: *mut c_void, page: &mut [u8; 512]) -> Option<usize> {
+    fn print(self, ip: u64, data: ProbeData, page: &mut [u8; 512]) -> Option<usize> {
         let f = self.get().print?;
-        let mut m = crate::tracefs::PageSeq::over(page);
-        // SAFETY: as for `call`; the callback formats into a seq_file over
-        // `page`, which outlives the call.
-        unsafe { f(m.as_ptr(), ip as c_ulong, self.0.as_ptr(), data) };
+        let m = crate::tracefs::PageSeq::over(page);
+        f(m.seq(), ip as c_ulong, self, data);
         Some(m.count())
     }
 
@@ -171,7 +141,7 @@ unsafe extern "C" fn probe_call(
     // The function recursion guard, as C's probe callback takes it.
     crate::task::guarded(recursion::FTRACE_START, |_| {
         p.probe_ops
-            .call(ip, parent_ip, p.tr, p.data.load(Ordering::Relaxed));
+            .call(ip, parent_ip, p.tr, ProbeData(p.data.load(Ordering::Relaxed)));
     });
 }
 
@@ -230,14 +200,15 @@ impl<'h> ProbeRef<'h> {
     /// Asks the probe type to set up function `ip` (its `init`).
     fn init_func(&self, ip: u64, data: *mut c_void) -> Result {
         let p = self.get();
-        p.probe_ops.init(p.tr, ip, data, &p.data)
+        p.probe_ops.init(p.tr, ip, ProbeData(data), &p.data)
     }
 
     /// Gives back the data of function `ip` (0: all of it) to the probe
     /// type (its `free`).
     fn free_func(&self, ip: u64) {
         let p = self.get();
-        p.probe_ops.free(p.tr, ip, p.data.load(Ordering::Relaxed));
+        p.probe_ops
+            .free(p.tr, ip, ProbeData(p.data.load(Ordering::Relaxed)));
     }
 
     /// Forgets the probe type's data.
@@ -248,7 +219,10 @@ impl<'h> ProbeRef<'h> {
     /// Lists function `ip` of the probe as set_ftrace_filter shows it.
     fn render(&self, o: &mut Out, ip: u64, page: &mut [u8; 512]) {
         let p = self.get();
-        match p.probe_ops.print(ip, p.data.load(Ordering::Relaxed), page) {
+        match p
+            .probe_ops
+            .print(ip, ProbeData(p.data.load(Ordering::Relaxed)), page)
+        {
             Some(n) => o.bytes(&page[..n.min(page.len())]),
             None => {
                 o.sym(ip, false);

@@ -248,7 +248,12 @@ impl SeqFile {
 /// A seq_file of the core's own over a caller's buffer, for the C
 /// printers that format into a seq_file (a probe type's `print`): what
 /// they write lands in the buffer, cut where it is full.
-pub(crate) struct PageSeq<'a>(bindings::seq_file, core::marker::PhantomData<&'a mut [u8]>);
+///
+/// # Invariants
+///
+/// The seq_file writes into the borrowed buffer, of its `size`; only the
+/// seq_file helpers, through [`PageSeq::seq`], write the seq_file.
+pub(crate) struct PageSeq<'a>(SeqFile, core::marker::PhantomData<&'a mut [u8]>);
 
 impl<'a> PageSeq<'a> {
     /// An empty seq_file writing into `page`.
@@ -258,17 +263,19 @@ impl<'a> PageSeq<'a> {
             size: page.len(),
             ..Default::default()
         };
-        PageSeq(m, core::marker::PhantomData)
+        PageSeq(SeqFile(kernel::types::Opaque::new(m)), core::marker::PhantomData)
     }
 
     /// The seq_file, for the printer.
-    pub(crate) fn as_ptr(&mut self) -> *mut bindings::seq_file {
-        &mut self.0
+    pub(crate) fn seq(&self) -> &SeqFile {
+        &self.0
     }
 
     /// How many bytes were written.
     pub(crate) fn count(&self) -> usize {
-        self.0.count
+        // SAFETY: our own seq_file, not borrowed by a printer now (the
+        // shared borrow of `self` excludes `seq`'s users running).
+        unsafe { (*self.0 .0.get()).count }
     }
 }
 
