@@ -12,25 +12,18 @@ use kernel::ffi::{c_int, c_ulong};
 use kernel::prelude::*;
 
 /// The callback of a direct ops on a site it shares: makes the full-regs
-/// trampoline return into the ops' direct trampoline.
-///
-/// # Safety
-///
-/// Called only through the operations table it is registered in, with
-/// the arguments that table's contract gives.
-unsafe extern "C" fn call_direct_funcs(
+/// trampoline return into the ops' direct trampoline (the ops saves
+/// regs, so the list dispatcher calls it with the whole `pt_regs` frame
+/// of ftrace_regs_caller).
+extern "C" fn call_direct_funcs(
     _ip: c_ulong,
     _parent_ip: c_ulong,
-    op: *mut Ops,
-    fregs: *mut bindings::ftrace_regs,
+    op: OpsRef<'_>,
+    fregs: Fregs<'_>,
 ) {
-    // SAFETY: the list dispatcher passes a live ops and, since the ops
-    // saves regs, the full `pt_regs` frame of ftrace_regs_caller.
-    unsafe {
-        let a = OpsRef::from_raw(op).direct_call();
-        if a != 0 && !fregs.is_null() {
-            (*fregs.cast::<bindings::pt_regs>()).orig_ax = a;
-        }
+    let a = op.direct_call();
+    if a != 0 {
+        fregs.set_orig_ax(a);
     }
 }
 crate::nokprobe::nokprobe!(call_direct_funcs);
@@ -80,7 +73,7 @@ fn register_direct(held: &Held, ops: OpsRef<'_>, target: c_ulong) -> Result {
         ops.ask(bindings::ftrace_ops_cmd_FTRACE_OPS_CMD_ENABLE_SHARE_IPMODIFY_SELF)?;
     }
     // Not registered yet (checked above): no dispatcher reads it.
-    ops.set_func(Some(call_direct_funcs));
+    ops.set_func(ops_fn(call_direct_funcs));
     ops.set_trampoline(held, addr(bindings::ftrace_regs_caller), 0);
     ops.set_direct_call(held, target);
     ops.set(F_DIRECT | F_SAVE_REGS);

@@ -19,26 +19,20 @@ fn rcu_watching() -> bool {
 
 /// The callback of the shared trampolines when several ops, or an ops
 /// without its own trampoline, trace a site: calls every registered ops
-/// that wants `ip`.
-///
-/// # Safety
-///
-/// Called by a trampoline; `fregs` is its frame.
+/// that wants `ip`. Installed through [`ops_fn`].
 #[no_mangle]
-pub unsafe extern "C" fn arch_ftrace_ops_list_func(
+pub extern "C" fn arch_ftrace_ops_list_func(
     ip: c_ulong,
     parent_ip: c_ulong,
-    _op: *mut Ops,
-    fregs: *mut bindings::ftrace_regs,
+    _op: OpsRef<'_>,
+    fregs: Fregs<'_>,
 ) {
     // The list's own recursion bits, as C's list function (the callbacks
     // take the function bits); preemption off while held.
     recursion_guarded(recursion::LIST_START, |np| {
         // A full `pt_regs` is there only when the full-regs trampoline saved
-        // it (it sets `cs`).
-        // SAFETY: `fregs` is the trampoline's frame, a `pt_regs` on x86_64.
-        let has_regs = !fregs.is_null()
-            && unsafe { (*fregs.cast::<bindings::pt_regs>()).__bindgen_anon_1.csx } != 0;
+        // it.
+        let has_regs = fregs.has_pt_regs();
         for op in list(np) {
             let flags = op.flags();
             if flags & F_STUB != 0 || (flags & F_SAVE_REGS != 0 && !has_regs) {
@@ -47,9 +41,8 @@ pub unsafe extern "C" fn arch_ftrace_ops_list_func(
             if flags & F_RCU != 0 && !rcu_watching() {
                 continue;
             }
-            if let (true, Some(f)) = (op.wants(np, ip as u64), op.func()) {
-                // SAFETY: the ops' callback, called as the ABI says.
-                unsafe { f(ip, parent_ip, op.as_ptr(), fregs) };
+            if op.wants(np, ip as u64) {
+                op.call(false, ip, parent_ip, fregs);
             }
         }
     });
@@ -59,25 +52,17 @@ crate::nokprobe::nokprobe!(arch_ftrace_ops_list_func);
 /// Wraps an ops' callback that asks for recursion protection or needs
 /// RCU watching.
 ///
-/// # Safety
-///
-/// Called by the trampoline of `op`, with `op` and the trampoline's frame.
-unsafe extern "C" fn ftrace_ops_assist_func(
+extern "C" fn ftrace_ops_assist_func(
     ip: c_ulong,
     parent_ip: c_ulong,
-    op: *mut Ops,
-    fregs: *mut bindings::ftrace_regs,
+    ops: OpsRef<'_>,
+    fregs: Fregs<'_>,
 ) {
     // The recursion guard, inlined (the list bits, as C); preemption off
     // while held.
-    // SAFETY: the trampoline passes its own, live, ops.
-    let ops = unsafe { OpsRef::from_raw(op) };
     recursion_guarded(recursion::LIST_START, |_| {
         if !ops.has(F_RCU) || rcu_watching() {
-            if let Some(f) = ops.func() {
-                // SAFETY: the ops' callback, called as the ABI says.
-                unsafe { f(ip, parent_ip, op, fregs) };
-            }
+            ops.call(false, ip, parent_ip, fregs);
         }
     });
 }
@@ -88,7 +73,7 @@ crate::nokprobe::nokprobe!(ftrace_ops_assist_func);
 pub extern "C" fn ftrace_ops_get_func(ops: OpsRef<'_>) -> bindings::ftrace_func_t {
     // RECURSION asks the core for recursion protection.
     if ops.has(F_RECURSION | F_RCU) {
-        Some(ftrace_ops_assist_func)
+        ops_fn(ftrace_ops_assist_func)
     } else {
         ops.func()
     }

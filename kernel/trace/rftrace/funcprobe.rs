@@ -10,6 +10,7 @@ use crate::hash::FnSet;
 use crate::logic::glob::{Kind, Pattern};
 use crate::logic::recursion;
 use crate::ops::{self, Ops, OpsRef};
+use crate::registry::Fregs;
 use crate::sys::{dead, to_errno, CoreGuard, Held, Locked, TraceArray};
 use crate::tracefs::{Out, SeqFile};
 use core::marker::PhantomData;
@@ -124,24 +125,18 @@ struct Probe {
 static PROBES: Locked<KVec<KBox<Probe>>> = Locked::new(KVec::new());
 
 /// The callback of a probe's ops.
-///
-/// # Safety
-///
-/// Called only through the operations table it is registered in, with
-/// the arguments that table's contract gives.
-unsafe extern "C" fn probe_call(
-    ip: c_ulong,
-    parent_ip: c_ulong,
-    op: *mut Ops,
-    _fregs: *mut bindings::ftrace_regs,
-) {
+extern "C" fn probe_call(ip: c_ulong, parent_ip: c_ulong, op: OpsRef<'_>, _fregs: Fregs<'_>) {
     // SAFETY: only a probe's ops has this callback, and it is the
     // probe's first field (`repr(C)`); a probe outlives its registration.
-    let p = unsafe { &*op.cast::<Probe>() };
+    let p = unsafe { &*op.as_ptr().cast::<Probe>() };
     // The function recursion guard, as C's probe callback takes it.
     crate::task::guarded(recursion::FTRACE_START, |_| {
-        p.probe_ops
-            .call(ip, parent_ip, p.tr, ProbeData(p.data.load(Ordering::Relaxed)));
+        p.probe_ops.call(
+            ip,
+            parent_ip,
+            p.tr,
+            ProbeData(p.data.load(Ordering::Relaxed)),
+        );
     });
 }
 
@@ -169,7 +164,7 @@ impl<'h> ProbeRef<'h> {
     /// A new probe of `probe_ops` on `tr`, listed.
     fn create(held: &'h Held, tr: TraceArray, probe_ops: ProbeOps) -> Result<ProbeRef<'h>> {
         let mut ops = crate::sys::zeroed_ops();
-        ops.func = Some(probe_call);
+        ops.func = crate::registry::ops_fn(probe_call);
         ops.private = tr.as_ptr();
         let b = KBox::new(
             Probe {

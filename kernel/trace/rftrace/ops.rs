@@ -72,7 +72,7 @@ pub(crate) fn startup(held: &Held, ops: OpsRef<'_>) -> Result {
     ops.set(add);
     ops.set_saved_func(held, ops.func());
     if crate::pidstate::pids_enabled(ops) {
-        ops.set_func(Some(crate::pidstate::ftrace_pid_func));
+        ops.set_func(crate::registry::ops_fn(crate::pidstate::ftrace_pid_func));
     }
     ops.publish(held);
     let before_tramp = ops.trampoline().0;

@@ -56,7 +56,7 @@ pub(crate) fn update_pid_funcs(held: &Held) {
             continue;
         }
         let f: bindings::ftrace_func_t = if pids_enabled(op) {
-            Some(ftrace_pid_func)
+            crate::registry::ops_fn(ftrace_pid_func)
         } else {
             op.saved_func()
         };

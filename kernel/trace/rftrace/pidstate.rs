@@ -9,12 +9,11 @@
 
 use crate::ffi::PidList;
 use crate::ffi::{rftrace_tr_ignore_pid, rftrace_tr_pid_slot};
-use crate::registry::OpsRef;
+use crate::registry::{Fregs, OpsRef};
 use crate::sys::{Keeps, TraceArray};
 use crate::task::Current;
 use core::sync::atomic::{AtomicPtr, Ordering};
 use kernel::bindings;
-use kernel::bindings::ftrace_ops as Ops;
 use kernel::ffi::{c_int, c_ulong, c_void};
 
 pub(crate) const PID_IGNORE: c_int = -1;
@@ -82,25 +81,16 @@ pub(crate) fn traces_current(tr: Option<TraceArray>) -> bool {
 }
 
 /// The callback of a pid-filtered ops: calls the real one only for the
-/// tasks the trace array traces. Hot path.
-///
-/// # Safety
-///
-/// Called by a trampoline or the list dispatcher with a live ops.
-pub(crate) unsafe extern "C" fn ftrace_pid_func(
+/// tasks the trace array traces. Hot path; installed through
+/// [`crate::registry::ops_fn`].
+pub(crate) extern "C" fn ftrace_pid_func(
     ip: c_ulong,
     parent_ip: c_ulong,
-    op: *mut Ops,
-    fregs: *mut bindings::ftrace_regs,
+    ops: OpsRef<'_>,
+    fregs: Fregs<'_>,
 ) {
-    // SAFETY: per the function's contract.
-    let ops = unsafe { OpsRef::from_raw(op) };
-    if !traces_current(ops.trace_array()) {
-        return;
-    }
-    if let Some(f) = ops.saved_func() {
-        // SAFETY: the ops' own callback, called as the ABI says.
-        unsafe { f(ip, parent_ip, op, fregs) };
+    if traces_current(ops.trace_array()) {
+        ops.call(true, ip, parent_ip, fregs);
     }
 }
 crate::nokprobe::nokprobe!(ftrace_pid_func);

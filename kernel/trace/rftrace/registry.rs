@@ -51,6 +51,69 @@ unsafe fn slot<'a, T>(p: *mut *mut T) -> &'a AtomicPtr<T> {
     unsafe { AtomicPtr::from_ptr(p) }
 }
 
+/// The frame a trampoline hands an ops' callback (`struct ftrace_regs
+/// *`; null when it saved none).
+///
+/// The core's own callbacks take it as their `struct ftrace_regs *`
+/// parameter (the same ABI: a pointer), through [`ops_fn`].
+///
+/// # Invariants
+///
+/// `0` is null or, for `'a` (the callback's call), the frame of the
+/// trampoline that called: room for a whole `pt_regs` (the layout of
+/// `ftrace_regs` on x86_64), whose `cs` the trampoline sets only when it
+/// saved all of them (the full-regs trampoline), and which nothing but
+/// this call chain uses meanwhile.
+#[derive(Clone, Copy)]
+#[repr(transparent)]
+pub(crate) struct Fregs<'a>(
+    *mut bindings::ftrace_regs,
+    PhantomData<&'a mut bindings::ftrace_regs>,
+);
+
+impl Fregs<'_> {
+    /// The frame, for the callbacks C gave.
+    #[inline(always)]
+    fn as_ptr(self) -> *mut bindings::ftrace_regs {
+        self.0
+    }
+
+    /// Whether the frame is a whole `pt_regs`.
+    #[inline(always)]
+    pub(crate) fn has_pt_regs(self) -> bool {
+        // SAFETY: null, or a frame with room for a `pt_regs` whose `cs` the
+        // trampoline wrote (the invariants).
+        !self.0.is_null()
+            && unsafe { (*self.0.cast::<bindings::pt_regs>()).__bindgen_anon_1.csx } != 0
+    }
+
+    /// Makes the full-regs trampoline return into `a` (a direct
+    /// trampoline), through the frame's `orig_ax`; nothing without a
+    /// whole `pt_regs`.
+    pub(crate) fn set_orig_ax(self, a: c_ulong) {
+        if self.has_pt_regs() {
+            // SAFETY: a whole `pt_regs` of the calling trampoline, which
+            // this call chain alone uses (the invariants).
+            unsafe { (*self.0.cast::<bindings::pt_regs>()).orig_ax = a };
+        }
+    }
+}
+
+/// A callback of one of the core's own ops, its arguments typed.
+pub(crate) type OpsFn = for<'a, 'b> extern "C" fn(c_ulong, c_ulong, OpsRef<'a>, Fregs<'b>);
+
+/// The C type of the core's callback `f`.
+pub(crate) const fn ops_fn(f: OpsFn) -> bindings::ftrace_func_t {
+    type CFn = unsafe extern "C" fn(c_ulong, c_ulong, *mut Ops, *mut bindings::ftrace_regs);
+    // SAFETY: the same ABI (an `OpsRef` is a non-null ops pointer, a
+    // `Fregs` a frame pointer, both `repr(transparent)`), and every caller
+    // of an ops' callback passes what the typed arguments promise: the
+    // shared trampolines `function_trace_op` (a static ops from boot on)
+    // or their own ops, the list dispatcher and the assist callback a
+    // listed ops, live for the call, with the trampoline's frame.
+    Some(unsafe { core::mem::transmute::<OpsFn, CFn>(f) })
+}
+
 /// An ops the core was handed, alive for `'a`: by its C caller (the ops
 /// of a registration lives until it is unregistered), by the lock or
 /// preempt-off section it was listed in ([`list`]), or as the core's own
@@ -145,6 +208,24 @@ impl<'a> OpsRef<'a> {
     #[inline(always)]
     pub(crate) fn func(self) -> bindings::ftrace_func_t {
         self.view().func()
+    }
+
+    /// Calls its callback (`saved`: the one a pid filter stands in front
+    /// of) for a hit of `ip` from `parent_ip`, with the trampoline's frame:
+    /// what a trampoline does.
+    #[inline(always)]
+    pub(crate) fn call(self, saved: bool, ip: c_ulong, parent_ip: c_ulong, fregs: Fregs<'_>) {
+        let f = if saved {
+            self.saved_func()
+        } else {
+            self.func()
+        };
+        if let Some(f) = f {
+            // SAFETY: its own callback, with its ops, live (the invariants),
+            // and the frame of the trampoline that called: the arguments
+            // an ops' callback takes.
+            unsafe { f(ip, parent_ip, self.as_ptr(), fregs.as_ptr()) };
+        }
     }
 
     /// Points it at another callback.

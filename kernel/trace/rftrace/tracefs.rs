@@ -263,7 +263,10 @@ impl<'a> PageSeq<'a> {
             size: page.len(),
             ..Default::default()
         };
-        PageSeq(SeqFile(kernel::types::Opaque::new(m)), core::marker::PhantomData)
+        PageSeq(
+            SeqFile(kernel::types::Opaque::new(m)),
+            core::marker::PhantomData,
+        )
     }
 
     /// The seq_file, for the printer.

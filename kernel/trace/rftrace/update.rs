@@ -103,7 +103,7 @@ fn set_list_func() {
     if LIST_FUNC_SET.load(Ordering::Relaxed) {
         return;
     }
-    let f: bindings::ftrace_func_t = Some(arch_ftrace_ops_list_func);
+    let f: bindings::ftrace_func_t = crate::registry::ops_fn(arch_ftrace_ops_list_func);
     crate::sys::set_trace_function(f);
     let r = {
         let _t = crate::sys::TextGuard::lock();
