@@ -169,6 +169,6 @@ pub unsafe extern "C" fn modify_ftrace_direct(ops: OpsRef<'_>, addr: c_ulong) ->
 /// `addr` is a direct trampoline; `direct_mutex` is held.
 #[no_mangle]
 pub unsafe extern "C" fn modify_ftrace_direct_nolock(ops: OpsRef<'_>, addr: c_ulong) -> c_int {
-    assert_held(DIRECT_LOCK.as_ptr());
+    assert_held(&DIRECT_LOCK);
     to_errno(modify_direct(CoreGuard::lock().held(), ops, addr))
 }

@@ -3,19 +3,19 @@
 //! The C the crate calls that the kernel's bindings do not give: the
 //! helpers of `abi.c` (accessors of `struct trace_array`, private to
 //! kernel/trace/trace.h, and what C has only as macros) and the tracing
-//! core's own functions and data, declared once, here. Three declarations
-//! stay beside the types they name: `register_stat_tracer` (profile.rs),
-//! `rftrace_arch_apply` (update.rs) and `rftrace_idle_task` (task.rs).
+//! core's own functions and data, declared once, here. The declarations
+//! that name types of higher modules stay beside those types:
+//! `register_stat_tracer` (profile.rs), `rftrace_arch_apply` (update.rs),
+//! `rftrace_idle_task` (task.rs), `rftrace_assert_held` (sys.rs) and the
+//! pid list functions that take tasks and seq_files (pidstate.rs).
 //!
 //! A function is declared `safe` when no argument of its type can make
 //! the call unsound: it takes no pointer, or only handles whose
-//! invariants promise live objects ([`TraceArray`], [`PidList`],
-//! [`TaskRef`], [`SeqFile`], references), and what it does with them
+//! invariants promise live objects ([`TraceArray`], [`PidList`], a task,
+//! a seq_file, references), and what it does with them
 //! needs nothing more (a user address is copied with checks). The others
 //! stay `unsafe`, and their callers argue their pointers.
 
-use crate::task::TaskRef;
-use crate::tracefs::SeqFile;
 use core::ptr::NonNull;
 use kernel::bindings;
 use kernel::ffi::{c_char, c_int, c_uint, c_ulong, c_void};
@@ -163,7 +163,6 @@ unsafe extern "C" {
     );
     /// Disables the graph entry for good (may sleep).
     pub(crate) safe fn rftrace_kill_graph();
-    pub(crate) fn rftrace_assert_held(m: *mut bindings::mutex);
 
     // --- the tracing core (kernel/trace/) ---
     /// Checks lockdown and takes a reference on `tr` (none: no array).
@@ -188,40 +187,6 @@ unsafe extern "C" {
     pub(crate) fn init_array_fgraph_ops(tr: *mut c_void, ops: *mut bindings::ftrace_ops);
     pub(crate) static mut trace_types_lock: bindings::mutex;
     pub(crate) static tracing_thresh: c_ulong;
-    /// Whether `task` is not traced by the lists (none: no list).
-    pub(crate) safe fn trace_ignore_this_task(
-        pids: Option<PidList<'_>>,
-        no_pids: Option<PidList<'_>>,
-        task: TaskRef<'_>,
-    ) -> bool;
-    /// A fork (`selff` the parent) adds `task` to `pids` if the parent is
-    /// in it; an exit (`selff` none) takes `task` out.
-    pub(crate) safe fn trace_filter_add_remove_task(
-        pids: Option<PidList<'_>>,
-        selff: Option<TaskRef<'_>>,
-        task: TaskRef<'_>,
-    );
-    /// Parses `cnt` bytes at the user address `ubuf` (copied with checks)
-    /// into a new list made of `filtered` and the pids written; the new
-    /// list (null: empty) goes to `new`.
-    pub(crate) safe fn trace_pid_write(
-        filtered: Option<PidList<'_>>,
-        new: &mut *mut c_void,
-        ubuf: *const c_char,
-        cnt: usize,
-    ) -> c_int;
-    /// The seq_file iterator over a list: `v` is a pid plus one, never
-    /// dereferenced.
-    pub(crate) safe fn trace_pid_start(
-        pids: PidList<'_>,
-        pos: &mut bindings::loff_t,
-    ) -> *mut c_void;
-    pub(crate) safe fn trace_pid_next(
-        pids: PidList<'_>,
-        v: *mut c_void,
-        pos: &mut bindings::loff_t,
-    ) -> *mut c_void;
-    pub(crate) safe fn trace_pid_show(m: &SeqFile, v: *mut c_void) -> c_int;
     pub(crate) fn trace_pid_list_free(pids: *mut c_void);
 
     // --- the rest of the kernel ---

@@ -432,8 +432,9 @@ extern "C" fn sched_switch_probe(
         return;
     }
     let ts = now();
-    // SAFETY: the switch runs with preemption off.
-    let np = unsafe { NoPreempt::assume() };
+    // Nested in the switch's own preempt-off section: the proof.
+    let off = PreemptOff::new();
+    let np = off.token();
     prev.timestamp().store(ts, Ordering::Relaxed);
     let then = next.timestamp().load(Ordering::Relaxed);
     if then == 0 {

@@ -257,7 +257,7 @@ enum Share {
 /// change direct ops). The ops' own filter does not change meanwhile: its
 /// owner is registering or unregistering it.
 fn share_with_direct(ops: OpsRef<'_>, what: Share) -> Result {
-    assert_held(DIRECT_LOCK.as_ptr());
+    assert_held(&DIRECT_LOCK);
     if !ops.has(F_IPMODIFY) {
         return Ok(());
     }

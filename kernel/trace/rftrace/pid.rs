@@ -9,12 +9,14 @@
 //! call [`ftrace_pid_func`] first, which checks that record.
 
 use crate::ffi::{
-    rftrace_tr_reset_ignore_pid, rftrace_tr_set_ignore_pid, trace_filter_add_remove_task,
-    trace_ignore_this_task, trace_pid_list_free, trace_pid_next, trace_pid_show, trace_pid_start,
-    trace_pid_write, PidList,
+    rftrace_tr_reset_ignore_pid, rftrace_tr_set_ignore_pid, trace_pid_list_free, PidList,
 };
 use crate::ops;
-use crate::pidstate::{ftrace_pid_func, lists, pids_enabled, slot, PID_IGNORE};
+use crate::pidstate::{
+    ftrace_pid_func, lists, pids_enabled, slot, trace_filter_add_remove_task,
+    trace_ignore_this_task, trace_pid_next, trace_pid_show, trace_pid_start, trace_pid_write,
+    PID_IGNORE,
+};
 use crate::seqfile::{self, SeqOpen, SeqText};
 use crate::sys::{CGlobal, CoreGuard, Held, PreemptOff, TrOpen, TraceArray};
 use crate::task::{Current, TaskRef};

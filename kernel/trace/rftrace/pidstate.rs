@@ -7,14 +7,55 @@
 //! [`ftrace_pid_func`]; the files and probes that keep the lists and
 //! verdicts are in `pid`.
 
-use crate::ffi::PidList;
-use crate::ffi::{rftrace_tr_ignore_pid, rftrace_tr_pid_slot};
+use crate::ffi::{rftrace_tr_ignore_pid, rftrace_tr_pid_slot, PidList};
 use crate::registry::{Fregs, OpsRef};
 use crate::sys::{Keeps, TraceArray};
-use crate::task::Current;
+use crate::task::{Current, TaskRef};
+use crate::tracefs::SeqFile;
 use core::sync::atomic::{AtomicPtr, Ordering};
 use kernel::bindings;
-use kernel::ffi::{c_int, c_ulong, c_void};
+use kernel::ffi::{c_char, c_int, c_ulong, c_void};
+
+// The pid list functions of the tracing core (kernel/trace/trace.c) that
+// take a task or a seq_file, typed with their handles: see `ffi` for
+// when a declaration is `safe`.
+#[allow(improper_ctypes)]
+unsafe extern "C" {
+    /// Whether `task` is not traced by the lists (none: no list).
+    pub(crate) safe fn trace_ignore_this_task(
+        pids: Option<PidList<'_>>,
+        no_pids: Option<PidList<'_>>,
+        task: TaskRef<'_>,
+    ) -> bool;
+    /// A fork (`selff` the parent) adds `task` to `pids` if the parent is
+    /// in it; an exit (`selff` none) takes `task` out.
+    pub(crate) safe fn trace_filter_add_remove_task(
+        pids: Option<PidList<'_>>,
+        selff: Option<TaskRef<'_>>,
+        task: TaskRef<'_>,
+    );
+    /// Parses `cnt` bytes at the user address `ubuf` (copied with checks)
+    /// into a new list made of `filtered` and the pids written; the new
+    /// list (null: empty) goes to `new`.
+    pub(crate) safe fn trace_pid_write(
+        filtered: Option<PidList<'_>>,
+        new: &mut *mut c_void,
+        ubuf: *const c_char,
+        cnt: usize,
+    ) -> c_int;
+    /// The seq_file iterator over a list: `v` is a pid plus one, never
+    /// dereferenced.
+    pub(crate) safe fn trace_pid_start(
+        pids: PidList<'_>,
+        pos: &mut bindings::loff_t,
+    ) -> *mut c_void;
+    pub(crate) safe fn trace_pid_next(
+        pids: PidList<'_>,
+        v: *mut c_void,
+        pos: &mut bindings::loff_t,
+    ) -> *mut c_void;
+    pub(crate) safe fn trace_pid_show(m: &SeqFile, v: *mut c_void) -> c_int;
+}
 
 pub(crate) const PID_IGNORE: c_int = -1;
 pub(crate) const PID_TRACE: c_int = -2;

@@ -165,42 +165,53 @@ impl<T> Locked<T> {
             pr_warn!("core state borrowed twice\n");
             return Err(EBUSY);
         }
-        // INVARIANT: the lock is held (`_held`) and `busy` is ours.
-        Ok(LockedMut(self))
+        // SAFETY: the one reference to the data while `busy` is ours,
+        // which the result gives back when it drops, and the lock is held
+        // (`_held`) for as long (the invariants).
+        let data = unsafe { &mut *self.data.get() };
+        Ok(LockedMut {
+            data,
+            busy: &self.busy,
+        })
     }
 }
 
 /// A borrow of [`Locked`] data.
-pub(crate) struct LockedMut<'a, T>(&'a Locked<T>);
+pub(crate) struct LockedMut<'a, T> {
+    data: &'a mut T,
+    busy: &'a core::cell::Cell<bool>,
+}
 
 impl<T> core::ops::Deref for LockedMut<'_, T> {
     type Target = T;
     fn deref(&self) -> &T {
-        // SAFETY: the one borrow of the data, under the lock (the
-        // invariants of `Locked`, set up by `borrow`).
-        unsafe { &*self.0.data.get() }
+        self.data
     }
 }
 
 impl<T> core::ops::DerefMut for LockedMut<'_, T> {
     fn deref_mut(&mut self) -> &mut T {
-        // SAFETY: as above; `&mut self` makes this the only reference.
-        unsafe { &mut *self.0.data.get() }
+        self.data
     }
 }
 
 impl<T> Drop for LockedMut<'_, T> {
     fn drop(&mut self) {
-        self.0.busy.set(false);
+        self.busy.set(false);
     }
 }
 
 /// `lockdep_assert_held(m)`: warns when lockdep runs and `m` is not held
 /// by this task (nothing without lockdep).
-pub(crate) fn assert_held(m: *mut bindings::mutex) {
-    // SAFETY: the C helper only reads the lock's lockdep map; `m` is one
-    // of our static mutexes.
-    unsafe { crate::ffi::rftrace_assert_held(m) };
+pub(crate) fn assert_held(m: &CMutex) {
+    rftrace_assert_held(m)
+}
+
+unsafe extern "C" {
+    /// `lockdep_assert_held()` (abi.c) of a static mutex of the core,
+    /// whose `struct mutex` a `CMutex` starts with: it reads the lockdep
+    /// map, zero or initialised.
+    safe fn rftrace_assert_held(m: &CMutex);
 }
 
 /// A C struct whose all-zero bytes are a valid value: what C's `= {}`
@@ -502,7 +513,7 @@ impl CoreGuard {
     ///
     /// `ftrace_lock` is held by this task for as long as the guard lives.
     pub(crate) unsafe fn assume() -> CoreGuard {
-        assert_held(ftrace_lock.as_ptr());
+        assert_held(&ftrace_lock);
         CoreGuard { _held: None }
     }
 
