@@ -186,7 +186,10 @@ unsafe extern "C" {
     );
     pub(crate) fn init_array_fgraph_ops(tr: *mut c_void, ops: *mut bindings::ftrace_ops);
     pub(crate) static mut trace_types_lock: bindings::mutex;
-    pub(crate) static tracing_thresh: c_ulong;
+    /// `tracing_thresh`, a word the tracing core writes with plain stores
+    /// (its file); read atomically here, which is what a word-sized C
+    /// load of it is.
+    pub(crate) safe static tracing_thresh: core::sync::atomic::AtomicUsize;
     pub(crate) fn trace_pid_list_free(pids: *mut c_void);
 
     // --- the rest of the kernel ---

@@ -48,7 +48,7 @@ use kernel::c_str;
 use kernel::ffi::{c_int, c_uint, c_ulong, c_void};
 use kernel::prelude::*;
 
-use crate::gops::{Gops, GopsRef};
+use crate::gops::{graph_fns, Gops, GopsRef};
 
 /// The registered graph ops by index (null: free).
 static ARRAY: [AtomicPtr<Gops>; OPS_SLOTS] = [const { AtomicPtr::new(ptr::null_mut()) }; OPS_SLOTS];
@@ -188,7 +188,7 @@ fn enter(
         };
         trace.depth = c.depth();
         (single || crate::dispatch::ops_test(np, g.ops(), func as u64, false))
-            && g.call_entry(g.entry(), &mut trace)
+            && g.call_entry(false, &mut trace)
     });
     entered.map(|_| ()).map_err(|_| EBUSY)
 }
@@ -256,21 +256,12 @@ crate::nokprobe::nokprobe!(ftrace_return_to_handler);
 /// The entry callback of a pid-filtered graph ops: calls the real one
 /// only for the tasks its trace array traces.
 ///
-/// # Safety
-///
-/// Called only through the table it is registered in, with the arguments
-/// that table's contract gives.
-unsafe extern "C" fn fgraph_pid_func(
-    trace: *mut bindings::ftrace_graph_ent,
-    gops: *mut Gops,
-) -> c_int {
-    // SAFETY: called from the entry path, preemption off, with a live
-    // graph ops and its entry record.
-    let (g, trace) = unsafe { (GopsRef::from_raw(gops), &mut *trace) };
+/// Installed through [`graph_fns`].
+extern "C" fn fgraph_pid_func(trace: &mut bindings::ftrace_graph_ent, g: GopsRef<'_>) -> c_int {
     if !traces_current(g.trace_array()) {
         return 0;
     }
-    c_int::from(g.call_entry(g.saved(), trace))
+    c_int::from(g.call_entry(true, trace))
 }
 
 // --- what callbacks and unwinders ask --------------------------------------
@@ -513,7 +504,7 @@ pub extern "C" fn register_ftrace_graph(g: GopsRef<'_>) -> c_int {
     g.set_saved(g.entry());
     let sub = g.ops();
     if crate::pidstate::pids_enabled(sub) {
-        g.set_entry(Some(fgraph_pid_func));
+        g.set_entry(graph_fns(fgraph_pid_func, None).0);
     }
     let mut r = Ok(());
     if active == 1 {
@@ -605,7 +596,7 @@ pub(crate) fn update_pid_funcs(held: &Held) {
         }
         let g = GopsRef::of_ops(op);
         g.set_entry(if crate::pidstate::pids_enabled(op) {
-            Some(fgraph_pid_func)
+            graph_fns(fgraph_pid_func, None).0
         } else {
             g.saved()
         });

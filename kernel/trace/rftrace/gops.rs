@@ -155,16 +155,13 @@ impl<'a> GopsRef<'a> {
             .store(word_of(f), Ordering::Release);
     }
 
-    /// Runs the entry callback `f` (the graph ops' own or saved): whether
-    /// it wants the return.
+    /// Runs its entry callback (`saved`: the one the pid filter stands in
+    /// front of): whether it wants the return.
     #[inline(always)]
-    pub(crate) fn call_entry(
-        self,
-        f: bindings::trace_func_graph_ent_t,
-        trace: &mut bindings::ftrace_graph_ent,
-    ) -> bool {
+    pub(crate) fn call_entry(self, saved: bool, trace: &mut bindings::ftrace_graph_ent) -> bool {
+        let f = if saved { self.saved() } else { self.entry() };
         // SAFETY: a callback of this graph ops, called as its type says
-        // with the entry record and the graph ops.
+        // with the entry record and the graph ops, live (the invariants).
         matches!(f, Some(f) if unsafe { f(trace, self.as_ptr()) } != 0)
     }
 
@@ -173,6 +170,35 @@ impl<'a> GopsRef<'a> {
     pub(crate) fn ret_callback(self) -> Option<RetCallback<'a>> {
         let f = (*self.field::<bindings::trace_func_graph_ret_t>(offset_of!(Gops, retfunc)))?;
         Some(RetCallback { f, g: self })
+    }
+}
+
+/// An entry callback of the core's own graph ops, its arguments typed.
+pub(crate) type EntryFn =
+    for<'a, 'b> extern "C" fn(&'a mut bindings::ftrace_graph_ent, GopsRef<'b>) -> c_int;
+/// A return callback of the core's own graph ops, its arguments typed.
+pub(crate) type RetFn = for<'a, 'b> extern "C" fn(&'a mut bindings::ftrace_graph_ret, GopsRef<'b>);
+
+/// The C types of the core's graph callbacks `entry` and `ret`.
+pub(crate) const fn graph_fns(
+    entry: EntryFn,
+    ret: Option<RetFn>,
+) -> (bindings::trace_func_graph_ent_t, bindings::trace_func_graph_ret_t) {
+    type CEntry = unsafe extern "C" fn(*mut bindings::ftrace_graph_ent, *mut Gops) -> c_int;
+    type CRet = unsafe extern "C" fn(*mut bindings::ftrace_graph_ret, *mut Gops);
+    // SAFETY: the same ABI (references and a `repr(transparent)` non-null
+    // pointer are pointers), and the one caller of graph callbacks, this
+    // crate's graph core (`call_entry`, `RetCallback::call`), passes what
+    // the typed arguments promise: a live record, borrowed for the call,
+    // and the live graph ops.
+    unsafe {
+        (
+            Some(core::mem::transmute::<EntryFn, CEntry>(entry)),
+            match ret {
+                Some(r) => Some(core::mem::transmute::<RetFn, CRet>(r)),
+                None => None,
+            },
+        )
     }
 }
 

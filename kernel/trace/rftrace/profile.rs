@@ -10,7 +10,7 @@
 //! them.
 
 use crate::fgraph::{register_ftrace_graph, unregister_ftrace_graph, with_subtime};
-use crate::gops::GopsRef;
+use crate::gops::{graph_fns, GopsRef};
 use crate::logic::profile;
 use crate::sys::{CGlobal, CMutex, Forever, IrqOff};
 use crate::task::Current;
@@ -227,16 +227,8 @@ fn hit(ip: u64) {
     }
 }
 
-/// # Safety
-///
-/// Called only through the operations table it is registered in, with
-/// the arguments that table's contract gives.
-unsafe extern "C" fn graph_entry(
-    trace: *mut bindings::ftrace_graph_ent,
-    _gops: *mut bindings::fgraph_ops,
-) -> c_int {
-    // SAFETY: the graph core passes the entry record.
-    hit(unsafe { (*trace).func } as u64);
+extern "C" fn graph_entry(trace: &mut bindings::ftrace_graph_ent, _gops: GopsRef<'_>) -> c_int {
+    hit(trace.func as u64);
     let cur = Current::get();
     match with_subtime(&cur, 0, |w| w.store(0, Ordering::Relaxed)) {
         Some(()) => 1,
@@ -244,16 +236,8 @@ unsafe extern "C" fn graph_entry(
     }
 }
 
-/// # Safety
-///
-/// Called only through the operations table it is registered in, with
-/// the arguments that table's contract gives.
-unsafe extern "C" fn graph_return(
-    trace: *mut bindings::ftrace_graph_ret,
-    _gops: *mut bindings::fgraph_ops,
-) {
-    // SAFETY: the graph core passes the return record.
-    let t = unsafe { &*trace };
+extern "C" fn graph_return(trace: &mut bindings::ftrace_graph_ret, _gops: GopsRef<'_>) {
+    let t = &*trace;
     let irq = IrqOff::new();
     if let Some(tab) = tables(irq.cpu()) {
         if ENABLED.load(Ordering::Relaxed) && t.calltime != 0 {
@@ -283,8 +267,8 @@ unsafe extern "C" fn graph_return(
 }
 
 static GOPS: CGlobal<bindings::fgraph_ops> = CGlobal::new(bindings::fgraph_ops {
-    entryfunc: Some(graph_entry),
-    retfunc: Some(graph_return),
+    entryfunc: graph_fns(graph_entry, Some(graph_return)).0,
+    retfunc: graph_fns(graph_entry, Some(graph_return)).1,
     ..crate::sys::zeroed()
 });
 
@@ -349,8 +333,7 @@ extern "C" fn stat_show(m: &SeqFile, v: &RecCell) -> c_int {
         // Raced with a reset.
         return EBUSY.to_errno();
     }
-    // SAFETY: a plain global of the tracing core.
-    let thresh = unsafe { crate::ffi::tracing_thresh } as u64;
+    let thresh = crate::ffi::tracing_thresh.load(Ordering::Relaxed) as u64;
     if thresh != 0 && r.time / r.hits < thresh {
         return 0;
     }
