@@ -22,6 +22,7 @@ use core::ptr;
 use core::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
 use kernel::bindings;
 use kernel::error::{code::ENOMEM, Result};
+use kernel::prelude::*;
 use kernel::ffi::{c_ulong, c_void};
 use kernel::types::Opaque;
 
@@ -68,38 +69,38 @@ fn zalloc(size: usize) -> *mut c_void {
     }
 }
 
-fn kfree<T>(p: *mut T) {
-    // SAFETY: callers pass null or an allocation of `zalloc` that nothing
-    // references any more (argued at each call).
+/// Frees `p`.
+///
+/// # Safety
+///
+/// `p` is null or an allocation of `zalloc` that nothing references any
+/// more.
+unsafe fn kfree<T>(p: *mut T) {
+    // SAFETY: the contract.
     unsafe { bindings::kfree(p.cast()) };
 }
 
 /// An empty set with `1 << bits` buckets, or none when out of memory.
 pub(crate) fn alloc(bits: u32) -> Option<ptr::NonNull<FtraceHash>> {
     let bits = bits.min(MAX_BITS);
+    let mut h = KBox::new(
+        FtraceHash {
+            size_bits: bits as c_ulong,
+            buckets: ptr::null_mut(),
+            count: AtomicUsize::new(0),
+            flags: AtomicUsize::new(0),
+            rcu: Opaque::uninit(),
+        },
+        GFP_KERNEL,
+    )
+    .ok()?;
+    // Zeroed: every bucket empty. Without it, the header goes.
     let b = zalloc(core::mem::size_of::<bindings::hlist_head>() << bits);
-    let h = ptr::NonNull::new(zalloc(core::mem::size_of::<FtraceHash>()).cast::<FtraceHash>());
-    match (h, b.is_null()) {
-        (Some(h), false) => {
-            // SAFETY: a fresh zeroed allocation of the right size, ours.
-            unsafe {
-                h.as_ptr().write(FtraceHash {
-                    size_bits: bits as c_ulong,
-                    buckets: b.cast(),
-                    count: AtomicUsize::new(0),
-                    flags: AtomicUsize::new(0),
-                    rcu: Opaque::uninit(),
-                })
-            };
-            Some(h)
-        }
-        (h, _) => {
-            // Nothing references the halves made.
-            kfree(h.map_or(ptr::null_mut(), ptr::NonNull::as_ptr));
-            kfree(b);
-            None
-        }
+    if b.is_null() {
+        return None;
     }
+    h.buckets = b.cast();
+    Some(ptr::NonNull::from(KBox::leak(h)))
 }
 
 impl FtraceHash {
@@ -230,9 +231,10 @@ pub(crate) struct Entries<'a> {
 }
 
 impl Iterator for Entries<'_> {
-    type Item = *mut Entry;
+    /// An entry's address and the entry.
+    type Item = (u64, *mut Entry);
 
-    fn next(&mut self) -> Option<*mut Entry> {
+    fn next(&mut self) -> Option<(u64, *mut Entry)> {
         // SAFETY: `i < n`, a bucket of the live set, and `node` a live
         // node of it (the invariants); a node's successor is read before
         // the caller sees (and may free) its entry.
@@ -246,16 +248,10 @@ impl Iterator for Entries<'_> {
             }
             let e = self.node;
             self.node = ptr::read_volatile(ptr::addr_of!((*e).next));
-            Some(e.cast())
+            let e = e.cast::<Entry>();
+            Some(((*e).ip as u64, e))
         }
     }
-}
-
-/// The address of a live entry.
-fn ip_of(e: *mut Entry) -> u64 {
-    // SAFETY: callers pass entries of a live set, just yielded by
-    // `Entries` or found by `lookup`.
-    unsafe { (*e).ip as u64 }
 }
 
 /// Frees `h` and its entries now.
@@ -264,16 +260,19 @@ fn ip_of(e: *mut Entry) -> u64 {
 ///
 /// `h` is null or a set from [`alloc`] that nobody can be reading.
 pub(crate) unsafe fn free(h: *mut FtraceHash) {
-    // SAFETY: per the function's contract.
-    let Some(set) = (unsafe { h.as_ref() }) else {
+    if h.is_null() {
         return;
-    };
-    // `Entries` reads `next` before handing out an entry.
-    for e in set.entries() {
-        kfree(e);
     }
-    kfree(set.buckets);
-    kfree(h);
+    // SAFETY: a set of `alloc` nobody reads (the contract): its header a
+    // leaked box, its buckets and entries `zalloc`'s, which `Entries`
+    // yields after it read past them, and nothing else references.
+    unsafe {
+        let set = KBox::from_raw(h);
+        for (_, e) in set.entries() {
+            kfree(e);
+        }
+        kfree(set.buckets);
+    }
 }
 
 /// # Safety
@@ -305,8 +304,8 @@ fn copy(src: Option<&FtraceHash>, bits: u32) -> Result<FnSet> {
         let set = new.set();
         set.flags
             .store(src.flags.load(Ordering::Relaxed), Ordering::Relaxed);
-        for e in src.entries() {
-            let n = new.insert(ip_of(e))?;
+        for (ip, e) in src.entries() {
+            let n = new.insert(ip)?;
             // SAFETY: `e` a live entry of `src`, `n` a fresh one of the
             // private `new`, which this borrow alone writes.
             unsafe { (*n).direct = (*e).direct };
@@ -387,10 +386,11 @@ impl FnSet {
     fn remove_entry(&self, e: *mut Entry) {
         // SAFETY: private (the type's invariants) and reached by this
         // thread only (see above); `e` is one of its entries (the callers
-        // found it).
-        unsafe { self.set().unlink(e) };
-        // No reader can have seen it.
-        kfree(e);
+        // found it), which no reader can have seen: freed once unlinked.
+        unsafe {
+            self.set().unlink(e);
+            kfree(e);
+        }
     }
 
     /// Removes `ip`; whether it was there.
@@ -407,8 +407,8 @@ impl FnSet {
     pub(crate) fn retain(&mut self, mut keep: impl FnMut(u64) -> bool) {
         // `Entries` reads an entry's successor before it yields the
         // entry, which may then be removed and freed.
-        for e in self.set().entries() {
-            if !keep(ip_of(e)) {
+        for (ip, e) in self.set().entries() {
+            if !keep(ip) {
                 self.remove_entry(e);
             }
         }
@@ -554,7 +554,7 @@ impl Iterator for Ips<'_> {
     type Item = u64;
 
     fn next(&mut self) -> Option<u64> {
-        self.0.as_mut()?.next().map(ip_of)
+        self.0.as_mut()?.next().map(|(ip, _)| ip)
     }
 }
 
@@ -640,8 +640,8 @@ impl<'a> PubSlot<'a> {
         let Some(h) = self.load().0 else {
             return;
         };
-        for e in h.entries() {
-            if gone(ip_of(e)) {
+        for (ip, e) in h.entries() {
+            if gone(ip) {
                 // SAFETY: a live entry, changed only by the slot's
                 // writers, excluded; the address is one aligned word,
                 // written whole.
@@ -675,8 +675,8 @@ impl Drop for Unlinked {
         // off, which this grace period waits out.
         crate::sys::synchronize_rcu();
         for &e in self.e.iter().take(self.n) {
-            // Unlinked, and no reader is left (the invariants).
-            kfree(e);
+            // SAFETY: unlinked, and no reader is left (the invariants).
+            unsafe { kfree(e) };
         }
     }
 }

@@ -122,7 +122,7 @@ pub unsafe extern "C" fn free_ftrace_func_mapper(
         return;
     };
     if let Some(f) = free_func {
-        for e in set.entries() {
+        for (_, e) in set.entries() {
             // SAFETY: a live entry's data, given to the caller's callback.
             unsafe { f(*data_of(e)) };
         }
