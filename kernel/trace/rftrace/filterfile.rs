@@ -129,7 +129,7 @@ pub unsafe extern "C" fn ftrace_regex_open(
 ) -> c_int {
     // SAFETY: per the function's contract: the VFS's file, being opened.
     unsafe {
-        let mode = OpenMode::of(file);
+        let mode = OpenMode::new((*file).f_mode, (*file).f_flags);
         match RegexFile::open(tr, ops, flag, mode) {
             Ok(f) => seqfile::open_with(file, f),
             Err(e) => e.to_errno(),

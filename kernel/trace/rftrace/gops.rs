@@ -183,7 +183,10 @@ pub(crate) type RetFn = for<'a, 'b> extern "C" fn(&'a mut bindings::ftrace_graph
 pub(crate) const fn graph_fns(
     entry: EntryFn,
     ret: Option<RetFn>,
-) -> (bindings::trace_func_graph_ent_t, bindings::trace_func_graph_ret_t) {
+) -> (
+    bindings::trace_func_graph_ent_t,
+    bindings::trace_func_graph_ret_t,
+) {
     type CEntry = unsafe extern "C" fn(*mut bindings::ftrace_graph_ent, *mut Gops) -> c_int;
     type CRet = unsafe extern "C" fn(*mut bindings::ftrace_graph_ret, *mut Gops);
     // SAFETY: the same ABI (references and a `repr(transparent)` non-null

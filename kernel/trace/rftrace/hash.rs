@@ -22,8 +22,8 @@ use core::ptr;
 use core::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
 use kernel::bindings;
 use kernel::error::{code::ENOMEM, Result};
-use kernel::prelude::*;
 use kernel::ffi::{c_ulong, c_void};
+use kernel::prelude::*;
 use kernel::types::Opaque;
 
 /// `struct ftrace_hash`. C reads `count` and `flags` with plain word

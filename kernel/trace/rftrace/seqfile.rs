@@ -66,16 +66,10 @@ unsafe fn state<'a, T>(m: *mut bindings::seq_file) -> &'a mut T {
 
 const FMODE_READ: u32 = 1;
 
-/// Whether `file`, opened for a `T`, has a seq_file (else its private
-/// data is the state).
-///
-/// # Safety
-///
-/// `file` is the VFS's file being opened, or opened by
-/// [`open_with::<T>`] and not released.
-unsafe fn has_seq<T: SeqText>(file: *mut bindings::file) -> bool {
-    // SAFETY: the VFS's file (the contract).
-    !T::SEQ_FOR_READERS_ONLY || unsafe { (*file).f_mode } & FMODE_READ != 0
+/// Whether a file opened for a `T` with mode `f_mode` has a seq_file
+/// (else its private data is the state).
+fn has_seq<T: SeqText>(f_mode: u32) -> bool {
+    !T::SEQ_FOR_READERS_ONLY || f_mode & FMODE_READ != 0
 }
 
 /// Where the state of `file` is kept: the seq_file's private, or the
@@ -88,7 +82,7 @@ unsafe fn state_slot<T: SeqText>(file: *mut bindings::file) -> *mut *mut c_void 
     // SAFETY: per the function's contract: `seq_open()` made
     // `private_data` the seq_file, or `open_with` put the state there.
     unsafe {
-        if has_seq::<T>(file) {
+        if has_seq::<T>((*file).f_mode) {
             let m: *mut bindings::seq_file = (*file).private_data.cast();
             ptr::addr_of_mut!((*m).private)
         } else {
@@ -165,7 +159,7 @@ pub(crate) unsafe fn open_with<T: SeqText>(file: *mut bindings::file, state: T) 
     // (or, without a seq_file, `private_data` does) until `release` takes
     // it back.
     unsafe {
-        if has_seq::<T>(file) {
+        if has_seq::<T>((*file).f_mode) {
             let r = bindings::seq_open(file, T::seq_ops());
             if r != 0 {
                 return r;
@@ -185,7 +179,12 @@ unsafe extern "C" fn open_thunk<T: SeqOpen>(
 ) -> c_int {
     // SAFETY: the VFS's inode and file; the inode data is what the file's
     // creator gave `tracefs::create`.
-    let (data, mode) = unsafe { ((*inode).i_private, OpenMode::of(file)) };
+    let (data, mode) = unsafe {
+        (
+            (*inode).i_private,
+            OpenMode::new((*file).f_mode, (*file).f_flags),
+        )
+    };
     match T::open(data, mode) {
         // SAFETY: the VFS's file, being opened.
         Ok(s) => unsafe { open_with(file, s) },
@@ -232,7 +231,7 @@ pub(crate) unsafe extern "C" fn release_thunk<T: SeqText>(
         let slot = state_slot::<T>(file);
         let raw = (*slot).cast::<T>();
         *slot = ptr::null_mut();
-        if has_seq::<T>(file) {
+        if has_seq::<T>((*file).f_mode) {
             bindings::seq_release(inode, file);
         }
         KBox::from_raw(raw)

@@ -355,17 +355,11 @@ pub(crate) struct OpenMode {
 const FMODE_WRITE: u32 = 2;
 
 impl OpenMode {
-    /// How `file` is being opened.
-    ///
-    /// # Safety
-    ///
-    /// `file` is the VFS's file, being opened or open.
-    pub(crate) unsafe fn of(file: *mut bindings::file) -> OpenMode {
-        // SAFETY: the VFS's file (the contract).
-        let (fmode, fflags) = unsafe { ((*file).f_mode, (*file).f_flags) };
+    /// How a file with mode `f_mode` and flags `f_flags` is opened.
+    pub(crate) fn new(f_mode: u32, f_flags: u32) -> OpenMode {
         OpenMode {
-            write: fmode & FMODE_WRITE != 0,
-            trunc: fflags & bindings::O_TRUNC != 0,
+            write: f_mode & FMODE_WRITE != 0,
+            trunc: f_flags & bindings::O_TRUNC != 0,
         }
     }
 }
@@ -417,7 +411,12 @@ unsafe extern "C" fn open_thunk<T: TextFile>(
     file: *mut bindings::file,
 ) -> c_int {
     // SAFETY: the VFS passes a live inode and file.
-    let (data, mode) = unsafe { ((*inode).i_private, OpenMode::of(file)) };
+    let (data, mode) = unsafe {
+        (
+            (*inode).i_private,
+            OpenMode::new((*file).f_mode, (*file).f_flags),
+        )
+    };
     let opened = T::open(data, mode).and_then(|state| {
         let text = Text { out: None };
         Ok(KBox::new(Open { text, state }, GFP_KERNEL)?)
