@@ -216,6 +216,17 @@ unsafe extern "C" {
         size: &mut c_ulong,
         offset: &mut c_ulong,
     ) -> c_int;
+    /// The name of the symbol at `addr` (null: none), written into
+    /// `namebuf` (at most its `KSYM_NAME_LEN` bytes, NUL included) or the
+    /// module's own string, with its size, the offset of `addr` in it and
+    /// the name of its module (null: the kernel's).
+    pub(crate) safe fn kallsyms_lookup(
+        addr: c_ulong,
+        size: &mut c_ulong,
+        offset: &mut c_ulong,
+        modname: &mut *mut c_char,
+        namebuf: &mut [u8; bindings::KSYM_NAME_LEN as usize],
+    ) -> *const c_char;
     /// `%pS` of `addr` into `buf`, which has room for `KSYM_SYMBOL_LEN`
     /// bytes (below [`SYM_BUF`]); the length written.
     pub(crate) safe fn sprint_symbol(buf: &mut [u8; SYM_BUF], addr: c_ulong) -> c_int;

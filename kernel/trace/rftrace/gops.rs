@@ -11,6 +11,7 @@ use core::ptr::NonNull;
 use core::sync::atomic::{AtomicI32, AtomicPtr, Ordering};
 use kernel::bindings;
 use kernel::ffi::c_int;
+use kernel::types::Opaque;
 
 pub(crate) type Gops = bindings::fgraph_ops;
 
@@ -89,7 +90,9 @@ impl<'a> GopsRef<'a> {
         // graph ops (the invariants) with the size and alignment of `T`:
         // an atomic of the field's type for the words others change
         // meanwhile (the callbacks as pointer words, `idx`), the field's
-        // own type for `retfunc`, which does not change (the invariants).
+        // own type for `retfunc`, which does not change (the invariants),
+        // and for the embedded ops an `Opaque` of it, which others may
+        // change through handles.
         unsafe { &*p }
     }
 
@@ -101,12 +104,7 @@ impl<'a> GopsRef<'a> {
     /// The ops inside it.
     #[inline(always)]
     pub(crate) fn ops(self) -> OpsRef<'a> {
-        let p = self
-            .as_ptr()
-            .cast::<u8>()
-            .wrapping_add(offset_of!(Gops, ops));
-        // SAFETY: a field of a live graph ops, alive as long.
-        unsafe { OpsRef::from_raw(p.cast()) }
+        OpsRef::of_opaque(self.field::<Opaque<bindings::ftrace_ops>>(offset_of!(Gops, ops)))
     }
 
     /// Its trace array (none for graph ops without one).

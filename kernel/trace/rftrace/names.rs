@@ -55,16 +55,7 @@ pub(crate) fn lookup_sized(
 ) -> Option<(Sym<'_>, u64)> {
     let (mut size, mut off): (c_ulong, c_ulong) = (0, 0);
     let mut module: *mut c_char = ptr::null_mut();
-    // SAFETY: the buffer is KSYM_NAME_LEN bytes, as kallsyms needs.
-    let r = unsafe {
-        bindings::kallsyms_lookup(
-            ip as c_ulong,
-            &mut size,
-            &mut off,
-            &mut module,
-            buf.as_mut_ptr().cast(),
-        )
-    };
+    let r = crate::ffi::kallsyms_lookup(ip as c_ulong, &mut size, &mut off, &mut module, buf);
     if r.is_null() {
         return None;
     }

@@ -15,9 +15,8 @@ use crate::logic::profile;
 use crate::sys::{CGlobal, CMutex, Forever, IrqOff};
 use crate::task::Current;
 use crate::tracefs::{fops, Chunk, OpenMode, Out, SeqFile, TextFile};
-use core::cell::UnsafeCell;
 use core::ptr;
-use core::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicUsize, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use kernel::bindings;
 use kernel::ffi::{c_char, c_int, c_void};
 use kernel::prelude::*;
@@ -57,23 +56,36 @@ struct TracerStat {
 }
 
 /// A record, written only by its CPU with interrupts off (or, for a
-/// reset, while the profiler is off).
-#[repr(transparent)]
-struct RecCell(UnsafeCell<Rec>);
-
-// SAFETY: see the type's comment; readers (the stat files) tolerate torn
-// counters, as the C core's do.
-unsafe impl Sync for RecCell {}
+/// reset, while the profiler is off; the `busy` guard keeps an NMI from
+/// adding at the same time). Each word is an atomic, so the stat files
+/// read it while its CPU writes; they tolerate a record read half old,
+/// half new, as the C core's do. Relaxed loads and stores are plain moves.
+#[repr(C)]
+struct RecCell {
+    ip: AtomicU64,
+    hits: AtomicU64,
+    time: AtomicU64,
+    time2: AtomicU64,
+}
 
 impl RecCell {
     fn read(&self) -> Rec {
-        // SAFETY: a plain copy of a record (see the type's comment).
-        unsafe { ptr::read_volatile(self.0.get()) }
+        Rec {
+            ip: self.ip.load(Ordering::Relaxed),
+            hits: self.hits.load(Ordering::Relaxed),
+            time: self.time.load(Ordering::Relaxed),
+            time2: self.time2.load(Ordering::Relaxed),
+        }
     }
+
+    /// Changes the record with `f` (its one writer, see above).
     fn update(&self, f: impl FnOnce(&mut Rec)) {
-        // SAFETY: only the owning CPU writes, with interrupts off; the
-        // `busy` guard keeps an NMI from adding at the same time.
-        f(unsafe { &mut *self.0.get() })
+        let mut r = self.read();
+        f(&mut r);
+        self.ip.store(r.ip, Ordering::Relaxed);
+        self.hits.store(r.hits, Ordering::Relaxed);
+        self.time.store(r.time, Ordering::Relaxed);
+        self.time2.store(r.time2, Ordering::Relaxed);
     }
 }
 
@@ -142,7 +154,15 @@ impl Tables {
     fn new(sites: usize) -> Result<Tables> {
         let mut recs = KVVec::with_capacity(sites, GFP_KERNEL)?;
         for _ in 0..sites {
-            recs.push(RecCell(UnsafeCell::new(EMPTY)), GFP_KERNEL)?;
+            recs.push(
+                RecCell {
+                    ip: AtomicU64::new(0),
+                    hits: AtomicU64::new(0),
+                    time: AtomicU64::new(0),
+                    time2: AtomicU64::new(0),
+                },
+                GFP_KERNEL,
+            )?;
         }
         let n = (sites * 2).next_power_of_two();
         let mut index = KVVec::with_capacity(n, GFP_KERNEL)?;
@@ -294,7 +314,7 @@ fn locate(v: *const c_void) -> Option<(&'static Tables, usize)> {
 
 fn rec_at(t: &Tables, i: usize) -> *mut c_void {
     match t.recs.get(i) {
-        Some(r) if i < t.used.load(Ordering::Acquire) => r.0.get().cast(),
+        Some(r) if i < t.used.load(Ordering::Acquire) => ptr::from_ref(r).cast_mut().cast(),
         _ => ptr::null_mut(),
     }
 }

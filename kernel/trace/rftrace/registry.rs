@@ -376,24 +376,19 @@ impl<'a> OpsRef<'a> {
     /// is replaced under `ftrace_lock` and freed a grace period later.
     #[inline(always)]
     pub(crate) fn sets<'k>(self, _k: &'k impl Keeps) -> (SetRef<'k>, SetRef<'k>) {
-        // SAFETY: a set is freed only a grace period after it is replaced
-        // under `ftrace_lock`: `_k` keeps both for `'k`.
-        unsafe { self.published_sets() }
+        // INVARIANT: a set is freed only a grace period after it is
+        // replaced under `ftrace_lock`: `_k` keeps both for `'k`.
+        self.published_sets(SetsKept(PhantomData))
     }
 
     /// Its filter and notrace sets as published now, from one read of
     /// `func_hash`.
-    ///
-    /// # Safety
-    ///
-    /// The sets read stay allocated for `'k` (a proof that delays their
-    /// free, or a lock their writers take).
     #[inline(always)]
-    unsafe fn published_sets<'k>(self) -> (SetRef<'k>, SetRef<'k>) {
+    fn published_sets<'k>(self, _kept: SetsKept<'k>) -> (SetRef<'k>, SetRef<'k>) {
         self.set_slots()
             .map_or((SetRef::EMPTY, SetRef::EMPTY), |(f, n)| {
-                // SAFETY: null or published sets, alive for `'k` (the
-                // contract).
+                // SAFETY: null or published sets of this ops, which stay
+                // allocated for `'k` (`_kept`'s invariants).
                 unsafe {
                     (
                         SetRef::new(f.load(Ordering::Acquire)),
@@ -410,11 +405,8 @@ impl<'a> OpsRef<'a> {
     /// Nothing replaces the filter for `'a`: only the ops' owner changes
     /// it, and the owner is in the call that reads it.
     pub(crate) unsafe fn owner_filter(self) -> SetRef<'a> {
-        self.set_slot(false).map_or(SetRef::EMPTY, |s| {
-            // SAFETY: null or a published set, not replaced for `'a`
-            // (the contract).
-            unsafe { SetRef::new(s.load(Ordering::Acquire)) }
-        })
+        // INVARIANT: not replaced, so not freed, for `'a` (the contract).
+        self.published_sets(SetsKept(PhantomData)).0
     }
 
     /// Whether `ip` passes its sets.
@@ -535,11 +527,22 @@ pub(crate) struct RegexGuard<'a>(#[allow(dead_code)] Guard, OpsRef<'a>);
 impl<'a> RegexGuard<'a> {
     /// The sets, as published now, for as long as the lock is held.
     pub(crate) fn sets(&self) -> (SetRef<'_>, SetRef<'_>) {
-        // SAFETY: writers of the sets hold the regex lock (held while
-        // `self` is borrowed): the published sets stay.
-        unsafe { self.1.published_sets() }
+        // INVARIANT: writers of this ops' sets hold its regex lock (held
+        // while `self` is borrowed): the published sets stay.
+        self.1.published_sets(SetsKept(PhantomData))
     }
 }
+
+/// What keeps the sets an ops publishes now allocated for `'k`: made only
+/// here, for one ops, from a [`Keeps`] proof, from that ops' regex lock
+/// ([`RegexGuard`]), or in its owner's own call ([`OpsRef::owner_filter`]).
+///
+/// # Invariants
+///
+/// While `'k` lasts, the sets published in the slots of the ops it is
+/// given to ([`OpsRef::published_sets`]) are not freed.
+#[derive(Clone, Copy)]
+struct SetsKept<'k>(PhantomData<&'k ()>);
 
 impl TraceArray {
     /// Its function tracer's ops, alive as long as the array is.
