@@ -52,16 +52,27 @@ pub(crate) trait SeqOpen: SeqText {
     fn open(data: *mut c_void, mode: OpenMode) -> Result<Self>;
 }
 
-/// The state of seq_file `m`.
+/// The seq_file of an open `T` file, as its `seq_operations` get it:
+/// the thunks below take it as their `struct seq_file *` (the ABI of a
+/// non-null pointer: `repr(transparent)`), installed by [`seq_ops`].
 ///
-/// # Safety
+/// # Invariants
 ///
-/// `m` belongs to a file opened by [`open_with::<T>`] and not released; the
-/// seq_file core and the VFS serialize the calls that use it.
-unsafe fn state<'a, T>(m: *mut bindings::seq_file) -> &'a mut T {
-    // SAFETY: per the function's contract, `private` is the state `open`
-    // made.
-    unsafe { &mut *(*m).private.cast::<T>() }
+/// The seq_file is live for the call it is passed to, and its `private`
+/// is the `T` that [`open_with::<T>`] made, which nothing else uses
+/// during the call (the seq_file core calls one operation at a time).
+#[repr(transparent)]
+struct SeqOf<T>(SeqFile, core::marker::PhantomData<T>);
+
+impl<T> SeqOf<T> {
+    /// The file's state and its seq_file, for the call.
+    fn parts(&mut self) -> (&mut T, &SeqFile) {
+        // SAFETY: `private` is the open file's `T`, which nothing else
+        // uses during the call (the invariants); `&mut self` makes this
+        // the call's one borrow of it.
+        let s = unsafe { &mut *(*self.0.as_ptr()).private.cast::<T>() };
+        (s, &self.0)
+    }
 }
 
 const FMODE_READ: u32 = 1;
@@ -91,56 +102,67 @@ unsafe fn state_slot<T: SeqText>(file: *mut bindings::file) -> *mut *mut c_void 
     }
 }
 
-/// # Safety
-///
-/// Called by the seq_file core through [`seq_ops::<T>`], on a file
-/// opened by [`open_with::<T>`], with its position.
-unsafe extern "C" fn start_thunk<T: SeqText>(
-    m: *mut bindings::seq_file,
-    pos: *mut bindings::loff_t,
+extern "C" fn start_thunk<T: SeqText>(
+    m: &mut SeqOf<T>,
+    pos: &mut bindings::loff_t,
 ) -> *mut c_void {
-    // SAFETY: per the function's contract.
-    let (s, mf, pos) = unsafe { (state::<T>(m), SeqFile::from_raw(m), &mut *pos) };
+    let (s, mf) = m.parts();
     s.start(mf, pos)
 }
 
-/// # Safety
-///
-/// As for [`start_thunk`]; `v` is what `start` or `next` gave.
-unsafe extern "C" fn next_thunk<T: SeqText>(
-    m: *mut bindings::seq_file,
+/// `v` is what `start` or `next` gave.
+extern "C" fn next_thunk<T: SeqText>(
+    m: &mut SeqOf<T>,
     v: *mut c_void,
-    pos: *mut bindings::loff_t,
+    pos: &mut bindings::loff_t,
 ) -> *mut c_void {
-    // SAFETY: per the function's contract.
-    let (s, mf, pos) = unsafe { (state::<T>(m), SeqFile::from_raw(m), &mut *pos) };
+    let (s, mf) = m.parts();
     s.next(mf, v, pos)
 }
 
-/// # Safety
-///
-/// As for [`start_thunk`].
-unsafe extern "C" fn stop_thunk<T: SeqText>(m: *mut bindings::seq_file, _v: *mut c_void) {
-    // SAFETY: per the function's contract.
-    unsafe { state::<T>(m) }.stop();
+extern "C" fn stop_thunk<T: SeqText>(m: &mut SeqOf<T>, _v: *mut c_void) {
+    m.parts().0.stop();
 }
 
-/// # Safety
-///
-/// As for [`next_thunk`].
-unsafe extern "C" fn show_thunk<T: SeqText>(m: *mut bindings::seq_file, v: *mut c_void) -> c_int {
-    // SAFETY: per the function's contract.
-    let (s, mf) = unsafe { (state::<T>(m), SeqFile::from_raw(m)) };
+extern "C" fn show_thunk<T: SeqText>(m: &mut SeqOf<T>, v: *mut c_void) -> c_int {
+    let (s, mf) = m.parts();
     s.show(mf, v)
 }
 
 /// The `seq_operations` of `T`, for a static of its own.
 pub(crate) const fn seq_ops<T: SeqText>() -> bindings::seq_operations {
-    bindings::seq_operations {
-        start: Some(start_thunk::<T>),
-        next: Some(next_thunk::<T>),
-        stop: Some(stop_thunk::<T>),
-        show: Some(show_thunk::<T>),
+    type M = bindings::seq_file;
+    type Pos = bindings::loff_t;
+    type Start<T> = for<'a, 'b> extern "C" fn(&'a mut SeqOf<T>, &'b mut Pos) -> *mut c_void;
+    type Next<T> =
+        for<'a, 'b> extern "C" fn(&'a mut SeqOf<T>, *mut c_void, &'b mut Pos) -> *mut c_void;
+    type Stop<T> = for<'a> extern "C" fn(&'a mut SeqOf<T>, *mut c_void);
+    type Show<T> = for<'a> extern "C" fn(&'a mut SeqOf<T>, *mut c_void) -> c_int;
+    // SAFETY: the same ABI (references and `SeqOf`, `repr(transparent)`,
+    // are pointers), and the seq_file core calls these operations only
+    // with what the typed arguments promise: the live seq_file of a file
+    // that `open_with::<T>` opened (the only files `T::seq_ops()` is given
+    // to) and has not released, one operation at a time, and the read's
+    // position.
+    unsafe {
+        bindings::seq_operations {
+            start: Some(core::mem::transmute::<
+                Start<T>,
+                unsafe extern "C" fn(*mut M, *mut Pos) -> *mut c_void,
+            >(start_thunk::<T>)),
+            next: Some(core::mem::transmute::<
+                Next<T>,
+                unsafe extern "C" fn(*mut M, *mut c_void, *mut Pos) -> *mut c_void,
+            >(next_thunk::<T>)),
+            stop: Some(core::mem::transmute::<
+                Stop<T>,
+                unsafe extern "C" fn(*mut M, *mut c_void),
+            >(stop_thunk::<T>)),
+            show: Some(core::mem::transmute::<
+                Show<T>,
+                unsafe extern "C" fn(*mut M, *mut c_void) -> c_int,
+            >(show_thunk::<T>)),
+        }
     }
 }
 

@@ -225,15 +225,9 @@ impl Lines {
 pub(crate) struct SeqFile(kernel::types::Opaque<bindings::seq_file>);
 
 impl SeqFile {
-    /// The seq_file at `m`.
-    ///
-    /// # Safety
-    ///
-    /// `m` is a live seq_file, for `'a` inside one of its callbacks.
-    pub(crate) unsafe fn from_raw<'a>(m: *mut bindings::seq_file) -> &'a SeqFile {
-        // SAFETY: live for `'a` (the contract); `SeqFile` is a transparent
-        // `Opaque` over it.
-        unsafe { &*m.cast::<SeqFile>() }
+    /// The seq_file, for the code that reads its fields.
+    pub(crate) fn as_ptr(&self) -> *mut bindings::seq_file {
+        self.0.get()
     }
 
     /// Appends `b` to the output (a full buffer is the seq_file core's to
