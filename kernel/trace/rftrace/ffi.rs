@@ -90,6 +90,20 @@ impl PidList<'_> {
     }
 }
 
+/// A mutex C defines and initialises at build time (`DEFINE_MUTEX()`):
+/// declared `safe`, as only the kernel's mutex functions touch it
+/// (`Opaque`: they change it under Rust's feet), through
+/// `StaticMutex::lock` (sys.rs).
+#[repr(transparent)]
+pub(crate) struct StaticMutex(kernel::types::Opaque<bindings::mutex>);
+
+impl StaticMutex {
+    /// The mutex, for the kernel's mutex functions.
+    pub(crate) fn as_ptr(&self) -> *mut bindings::mutex {
+        self.0.get()
+    }
+}
+
 /// A string C passes by `const char *`: NUL-terminated, or null.
 ///
 /// An exported function (or callback) whose C prototype takes a string
@@ -185,7 +199,10 @@ unsafe extern "C" {
         pos: u16,
     );
     pub(crate) fn init_array_fgraph_ops(tr: *mut c_void, ops: *mut bindings::ftrace_ops);
-    pub(crate) static mut trace_types_lock: bindings::mutex;
+    /// The tracing core's lock over its trace arrays.
+    pub(crate) safe static trace_types_lock: StaticMutex;
+    /// The kernel's lock over text patching (kernel/extable.c).
+    pub(crate) safe static text_mutex: StaticMutex;
     /// `tracing_thresh`, a word the tracing core writes with plain stores
     /// (its file); read atomically here, which is what a word-sized C
     /// load of it is.

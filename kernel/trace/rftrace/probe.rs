@@ -337,9 +337,8 @@ struct TraceTypes(#[allow(dead_code)] Guard);
 
 impl TraceTypes {
     fn lock() -> Self {
-        // SAFETY: the tracing core's static, initialised mutex; the
-        // callers (module notifiers) may sleep and hold no core lock.
-        TraceTypes(unsafe { Guard::of(ptr::addr_of_mut!(trace_types_lock)) })
+        // The callers (module notifiers) may sleep and hold no core lock.
+        TraceTypes(trace_types_lock.lock())
     }
 
     /// The trace arrays, alive while the lock is.

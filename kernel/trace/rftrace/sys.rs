@@ -101,11 +101,13 @@ impl<T: Sync> RcuBox<T> {
         RcuBox(AtomicPtr::new(ptr::null_mut()))
     }
 
-    /// The value, for as long as the reader's read side lasts.
-    pub(crate) fn get<'a>(&'a self, _rs: &'a impl ReadSide) -> Option<&'a T> {
+    /// The value, for as long as the reader's read side lasts (or the
+    /// writers' lock is held).
+    pub(crate) fn get<'a>(&'a self, _k: &'a impl KeepsRcuBox) -> Option<&'a T> {
         // SAFETY: null or a live box (the invariants): one replaced while
         // `'a` lasts is freed only after a grace period, which waits for
-        // the read side `_rs` proves. `T: Sync` lets readers share it.
+        // the read side `_k` proves; or `_k` is `ftrace_lock`, which every
+        // replacement takes. `T: Sync` lets readers share it.
         unsafe { self.0.load(Ordering::Acquire).as_ref() }
     }
 
@@ -113,13 +115,12 @@ impl<T: Sync> RcuBox<T> {
     /// nothing); an error of `f` leaves the value as it is. Sleeps.
     pub(crate) fn update(
         &self,
-        _held: &Held,
+        held: &Held,
         f: impl FnOnce(Option<&T>) -> Result<Option<KBox<T>>>,
     ) -> Result {
-        // SAFETY: null or a live box (the invariants), changed only by
-        // this function, which `ftrace_lock` (`_held`) serializes: it
-        // stays for the call of `f`, which cannot keep the reference.
-        let new = f(unsafe { self.0.load(Ordering::Acquire).as_ref() })?;
+        // The current value stays for the call of `f`, which cannot keep
+        // the reference.
+        let new = f(self.get(held))?;
         let raw = new.map_or(ptr::null_mut(), KBox::into_raw);
         let old = self.0.swap(raw, Ordering::AcqRel);
         if !old.is_null() {
@@ -583,6 +584,14 @@ impl InRcu {
 impl private::Sealed for InRcu {}
 impl ReadSide for InRcu {}
 
+/// What keeps the value of an [`RcuBox`]: a read side (a replaced value
+/// is freed after a grace period) or `ftrace_lock` (which replacing it
+/// takes).
+pub(crate) trait KeepsRcuBox: private::Sealed {}
+
+impl<R: ReadSide> KeepsRcuBox for R {}
+impl KeepsRcuBox for Held {}
+
 /// Preemption off (notrace, as the tracer's own paths need) for the life
 /// of the guard.
 pub(crate) struct PreemptOff(());
@@ -650,6 +659,15 @@ impl Drop for IrqOff {
     }
 }
 
+impl crate::ffi::StaticMutex {
+    /// Takes it, until the guard drops (sleeps).
+    pub(crate) fn lock(&'static self) -> Guard {
+        // SAFETY: initialised at build time and static, so it outlives the
+        // guard; the callers may sleep.
+        unsafe { Guard::of(self.as_ptr()) }
+    }
+}
+
 /// `text_mutex`, held for the life of the guard (what the arch layer's
 /// text writers require).
 pub(crate) struct TextGuard {
@@ -658,10 +676,9 @@ pub(crate) struct TextGuard {
 
 impl TextGuard {
     pub(crate) fn lock() -> Self {
-        let m = ptr::addr_of_mut!(bindings::text_mutex);
-        // SAFETY: the kernel's static, initialised text mutex; sleepable.
-        let g = unsafe { Guard::of(m) };
-        TextGuard { _held: g }
+        TextGuard {
+            _held: crate::ffi::text_mutex.lock(),
+        }
     }
 }
 
