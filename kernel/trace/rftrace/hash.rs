@@ -81,7 +81,7 @@ unsafe fn kfree<T>(p: *mut T) {
 }
 
 /// An empty set with `1 << bits` buckets, or none when out of memory.
-pub(crate) fn alloc(bits: u32) -> Option<ptr::NonNull<FtraceHash>> {
+pub(crate) fn alloc(bits: u32) -> Option<KBox<FtraceHash>> {
     let bits = bits.min(MAX_BITS);
     let mut h = KBox::new(
         FtraceHash {
@@ -100,7 +100,26 @@ pub(crate) fn alloc(bits: u32) -> Option<ptr::NonNull<FtraceHash>> {
         return None;
     }
     h.buckets = b.cast();
-    Some(ptr::NonNull::from(KBox::leak(h)))
+    Some(h)
+}
+
+impl Drop for FtraceHash {
+    /// Frees the entries and buckets (the box holding the set frees the
+    /// rest): the set's owner drops it when nobody can be reading it.
+    fn drop(&mut self) {
+        if self.buckets.is_null() {
+            return;
+        }
+        // SAFETY: the buckets and entries are `zalloc`'s and the set's
+        // alone; nobody reads the set (above); `Entries` yields an entry
+        // after it read past it.
+        unsafe {
+            for (_, e) in self.entries() {
+                kfree(e);
+            }
+            kfree(self.buckets);
+        }
+    }
 }
 
 impl FtraceHash {
@@ -263,16 +282,9 @@ pub(crate) unsafe fn free(h: *mut FtraceHash) {
     if h.is_null() {
         return;
     }
-    // SAFETY: a set of `alloc` nobody reads (the contract): its header a
-    // leaked box, its buckets and entries `zalloc`'s, which `Entries`
-    // yields after it read past them, and nothing else references.
-    unsafe {
-        let set = KBox::from_raw(h);
-        for (_, e) in set.entries() {
-            kfree(e);
-        }
-        kfree(set.buckets);
-    }
+    // SAFETY: a set of `alloc`, a box given away with `KBox::into_raw`,
+    // that nobody reads (the contract): dropping it frees it all.
+    drop(unsafe { KBox::from_raw(h) });
 }
 
 /// # Safety
@@ -330,7 +342,7 @@ pub(crate) fn committed_bits(count: usize) -> u32 {
 ///
 /// `0` is a valid set (from [`alloc`] or [`copy`]) that nothing else
 /// references: no reader can see it.
-pub(crate) struct FnSet(ptr::NonNull<FtraceHash>);
+pub(crate) struct FnSet(KBox<FtraceHash>);
 
 impl FnSet {
     /// An empty set.
@@ -344,14 +356,13 @@ impl FnSet {
     }
 
     fn set(&self) -> &FtraceHash {
-        // SAFETY: valid while `self` is (the type's invariants).
-        unsafe { self.0.as_ref() }
+        &self.0
     }
 
     /// The set, for what reads it through a pointer (C callbacks); valid
     /// while `self` is.
     pub(crate) fn as_ptr(&self) -> *mut FtraceHash {
-        self.0.as_ptr()
+        ptr::from_ref::<FtraceHash>(&self.0).cast_mut()
     }
 
     /// The set to read, for as long as it is borrowed.
@@ -454,18 +465,9 @@ impl FnSet {
         copy(Some(self.set()), committed_bits(self.count())).map(Some)
     }
 
-    /// Gives the set away: the caller publishes it.
+    /// Gives the set away: the caller publishes it (and [`free`]s it).
     fn into_raw(self) -> *mut FtraceHash {
-        let h = self.as_ptr();
-        core::mem::forget(self);
-        h
-    }
-}
-
-impl Drop for FnSet {
-    fn drop(&mut self) {
-        // SAFETY: private (the type's invariants): nobody can be reading.
-        unsafe { free(self.as_ptr()) };
+        KBox::into_raw(self.0)
     }
 }
 

@@ -22,7 +22,7 @@ struct MapEntry {
 /// A new, empty mapper (a set with data per function).
 #[no_mangle]
 pub extern "C" fn allocate_ftrace_func_mapper() -> *mut FtraceHash {
-    hash::alloc(hash::DEFAULT_BITS).map_or(ptr::null_mut(), ptr::NonNull::as_ptr)
+    hash::alloc(hash::DEFAULT_BITS).map_or(ptr::null_mut(), KBox::into_raw)
 }
 
 /// The data slot of the entry `e` of a mapper (null: none).
