@@ -90,6 +90,31 @@ impl PidList<'_> {
     }
 }
 
+/// A symbol name for kallsyms, NUL-terminated by construction: its last
+/// byte is never written, and the name ends at its first NUL.
+#[repr(transparent)]
+pub(crate) struct SymName([u8; bindings::KSYM_NAME_LEN as usize + 1]);
+
+impl SymName {
+    /// The name `parts` make one after the other; none if it is longer
+    /// than a symbol's or holds a NUL (which would name a shorter one).
+    pub(crate) fn of(parts: &[&[u8]]) -> Option<Self> {
+        let mut b = [0u8; bindings::KSYM_NAME_LEN as usize + 1];
+        let mut n = 0;
+        for p in parts {
+            if p.contains(&0) {
+                return None;
+            }
+            // The last byte stays 0: `n + p.len()` stays below it.
+            b.get_mut(n..n + p.len())
+                .filter(|_| n + p.len() < bindings::KSYM_NAME_LEN as usize + 1)?
+                .copy_from_slice(p);
+            n += p.len();
+        }
+        Some(SymName(b))
+    }
+}
+
 /// A mutex C defines and initialises at build time (`DEFINE_MUTEX()`):
 /// declared `safe`, as only the kernel's mutex functions touch it
 /// (`Opaque`: they change it under Rust's feet), through
@@ -244,6 +269,8 @@ unsafe extern "C" {
         modname: &mut *mut c_char,
         namebuf: &mut [u8; bindings::KSYM_NAME_LEN as usize],
     ) -> *const c_char;
+    /// The address of the symbol `name` (0: none; loaded modules too).
+    pub(crate) safe fn kallsyms_lookup_name(name: &SymName) -> c_ulong;
     /// `%pS` of `addr` into `buf`, which has room for `KSYM_SYMBOL_LEN`
     /// bytes (below [`SYM_BUF`]); the length written.
     pub(crate) safe fn sprint_symbol(buf: &mut [u8; SYM_BUF], addr: c_ulong) -> c_int;

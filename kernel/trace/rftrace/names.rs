@@ -82,21 +82,7 @@ pub(crate) fn lookup_sized(
 /// too); none for no such symbol, a name longer than a symbol's, or one
 /// with a NUL (which would name a shorter one).
 pub(crate) fn address_of(parts: &[&[u8]]) -> Option<u64> {
-    let mut b = [0u8; bindings::KSYM_NAME_LEN as usize + 1];
-    let mut n = 0;
-    for p in parts {
-        if p.contains(&0) {
-            return None;
-        }
-        b.get_mut(n..n + p.len())?.copy_from_slice(p);
-        n += p.len();
-    }
-    if n >= b.len() {
-        return None;
-    }
-    // SAFETY: a NUL-terminated name in a local buffer (the byte after the
-    // parts is still 0); the lookup only reads it.
-    let a = unsafe { bindings::kallsyms_lookup_name(b.as_ptr().cast()) };
+    let a = crate::ffi::kallsyms_lookup_name(&crate::ffi::SymName::of(parts)?);
     (a != 0).then_some(a as u64)
 }
 
