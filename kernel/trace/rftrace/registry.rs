@@ -39,18 +39,6 @@ pub(crate) const F_DIRECT: c_ulong = fl(bindings::FTRACE_OPS_FL_DIRECT);
 pub(crate) const F_ALLOC_TRAMP: c_ulong = fl(bindings::FTRACE_OPS_FL_ALLOC_TRAMP);
 pub(crate) const F_PERMANENT: c_ulong = fl(bindings::FTRACE_OPS_FL_PERMANENT);
 
-/// A published pointer slot, read locklessly.
-///
-/// # Safety
-///
-/// `p` is a valid, aligned pointer slot for `'a`, and every concurrent
-/// access to it is atomic.
-unsafe fn slot<'a, T>(p: *mut *mut T) -> &'a AtomicPtr<T> {
-    // SAFETY: per the function's contract; `AtomicPtr` has the layout of
-    // a pointer.
-    unsafe { AtomicPtr::from_ptr(p) }
-}
-
 /// The frame a trampoline hands an ops' callback (`struct ftrace_regs
 /// *`; null when it saved none).
 ///
@@ -362,12 +350,14 @@ impl<'a> OpsRef<'a> {
         if fh.is_null() {
             return None;
         }
-        // SAFETY: the sets of a live, initialised ops: both pointer
-        // slots are read and written atomically only.
+        // SAFETY: the sets of a live, initialised ops (its own or those
+        // of an ops that outlives it), alive for `'a`: two aligned pointer
+        // slots, read and written atomically only (`AtomicPtr` has a
+        // pointer's layout).
         Some(unsafe {
             (
-                slot(ptr::addr_of_mut!((*fh).filter_hash).cast()),
-                slot(ptr::addr_of_mut!((*fh).notrace_hash).cast()),
+                AtomicPtr::from_ptr(ptr::addr_of_mut!((*fh).filter_hash).cast()),
+                AtomicPtr::from_ptr(ptr::addr_of_mut!((*fh).notrace_hash).cast()),
             )
         })
     }

@@ -190,19 +190,15 @@ pub(crate) fn all() -> impl Iterator<Item = &'static Cell> {
 /// The link that points to `target` (null: the end of the list), found
 /// under `ftrace_lock`; none if no link does.
 fn link_to(_held: &Held, target: *mut Group) -> Option<&'static AtomicPtr<Group>> {
+    // The groups stay while `ftrace_lock` (held) excludes their unlinking.
     let mut slot = &FIRST;
-    loop {
-        let cur = slot.load(Ordering::Acquire);
-        if cur == target {
+    for g in groups() {
+        if slot.load(Ordering::Acquire) == target {
             return Some(slot);
         }
-        if cur.is_null() {
-            return None;
-        }
-        // SAFETY: a published group, valid while `ftrace_lock` (held)
-        // excludes its unlinking; the caller uses the link under the lock.
-        slot = unsafe { &(*cur).next };
+        slot = &g.next;
     }
+    (slot.load(Ordering::Acquire) == target).then_some(slot)
 }
 
 /// Appends `g` to the table.
