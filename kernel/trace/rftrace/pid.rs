@@ -279,14 +279,8 @@ fn truncate(tr: Option<TraceArray>, kind: c_int) {
 
 /// Runs on every CPU after a pid list changed: records this CPU's
 /// verdict for the task it runs.
-///
-/// # Safety
-///
-/// Called by `on_each_cpu_cond_mask()` with the data [`write_pids`] gave.
-unsafe extern "C" fn ignore_task_cpu(data: *mut c_void) {
-    // SAFETY: the data is the writer's trace array, referenced by its
-    // open file while the call waits for every CPU.
-    if let Some(tr) = unsafe { TraceArray::from_raw(data) } {
+extern "C" fn ignore_task_cpu(tr: Option<TraceArray>) {
+    if let Some(tr) = tr {
         // The lists are stable: the writer holds `ftrace_lock`.
         record_verdict(tr, Current::get().task());
     }
@@ -315,17 +309,8 @@ fn write_pids(
     if first {
         switch_probe(tr, true);
     }
-    // SAFETY: runs `ignore_task_cpu` on every online CPU, with the trace
-    // array, referenced by the open file, and waits for them.
-    unsafe {
-        bindings::on_each_cpu_cond_mask(
-            None,
-            Some(ignore_task_cpu),
-            tr.as_ptr(),
-            true,
-            ptr::addr_of!(bindings::__cpu_online_mask),
-        );
-    }
+    // The array is referenced by the open file.
+    crate::sys::on_each_online_cpu(ignore_task_cpu, tr);
     update_pid_funcs(g.held());
     let _ = ops::update_sites(g.held());
     if r > 0 {

@@ -459,6 +459,25 @@ pub(crate) fn synchronize_rcu_tasks_rude() {
     crate::ffi::synchronize_rcu_tasks_rude()
 }
 
+/// Runs `f(Some(tr))` on every online CPU (from an interrupt, or here
+/// with preemption off) and waits for all of them (sleeps).
+pub(crate) fn on_each_online_cpu(f: extern "C" fn(Option<TraceArray>), tr: TraceArray) {
+    type CFn = unsafe extern "C" fn(*mut c_void);
+    // SAFETY: `f` has the ABI of an SMP call function (an `Option` of a
+    // `TraceArray` is a nullable pointer) and gets the info given here,
+    // `tr`, live while this call waits (`wait`) for every run to finish;
+    // the mask is the kernel's own online mask.
+    unsafe {
+        bindings::on_each_cpu_cond_mask(
+            None,
+            Some(core::mem::transmute::<extern "C" fn(Option<TraceArray>), CFn>(f)),
+            tr.as_ptr(),
+            true,
+            ptr::addr_of!(bindings::__cpu_online_mask),
+        )
+    };
+}
+
 /// Waits until every task was off the CPU voluntarily (sleeps).
 pub(crate) fn synchronize_rcu_tasks() {
     crate::ffi::synchronize_rcu_tasks()
