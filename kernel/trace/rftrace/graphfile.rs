@@ -119,21 +119,16 @@ impl TextFile for GraphFile {
     }
 
     /// Commits the edited set, after a pending token, as C does.
-    fn release(self) {
-        let GraphFile {
-            notrace,
-            hash: Some(mut h),
-            parser,
-        } = self
-        else {
+    fn release(&mut self) {
+        let Some(mut h) = self.hash.take() else {
             return;
         };
-        if parser.loaded() {
+        if self.parser.loaded() {
             let _p = PARSER_LOCK.lock();
             // The result is ignored, as in C.
-            let _ = graph_token(&mut h, parser.token());
+            let _ = graph_token(&mut h, self.parser.token());
         }
-        let mut g = GraphSlot::lock(notrace);
+        let mut g = GraphSlot::lock(self.notrace);
         if let Ok(new) = h.for_commit() {
             // Readers are preempt-disabled sections: the old set goes a
             // grace period after.

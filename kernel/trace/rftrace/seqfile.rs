@@ -102,10 +102,7 @@ unsafe fn state_slot<T: SeqText>(file: *mut bindings::file) -> *mut *mut c_void 
     }
 }
 
-extern "C" fn start_thunk<T: SeqText>(
-    m: &mut SeqOf<T>,
-    pos: &mut bindings::loff_t,
-) -> *mut c_void {
+extern "C" fn start_thunk<T: SeqText>(m: &mut SeqOf<T>, pos: &mut bindings::loff_t) -> *mut c_void {
     let (s, mf) = m.parts();
     s.start(mf, pos)
 }

@@ -7,10 +7,14 @@
 use crate::ffi::{sprint_symbol, sprint_symbol_no_offset, SYM_BUF};
 use crate::logic::parser::{Parser, BUF_SIZE};
 use core::fmt::Write;
+use core::marker::PhantomData;
+use core::pin::Pin;
 use core::ptr;
 use kernel::bindings;
 use kernel::ffi::{c_char, c_int, c_ulong, c_void};
 use kernel::prelude::*;
+use kernel::sync::{new_mutex, Mutex};
+use kernel::types::{ForeignOwnable, Opaque};
 use kernel::uaccess::UserSlice;
 
 /// A text being built; writes fail once memory ran out.
@@ -376,31 +380,47 @@ pub(crate) trait TextFile: Sized {
     }
 
     /// The last close.
-    fn release(self) {}
+    fn release(&mut self) {}
 }
 
-/// The state of an open [`TextFile`]: the text served and the file's own.
+/// The state of an open [`TextFile`]: the text served and the file's own,
+/// behind the open file's own lock (reads and writes of one file may run
+/// at once: `pread()` takes no position lock).
 struct Open<T> {
     text: Text,
     state: T,
 }
 
-/// # Safety
+/// How an open file keeps its state in `private_data`.
+type OpenBox<T> = Pin<KBox<Mutex<Open<T>>>>;
+
+/// The VFS file of an open `T`, as its file operations get it: the read
+/// and write thunks take it as their `struct file *` (the ABI of a
+/// non-null pointer: `repr(transparent)`), installed by [`fops`].
 ///
-/// `file` was opened by [`open_thunk::<T>`] and not released; the VFS
-/// serializes the calls that use its state (one reader or writer of a
-/// file position at a time).
-unsafe fn open_state<'a, T>(file: *mut bindings::file) -> &'a mut Open<T> {
-    // SAFETY: per the function's contract, `private_data` is the state
-    // `open_thunk` made.
-    unsafe { &mut *(*file).private_data.cast::<Open<T>>() }
+/// # Invariants
+///
+/// The file is live for the call it is passed to, and its `private_data`
+/// is the [`OpenBox<T>`] that [`open_thunk::<T>`] gave away with
+/// `into_foreign`, taken back only at the last close, after which the
+/// VFS calls nothing of the file.
+#[repr(transparent)]
+struct FileOf<T>(Opaque<bindings::file>, PhantomData<T>);
+
+impl<T: TextFile + 'static> FileOf<T> {
+    /// The file's state, behind its lock.
+    fn state(&self) -> &Mutex<Open<T>> {
+        // SAFETY: `private_data` is the open file's state, alive until the
+        // last close (the invariants), so for the borrow of `self`.
+        unsafe { OpenBox::<T>::borrow((*self.0.get()).private_data) }.get_ref()
+    }
 }
 
 /// # Safety
 ///
 /// Called only through [`fops::<T>`], by the VFS, with a live inode and
 /// file.
-unsafe extern "C" fn open_thunk<T: TextFile>(
+unsafe extern "C" fn open_thunk<T: TextFile + 'static>(
     inode: *mut bindings::inode,
     file: *mut bindings::file,
 ) -> c_int {
@@ -413,71 +433,93 @@ unsafe extern "C" fn open_thunk<T: TextFile>(
     };
     let opened = T::open(data, mode).and_then(|state| {
         let text = Text { out: None };
-        Ok(KBox::new(Open { text, state }, GFP_KERNEL)?)
+        KBox::pin_init(
+            new_mutex!(Open { text, state }, "rftrace_text_file"),
+            GFP_KERNEL,
+        )
     });
     match opened {
         Ok(b) => {
             // SAFETY: the file is the VFS's and ours until release, which
             // takes the state back.
-            unsafe { (*file).private_data = KBox::into_raw(b).cast() };
+            unsafe { (*file).private_data = b.into_foreign().cast_mut() };
             0
         }
         Err(e) => e.to_errno(),
     }
 }
 
-/// # Safety
-///
-/// Called only through [`fops::<T>`], by the VFS, on a file it opened;
-/// `ubuf` is a user buffer of `cnt` bytes and `ppos` the file position.
-unsafe extern "C" fn read_thunk<T: TextFile>(
-    file: *mut bindings::file,
+/// Serves a read of `cnt` bytes at the user address `ubuf` from position
+/// `pos`.
+extern "C" fn read_thunk<T: TextFile + 'static>(
+    file: &FileOf<T>,
     ubuf: *mut c_char,
     cnt: usize,
-    ppos: *mut bindings::loff_t,
+    pos: &mut bindings::loff_t,
 ) -> isize {
-    // SAFETY: per the function's contract: the file's state and position.
-    let (Open { text, state }, pos) = unsafe { (open_state::<T>(file), &mut *ppos) };
+    let mut g = file.state().lock();
+    let Open { text, state } = &mut *g;
     serve(text, ubuf, cnt, pos, |o| state.render(o))
 }
 
-/// # Safety
-///
-/// As for [`read_thunk`], `ubuf` holding `cnt` bytes to write.
-unsafe extern "C" fn write_thunk<T: TextFile>(
-    file: *mut bindings::file,
+/// One `write()` of `cnt` bytes at the user address `ubuf`: copied before
+/// the file's lock is taken.
+extern "C" fn write_thunk<T: TextFile + 'static>(
+    file: &FileOf<T>,
     ubuf: *const c_char,
     cnt: usize,
-    ppos: *mut bindings::loff_t,
+    pos: &mut bindings::loff_t,
 ) -> isize {
     if cnt == 0 {
         return 0;
     }
-    // SAFETY: per the function's contract.
-    let (f, pos) = unsafe { (open_state::<T>(file), &mut *ppos) };
-    f.state.write(copy_chunk(ubuf, cnt), pos)
+    let chunk = copy_chunk(ubuf, cnt);
+    file.state().lock().state.write(chunk, pos)
 }
 
 /// # Safety
 ///
 /// Called only through [`fops::<T>`], by the VFS, at the last close of a
 /// file it opened.
-unsafe extern "C" fn release_thunk<T: TextFile>(
+unsafe extern "C" fn release_thunk<T: TextFile + 'static>(
     _inode: *mut bindings::inode,
     file: *mut bindings::file,
 ) -> c_int {
     // SAFETY: made by `open_thunk`; this is its last use.
-    let f = unsafe { KBox::from_raw((*file).private_data.cast::<Open<T>>()) };
-    KBox::into_inner(f).state.release();
+    let f = unsafe { OpenBox::<T>::from_foreign((*file).private_data) };
+    f.lock().state.release();
     0
 }
 
 /// The file operations of a [`TextFile`] (`write`: it can be written).
-pub(crate) const fn fops<T: TextFile>(write: bool) -> bindings::file_operations {
+pub(crate) const fn fops<T: TextFile + 'static>(write: bool) -> bindings::file_operations {
+    type F = bindings::file;
+    type Pos = bindings::loff_t;
+    type Read<T> =
+        for<'a, 'b> extern "C" fn(&'a FileOf<T>, *mut c_char, usize, &'b mut Pos) -> isize;
+    type Write<T> =
+        for<'a, 'b> extern "C" fn(&'a FileOf<T>, *const c_char, usize, &'b mut Pos) -> isize;
+    // SAFETY: the same ABI (references and `FileOf`, `repr(transparent)`,
+    // are pointers), and the VFS calls a file's read and write operations
+    // only with what the typed arguments promise: the live file, which
+    // `open_thunk::<T>` opened (the only files these operations are given
+    // to) and which is not released, and a valid position.
+    let (read, write_op) = unsafe {
+        (
+            core::mem::transmute::<
+                Read<T>,
+                unsafe extern "C" fn(*mut F, *mut c_char, usize, *mut Pos) -> isize,
+            >(read_thunk::<T>),
+            core::mem::transmute::<
+                Write<T>,
+                unsafe extern "C" fn(*mut F, *const c_char, usize, *mut Pos) -> isize,
+            >(write_thunk::<T>),
+        )
+    };
     bindings::file_operations {
         open: Some(open_thunk::<T>),
-        read: Some(read_thunk::<T>),
-        write: if write { Some(write_thunk::<T>) } else { None },
+        read: Some(read),
+        write: if write { Some(write_op) } else { None },
         llseek: Some(bindings::default_llseek),
         release: Some(release_thunk::<T>),
         ..zeroed_fops()
