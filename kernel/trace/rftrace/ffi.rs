@@ -90,6 +90,39 @@ impl PidList<'_> {
     }
 }
 
+/// A module the module loader hands the core (`struct module *`).
+///
+/// A module hook C calls takes it as its parameter (the ABI of a non-null
+/// pointer): the loader, bound by the hook's contract, passes a live
+/// module whose name it no longer writes.
+///
+/// # Invariants
+///
+/// `0` points to a module that lives for `'a`, whose `name` is a
+/// NUL-terminated array not written meanwhile.
+#[derive(Clone, Copy)]
+#[repr(transparent)]
+pub(crate) struct ModuleRef<'a>(NonNull<bindings::module>, core::marker::PhantomData<&'a ()>);
+
+impl<'a> ModuleRef<'a> {
+    /// The module, for what compares or keeps its address.
+    pub(crate) fn as_ptr(self) -> *mut bindings::module {
+        self.0.as_ptr()
+    }
+
+    /// Its name.
+    pub(crate) fn name(self) -> &'a [u8] {
+        let p = self
+            .as_ptr()
+            .cast::<u8>()
+            .wrapping_add(core::mem::offset_of!(bindings::module, name))
+            .cast::<c_char>();
+        // SAFETY: the NUL-terminated name of a module that lives, its name
+        // unwritten, for `'a` (the invariants).
+        unsafe { kernel::str::CStr::from_char_ptr(p) }.as_bytes()
+    }
+}
+
 /// A symbol name for kallsyms, NUL-terminated by construction: its last
 /// byte is never written, and the name ends at its first NUL.
 #[repr(transparent)]
@@ -248,6 +281,7 @@ unsafe extern "C" {
     pub(crate) safe fn synchronize_rcu_tasks();
     /// Preemption off, notrace (the `preempt_disable_notrace()` macro): an
     /// unpaired disable stalls the CPU's scheduling, it corrupts nothing.
+    #[link_name = "rust_helper_ftrace_preempt_disable_notrace"]
     pub(crate) safe fn ftrace_preempt_disable_notrace();
     /// Enters an RCU read-side section (as `kernel::sync::rcu` does,
     /// the entry is safe; the exit is the guard's).

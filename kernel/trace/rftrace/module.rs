@@ -6,6 +6,7 @@
 //! probes of the module following it), and the sites of init text that
 //! is freed.
 
+use crate::ffi::ModuleRef;
 use crate::logic::sites::flags as sf;
 use crate::ops;
 use crate::sys::{dead, CoreGuard, Held};
@@ -14,7 +15,6 @@ use crate::update::rftrace_arch_init_site;
 use core::sync::atomic::Ordering;
 use kernel::bindings;
 use kernel::prelude::*;
-use kernel::str::CStr;
 
 /// A module is being loaded: its sites join the table, as NOPs.
 ///
@@ -51,16 +51,12 @@ pub unsafe extern "C" fn ftrace_module_init(m: *mut bindings::module) {
 }
 
 /// A module is about to run: its sites get what the registered ops want.
-///
-/// # Safety
-///
-/// `m` is a module.
 #[no_mangle]
-pub unsafe extern "C" fn ftrace_module_enable(m: *mut bindings::module) {
+pub extern "C" fn ftrace_module_enable(m: ModuleRef<'_>) {
     {
         let guard = CoreGuard::lock();
         let held = guard.held();
-        let Some(g) = table::of_module(m) else {
+        let Some(g) = table::of_module(m.as_ptr()) else {
             return;
         };
         for c in g.live() {
@@ -69,11 +65,7 @@ pub unsafe extern "C" fn ftrace_module_enable(m: *mut bindings::module) {
         // Failures are reported.
         let _ = ops::update_sites(held);
     }
-    // SAFETY: `m` is a module being loaded (the contract), live for this
-    // call; its name is a NUL-terminated array the loader filled in and
-    // no longer writes.
-    let name = unsafe { CStr::from_char_ptr((*m).name.as_ptr()) }.as_bytes();
-    crate::probe::process_cached_mods(name);
+    crate::probe::process_cached_mods(m.name());
 }
 
 /// A module is gone: so are its sites.
