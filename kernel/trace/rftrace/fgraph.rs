@@ -30,6 +30,7 @@
 //! it, with preemption off, which the RCU grace period before a stack is
 //! freed waits for.
 
+use crate::cells::Locked;
 use crate::fgstacks::{cpu_online, ftrace_graph_active, give_stacks, take_stacks, zero_task_vars};
 use crate::logic::fgraph::{self as sg, Returning, OPS_SLOTS};
 use crate::logic::recursion;
@@ -37,7 +38,7 @@ use crate::ops::Ops;
 use crate::pidstate::traces_current;
 use crate::registry::OpsRef;
 use crate::shadow::{Shadow, TaskStack};
-use crate::sys::{to_errno, CGlobal, CoreGuard, Held, Locked, TraceArray};
+use crate::sys::{to_errno, CGlobal, CoreGuard, Held, TraceArray};
 use crate::sys::{NoPreempt, PreemptOff};
 use crate::task::{guarded, Current, TaskRef};
 use crate::tp;

@@ -4,6 +4,7 @@
 //! probe on the functions of its filter (`register_ftrace_function_probe()`,
 //! used by the filter-file commands such as `traceoff` and `stacktrace`).
 
+use crate::cells::Locked;
 use crate::ffi::CStrArg;
 use crate::filter::{commit, match_records_locked};
 use crate::hash::FnSet;
@@ -11,7 +12,7 @@ use crate::logic::glob::{Kind, Pattern};
 use crate::logic::recursion;
 use crate::ops::{self, Ops, OpsRef};
 use crate::registry::Fregs;
-use crate::sys::{dead, to_errno, CoreGuard, Held, Locked, TraceArray};
+use crate::sys::{dead, to_errno, CoreGuard, Held, TraceArray};
 use crate::tracefs::{Out, SeqFile};
 use core::marker::PhantomData;
 use core::ptr;

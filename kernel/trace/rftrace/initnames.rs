@@ -5,8 +5,9 @@
 //! still names them, and kallsyms lists them, until the module goes.
 //! Kept only when a tracer was registered as the memory went, as C does.
 
+use crate::cells::RcuBox;
 use crate::names;
-use crate::sys::{Held, RcuBox, ReadSide};
+use crate::sys::{Held, ReadSide};
 use kernel::bindings;
 use kernel::prelude::*;
 use kernel::sync::Arc;

@@ -13,8 +13,8 @@
 //! sample of sites before it is used; without memory for it, or should a
 //! check fail, names are looked up one by one as before.
 
+use crate::cells::Forever;
 use crate::ffi::CStrArg;
-use crate::sys::Forever;
 use core::ptr;
 use core::sync::atomic::{AtomicBool, Ordering};
 use kernel::bindings;

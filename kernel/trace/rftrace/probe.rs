@@ -4,6 +4,7 @@
 //! cached `:mod:` entries of modules not loaded yet. The function probes
 //! the commands register are in `funcprobe`.
 
+use crate::cells::{Locked, LockedMut};
 use crate::ffi::CStrArg;
 use crate::ffi::{rftrace_tr_next, trace_types_lock};
 use crate::filter::{commit, match_records, match_records_locked};
@@ -11,7 +12,7 @@ use crate::hash::{FnSet, FtraceHash};
 use crate::logic::glob::{Kind, Pattern};
 use crate::logic::parser::{Token, BUF_SIZE};
 use crate::ops;
-use crate::sys::{CoreGuard, Guard, Held, Locked, LockedMut, TraceArray};
+use crate::sys::{CoreGuard, Guard, Held, TraceArray};
 use crate::tracefs::Out;
 use core::ptr;
 use kernel::bindings;

@@ -9,10 +9,11 @@
 //! index into it. Records are only added, until the next enable resets
 //! them.
 
+use crate::cells::Forever;
 use crate::fgraph::{register_ftrace_graph, unregister_ftrace_graph, with_subtime};
 use crate::gops::{graph_fns, GopsRef};
 use crate::logic::profile;
-use crate::sys::{CGlobal, CMutex, Forever, IrqOff};
+use crate::sys::{CGlobal, CMutex, IrqOff};
 use crate::task::Current;
 use crate::tracefs::{fops, Chunk, OpenMode, Out, SeqFile, TextFile};
 use core::ptr;

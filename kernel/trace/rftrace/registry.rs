@@ -4,9 +4,10 @@
 //! and the list every CPU walks. Below everything that registers,
 //! dispatches or plans.
 
+use crate::cells::Locked;
 use crate::hash::{FnSet, FtraceHash, PubSlot, Retired, SetRef};
 use crate::sys::{
-    ftrace_list_end, ftrace_ops_list, CGlobal, CoreGuard, Guard, Held, Keeps, Locked, TraceArray,
+    ftrace_list_end, ftrace_ops_list, CGlobal, CoreGuard, Guard, Held, Keeps, TraceArray,
 };
 use crate::view::OpsView;
 use core::marker::PhantomData;

@@ -5,8 +5,9 @@
 //!
 //! Its modules form layers without import cycles (Documentation/
 //! rust-core.rst, "How the crate is layered"): [`ffi`] (the C it calls,
-//! declared once), [`sys`] (globals, guards, errno at the boundary) with
-//! the leaf modules beside it ([`table`],
+//! declared once), [`sys`] (globals, guards, errno at the boundary) and
+//! [`cells`] (the core's own state cells), with the leaf modules beside
+//! them ([`table`],
 //! [`hash`], [`tracefs`], [`task`], [`opsview`], [`shadow`],
 //! [`layout`], [`nokprobe`]); the ops layer ([`registry`], [`pidstate`],
 //! [`dispatch`], [`update`], [`ops`], [`subops`], [`direct`],
@@ -90,6 +91,7 @@ use opsview as view;
 /// The interface to the x86_64 layer, shared with it.
 #[path = "../../../arch/x86/kernel/rftrace/archif.rs"]
 mod archif;
+mod cells;
 mod direct;
 mod dispatch;
 /// The x86_64 per-CPU reads the hot path inlines (`current`, preempt count).

@@ -12,12 +12,13 @@
 //! batch by the arch layer.
 
 use crate::archif::Change;
+use crate::cells::Locked;
 use crate::dispatch::arch_ftrace_ops_list_func;
 use crate::hash::SetRef;
 use crate::logic::plan::{self, OpsSites, Shared};
 use crate::logic::sites::{flags as sf, Site};
 use crate::registry::*;
-use crate::sys::{addr, dead, enabled, Held, Locked};
+use crate::sys::{addr, dead, enabled, Held};
 use crate::table::{self, Cell};
 use core::ptr;
 use core::sync::atomic::{AtomicBool, Ordering};

@@ -1,0 +1,168 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The cells of the core's own state, each with the rule that keeps it
+//! sound: [`Forever`] (a value published once and kept), [`RcuBox`] (a
+//! value replaced whole under `ftrace_lock`, freed after a grace period)
+//! and [`Locked`] (data reachable only with `ftrace_lock` held). Built on
+//! the proofs of `sys`.
+
+use crate::sys::{synchronize_rcu, Held, KeepsRcuBox};
+use core::cell::UnsafeCell;
+use core::ptr;
+use core::sync::atomic::{AtomicPtr, Ordering};
+use kernel::prelude::*;
+
+/// A value made once, published to lockless readers and kept for ever
+/// (the profiler's per-CPU tables): a `OnceLock` of `KBox`es, leaked.
+///
+/// # Invariants
+///
+/// `0` is null or a leaked `KBox<T>`, set once, never freed or changed.
+pub(crate) struct Forever<T>(AtomicPtr<T>);
+
+impl<T: Sync> Forever<T> {
+    pub(crate) const fn new() -> Self {
+        Forever(AtomicPtr::new(ptr::null_mut()))
+    }
+
+    /// The value, once published.
+    pub(crate) fn get(&self) -> Option<&'static T> {
+        // SAFETY: null or a leaked box, never freed or changed (the
+        // invariants): shared for ever (`T: Sync`).
+        unsafe { self.0.load(Ordering::Acquire).as_ref() }
+    }
+
+    /// Publishes `v` (complete: the release store orders it before any
+    /// reader's load), unless a value was published first, which stays
+    /// (and `v` goes). The value now published.
+    pub(crate) fn publish(&self, v: KBox<T>) -> Option<&'static T> {
+        let raw = KBox::into_raw(v);
+        if let Err(_old) =
+            self.0
+                .compare_exchange(ptr::null_mut(), raw, Ordering::AcqRel, Ordering::Acquire)
+        {
+            // SAFETY: ours from `into_raw` above, never published.
+            drop(unsafe { KBox::from_raw(raw) });
+        }
+        self.get()
+    }
+}
+
+/// A value lockless readers see whole, replaced whole by writers that
+/// hold `ftrace_lock` (copy, change, publish); a replaced value is freed
+/// after a grace period (`synchronize_rcu()`), which waits for every
+/// reader: readers hold a [`ReadSide`] proof for as long as they use it.
+///
+/// # Invariants
+///
+/// `0` is null or from `KBox::into_raw`, owned by this. It changes only
+/// in [`RcuBox::update`], with `ftrace_lock` held, and the value it
+/// replaces is freed only after a grace period that began after the
+/// change.
+pub(crate) struct RcuBox<T>(AtomicPtr<T>);
+
+impl<T: Sync> RcuBox<T> {
+    pub(crate) const fn new() -> Self {
+        RcuBox(AtomicPtr::new(ptr::null_mut()))
+    }
+
+    /// The value, for as long as the reader's read side lasts (or the
+    /// writers' lock is held).
+    pub(crate) fn get<'a>(&'a self, _k: &'a impl KeepsRcuBox) -> Option<&'a T> {
+        // SAFETY: null or a live box (the invariants): one replaced while
+        // `'a` lasts is freed only after a grace period, which waits for
+        // the read side `_k` proves; or `_k` is `ftrace_lock`, which every
+        // replacement takes. `T: Sync` lets readers share it.
+        unsafe { self.0.load(Ordering::Acquire).as_ref() }
+    }
+
+    /// Replaces the value by what `f` makes of the current one (`None`:
+    /// nothing); an error of `f` leaves the value as it is. Sleeps.
+    pub(crate) fn update(
+        &self,
+        held: &Held,
+        f: impl FnOnce(Option<&T>) -> Result<Option<KBox<T>>>,
+    ) -> Result {
+        // The current value stays for the call of `f`, which cannot keep
+        // the reference.
+        let new = f(self.get(held))?;
+        let raw = new.map_or(ptr::null_mut(), KBox::into_raw);
+        let old = self.0.swap(raw, Ordering::AcqRel);
+        if !old.is_null() {
+            synchronize_rcu();
+            // SAFETY: ours (the invariants), unpublished above, and every
+            // reader that could see it has left its read side.
+            drop(unsafe { KBox::from_raw(old) });
+        }
+        Ok(())
+    }
+}
+
+/// Data of the core only touched with `ftrace_lock` held: reachable only
+/// through [`Locked::borrow`], which asks for the proof ([`Held`]) and
+/// refuses a second borrow while the first lives (as a `RefCell`).
+///
+/// # Invariants
+///
+/// `data` is accessed only while `ftrace_lock` is held and `busy` was
+/// set by the accessor: at most one reference to it exists at a time.
+pub(crate) struct Locked<T> {
+    data: UnsafeCell<T>,
+    busy: core::cell::Cell<bool>,
+}
+
+// SAFETY: every access happens under `ftrace_lock` (the invariants),
+// which orders it with every other; `busy` too is touched only then.
+unsafe impl<T> Sync for Locked<T> {}
+
+impl<T> Locked<T> {
+    pub(crate) const fn new(v: T) -> Self {
+        Locked {
+            data: UnsafeCell::new(v),
+            busy: core::cell::Cell::new(false),
+        }
+    }
+
+    /// The data, while the result lives; `EBUSY` if it is borrowed
+    /// already (a path that re-enters itself: a bug, refused without
+    /// harm).
+    pub(crate) fn borrow<'a>(&'a self, _held: &'a Held) -> Result<LockedMut<'a, T>> {
+        if self.busy.replace(true) {
+            pr_warn!("core state borrowed twice\n");
+            return Err(EBUSY);
+        }
+        // SAFETY: the one reference to the data while `busy` is ours,
+        // which the result gives back when it drops, and the lock is held
+        // (`_held`) for as long (the invariants).
+        let data = unsafe { &mut *self.data.get() };
+        Ok(LockedMut {
+            data,
+            busy: &self.busy,
+        })
+    }
+}
+
+/// A borrow of [`Locked`] data.
+pub(crate) struct LockedMut<'a, T> {
+    data: &'a mut T,
+    busy: &'a core::cell::Cell<bool>,
+}
+
+impl<T> core::ops::Deref for LockedMut<'_, T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        self.data
+    }
+}
+
+impl<T> core::ops::DerefMut for LockedMut<'_, T> {
+    fn deref_mut(&mut self) -> &mut T {
+        self.data
+    }
+}
+
+impl<T> Drop for LockedMut<'_, T> {
+    fn drop(&mut self) {
+        self.busy.set(false);
+    }
+}
