@@ -98,13 +98,26 @@ fn live_ops() -> Option<u16> {
     (live != 0 && !DEAD.load(Ordering::Relaxed)).then_some(live)
 }
 
-/// The registered graph ops of index `i`, alive while `_k` keeps it
-/// (preemption off: its unregistration waits for the entries and returns
-/// in flight).
+/// What keeps a graph ops read from [`ARRAY`] alive: its unregistration
+/// takes it out, then waits, as C's does, for every CPU to schedule (rude
+/// RCU-tasks) before its owner may free it; the entry path (preemption
+/// off) and the return handler are done with it by then.
+trait KeepsGops {}
+
+impl KeepsGops for NoPreempt {}
+
+/// This CPU runs [`ftrace_return_to_handler`]: made only there, for its
+/// call.
+struct InReturn(());
+
+impl KeepsGops for InReturn {}
+
+/// The registered graph ops of index `i`, alive while `_k` keeps it.
 #[inline(always)]
-fn listed(_k: &NoPreempt, i: usize) -> Option<GopsRef<'_>> {
+fn listed(_k: &impl KeepsGops, i: usize) -> Option<GopsRef<'_>> {
     let g = ARRAY.get(i)?.load(Ordering::Acquire);
-    // SAFETY: registered (published in `ARRAY`), alive while `_k` is.
+    // SAFETY: registered (published in `ARRAY`), alive while `_k` is (see
+    // `KeepsGops`).
     (!g.is_null()).then(|| unsafe { GopsRef::from_raw(g) })
 }
 
@@ -232,17 +245,11 @@ pub extern "C" fn ftrace_return_to_handler(regs: &bindings::pt_regs) -> c_ulong 
         calltime: r.frame.calltime,
         rettime,
     };
+    let here = InReturn(());
     let left = s.leave(None, live, init, |c, _, trace| {
-        let Some(g) = ARRAY.get(c.idx()).map(|a| a.load(Ordering::Acquire)) else {
+        let Some(g) = listed(&here, c.idx()) else {
             return;
         };
-        if g.is_null() {
-            return;
-        }
-        // SAFETY: a listed graph ops is valid: its unregistration waits,
-        // as C's does, for every CPU to schedule (rude RCU-tasks) before
-        // its owner may free it.
-        let g = unsafe { GopsRef::from_raw(g) };
         if let Some(ret) = g.ret_callback() {
             ret.call(trace);
         }

@@ -4,38 +4,18 @@
 //! given to all tasks when the first graph ops comes, to new tasks and
 //! CPUs while one is registered, and taken back when the last goes.
 
-use crate::ffi::{rftrace_next_online_cpu, rftrace_walk_threads};
+use crate::ffi::rftrace_next_online_cpu;
 use crate::shadow::{Fresh, TaskStack};
-use crate::sys::{CMutex, Held, InRcu, PreemptOff};
-use crate::task::{rftrace_idle_task, Task, TaskRef};
+use crate::sys::{CMutex, Held, PreemptOff};
+use crate::task::{for_each_thread, rftrace_idle_task, TaskRef};
 use core::ptr;
 use core::sync::atomic::{AtomicI32, Ordering};
-use kernel::ffi::{c_int, c_uint, c_void};
+use kernel::ffi::{c_int, c_uint};
 use kernel::prelude::*;
 
 /// How many graph ops are registered (C's `ftrace_graph_active`).
 #[no_mangle]
 pub static ftrace_graph_active: AtomicI32 = AtomicI32::new(0);
-
-/// Calls `f` on every thread, in an RCU read-side section, until it
-/// returns false.
-fn for_each_thread<F: FnMut(TaskRef<'_>, &InRcu) -> bool>(mut f: F) {
-    /// # Safety
-    ///
-    /// Called by `rftrace_walk_threads()`, in an RCU read-side section,
-    /// with a live task and the `arg` given below.
-    unsafe extern "C" fn thunk<F: FnMut(TaskRef<'_>, &InRcu) -> bool>(
-        t: Task,
-        arg: *mut c_void,
-    ) -> bool {
-        // SAFETY: `arg` is the caller's `F`, alive and not otherwise used
-        // during the walk; `t` is a live task, the walk is under RCU.
-        unsafe { (*arg.cast::<F>())(TaskRef::from_raw(t), InRcu::assume()) }
-    }
-    // SAFETY: the callback matches the helper's prototype; `f` outlives
-    // the walk.
-    unsafe { rftrace_walk_threads(thunk::<F>, ptr::addr_of_mut!(f).cast()) };
-}
 
 /// A new task: it does not share its parent's stack, and gets its own
 /// while graph tracing runs.

@@ -5,13 +5,15 @@
 //! compiler (task_offsets.c, at build time): the Rust bindings' layout of
 //! `task_struct` is not trusted here (it was found wrong for `pid`).
 
+use crate::ffi::rftrace_walk_threads;
 use crate::logic::recursion;
 use crate::percpu;
-use crate::sys::NoPreempt;
+use crate::sys::{InRcu, NoPreempt};
 use core::marker::PhantomData;
 use core::ptr::NonNull;
 use core::sync::atomic::{compiler_fence, AtomicI32, AtomicPtr, AtomicU64, Ordering};
 use kernel::bindings;
+use kernel::ffi::c_void;
 
 /// A task, as C passes it.
 pub(crate) type Task = *mut bindings::task_struct;
@@ -149,4 +151,24 @@ unsafe extern "C" {
     /// The idle task of a CPU (none for a number that is no possible CPU,
     /// which abi.c checks); an idle task is never freed.
     pub(crate) safe fn rftrace_idle_task(cpu: kernel::ffi::c_int) -> Option<TaskRef<'static>>;
+}
+
+/// Calls `f` on every thread, in an RCU read-side section, until it
+/// returns false.
+pub(crate) fn for_each_thread<F: FnMut(TaskRef<'_>, &InRcu) -> bool>(mut f: F) {
+    /// # Safety
+    ///
+    /// Called by `rftrace_walk_threads()`, in an RCU read-side section,
+    /// with a live task and the `arg` given below.
+    unsafe extern "C" fn thunk<F: FnMut(TaskRef<'_>, &InRcu) -> bool>(
+        t: Task,
+        arg: *mut c_void,
+    ) -> bool {
+        // SAFETY: `arg` is the caller's `F`, alive and not otherwise used
+        // during the walk; `t` is a live task, the walk is under RCU.
+        unsafe { (*arg.cast::<F>())(TaskRef::from_raw(t), InRcu::assume()) }
+    }
+    // SAFETY: the callback matches the helper's prototype; `f` outlives
+    // the walk.
+    unsafe { rftrace_walk_threads(thunk::<F>, core::ptr::addr_of_mut!(f).cast()) };
 }
