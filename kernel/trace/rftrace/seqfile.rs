@@ -6,7 +6,7 @@
 //! state; the thunks are the only unsafe code such a file needs for the
 //! VFS and seq_file protocols.
 
-use crate::tracefs::{OpenMode, SeqFile};
+use crate::tracefs::{opening, OpenMode, SeqFile};
 use core::ptr;
 use kernel::bindings;
 use kernel::ffi::{c_char, c_int, c_void};
@@ -196,14 +196,8 @@ unsafe extern "C" fn open_thunk<T: SeqOpen>(
     inode: *mut bindings::inode,
     file: *mut bindings::file,
 ) -> c_int {
-    // SAFETY: the VFS's inode and file; the inode data is what the file's
-    // creator gave `tracefs::create`.
-    let (data, mode) = unsafe {
-        (
-            (*inode).i_private,
-            OpenMode::new((*file).f_mode, (*file).f_flags),
-        )
-    };
+    // SAFETY: the VFS's inode and file, being opened (the contract).
+    let (data, mode) = unsafe { opening(inode, file) };
     match T::open(data, mode) {
         // SAFETY: the VFS's file, being opened.
         Ok(s) => unsafe { open_with(file, s) },

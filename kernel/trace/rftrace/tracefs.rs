@@ -362,6 +362,25 @@ impl OpenMode {
     }
 }
 
+/// The inode data (what the file's creator gave [`create`]) and the open
+/// mode of a file being opened.
+///
+/// # Safety
+///
+/// `inode` and `file` are the VFS's inode and file, being opened.
+pub(crate) unsafe fn opening(
+    inode: *mut bindings::inode,
+    file: *mut bindings::file,
+) -> (*mut c_void, OpenMode) {
+    // SAFETY: live, as the VFS passes them to an open (the contract).
+    unsafe {
+        (
+            (*inode).i_private,
+            OpenMode::new((*file).f_mode, (*file).f_flags),
+        )
+    }
+}
+
 /// A tracefs file of the core served as a text built when a read starts,
 /// and written one token per `write()`: each file operation of
 /// [`fops`] borrows the per-open state and calls one of these safe
@@ -424,13 +443,8 @@ unsafe extern "C" fn open_thunk<T: TextFile + 'static>(
     inode: *mut bindings::inode,
     file: *mut bindings::file,
 ) -> c_int {
-    // SAFETY: the VFS passes a live inode and file.
-    let (data, mode) = unsafe {
-        (
-            (*inode).i_private,
-            OpenMode::new((*file).f_mode, (*file).f_flags),
-        )
-    };
+    // SAFETY: the VFS's inode and file, being opened (the contract).
+    let (data, mode) = unsafe { opening(inode, file) };
     let opened = T::open(data, mode).and_then(|state| {
         let text = Text { out: None };
         KBox::pin_init(
