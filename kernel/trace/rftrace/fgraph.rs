@@ -264,13 +264,16 @@ crate::nokprobe::nokprobe!(ftrace_return_to_handler);
 /// The entry callback of a pid-filtered graph ops: calls the real one
 /// only for the tasks its trace array traces.
 ///
-/// Installed through [`graph_fns`].
+/// Installed as [`PID_ENTRY`].
 extern "C" fn fgraph_pid_func(trace: &mut bindings::ftrace_graph_ent, g: GopsRef<'_>) -> c_int {
     if !traces_current(g.trace_array()) {
         return 0;
     }
     c_int::from(g.call_entry(true, trace))
 }
+
+/// [`fgraph_pid_func`] as C calls it.
+const PID_ENTRY: bindings::trace_func_graph_ent_t = graph_fns(fgraph_pid_func, None).0;
 
 // --- what callbacks and unwinders ask --------------------------------------
 
@@ -512,7 +515,7 @@ pub extern "C" fn register_ftrace_graph(g: GopsRef<'_>) -> c_int {
     g.set_saved(g.entry());
     let sub = g.ops();
     if crate::pidstate::pids_enabled(sub) {
-        g.set_entry(graph_fns(fgraph_pid_func, None).0);
+        g.set_entry(PID_ENTRY);
     }
     let mut r = Ok(());
     if active == 1 {
@@ -604,7 +607,7 @@ pub(crate) fn update_pid_funcs(held: &Held) {
         }
         let g = GopsRef::of_ops(op);
         g.set_entry(if crate::pidstate::pids_enabled(op) {
-            graph_fns(fgraph_pid_func, None).0
+            PID_ENTRY
         } else {
             g.saved()
         });

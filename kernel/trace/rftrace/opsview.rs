@@ -47,6 +47,13 @@ const _: () = {
 #[repr(transparent)]
 pub(crate) struct OpsView<'a>(NonNull<Ops>, PhantomData<&'a Ops>);
 
+/// The address of the writers' lock (`regex_lock`) of the sets at `h`.
+pub(crate) fn regex_lock_of(h: *mut bindings::ftrace_ops_hash) -> *mut bindings::mutex {
+    h.cast::<u8>()
+        .wrapping_add(offset_of!(bindings::ftrace_ops_hash, regex_lock))
+        .cast()
+}
+
 /// A callback of the ops from its word.
 #[inline(always)]
 fn func_of(p: *mut ()) -> bindings::ftrace_func_t {
@@ -191,12 +198,7 @@ impl<'a> OpsView<'a> {
     /// The address of its own sets' writers' lock
     /// (`local_hash.regex_lock`), for its initialisation.
     pub(crate) fn local_regex_lock(self) -> *mut bindings::mutex {
-        self.as_ptr()
-            .cast::<u8>()
-            .wrapping_add(
-                offset_of!(Ops, local_hash) + offset_of!(bindings::ftrace_ops_hash, regex_lock),
-            )
-            .cast()
+        regex_lock_of(self.local_hash())
     }
 
     /// The address of its own sets (`local_hash`), for ops that share

@@ -287,9 +287,15 @@ extern "C" fn graph_return(trace: &mut bindings::ftrace_graph_ret, _gops: GopsRe
     }
 }
 
+/// The profiler's graph callbacks, as C calls them.
+const GRAPH_FNS: (
+    bindings::trace_func_graph_ent_t,
+    bindings::trace_func_graph_ret_t,
+) = graph_fns(graph_entry, Some(graph_return));
+
 static GOPS: CGlobal<bindings::fgraph_ops> = CGlobal::new(bindings::fgraph_ops {
-    entryfunc: graph_fns(graph_entry, Some(graph_return)).0,
-    retfunc: graph_fns(graph_entry, Some(graph_return)).1,
+    entryfunc: GRAPH_FNS.0,
+    retfunc: GRAPH_FNS.1,
     ..crate::sys::zeroed()
 });
 

@@ -326,11 +326,7 @@ impl<'a> OpsRef<'a> {
     /// the ops first if need be.
     pub(crate) fn lock_regex(self) -> RegexGuard<'a> {
         self.init_locked();
-        let m = self
-            .func_hash()
-            .cast::<u8>()
-            .wrapping_add(core::mem::offset_of!(bindings::ftrace_ops_hash, regex_lock))
-            .cast::<bindings::mutex>();
+        let m = crate::view::regex_lock_of(self.func_hash());
         // SAFETY: initialised (above): `func_hash` points to live sets
         // (its own, or those of an ops that outlives it) whose lock is
         // initialised. The lock outlives the guard: it is in the sets,

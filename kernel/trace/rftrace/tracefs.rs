@@ -251,7 +251,7 @@ impl SeqFile {
 ///
 /// The seq_file writes into the borrowed buffer, of its `size`; only the
 /// seq_file helpers, through [`PageSeq::seq`], write the seq_file.
-pub(crate) struct PageSeq<'a>(SeqFile, core::marker::PhantomData<&'a mut [u8]>);
+pub(crate) struct PageSeq<'a>(SeqFile, PhantomData<&'a mut [u8]>);
 
 impl<'a> PageSeq<'a> {
     /// An empty seq_file writing into `page`.
@@ -261,10 +261,7 @@ impl<'a> PageSeq<'a> {
             size: page.len(),
             ..Default::default()
         };
-        PageSeq(
-            SeqFile(kernel::types::Opaque::new(m)),
-            core::marker::PhantomData,
-        )
+        PageSeq(SeqFile(Opaque::new(m)), PhantomData)
     }
 
     /// The seq_file, for the printer.
