@@ -268,7 +268,9 @@ pub unsafe extern "C" fn ftrace_filter_write(
     cnt: usize,
     ppos: *mut bindings::loff_t,
 ) -> isize {
-    // SAFETY: per the function's contract.
+    // SAFETY: `ftrace_regex_open` opened `file` with `open_with::<RegexFile>`
+    // (the contract), and the VFS passes the file's position: what
+    // `write_thunk::<RegexFile>` needs.
     unsafe { seqfile::write_thunk::<RegexFile>(file, ubuf, cnt, ppos) }
 }
 
@@ -309,7 +311,8 @@ pub unsafe extern "C" fn ftrace_regex_release(
     inode: *mut bindings::inode,
     file: *mut bindings::file,
 ) -> c_int {
-    // SAFETY: per the function's contract.
+    // SAFETY: `ftrace_regex_open` opened `file` with `open_with::<RegexFile>`
+    // (the contract), and this is its last close.
     unsafe { seqfile::release_thunk::<RegexFile>(inode, file) }
 }
 

@@ -76,7 +76,8 @@ fn zalloc(size: usize) -> *mut c_void {
 /// `p` is null or an allocation of `zalloc` that nothing references any
 /// more.
 unsafe fn kfree<T>(p: *mut T) {
-    // SAFETY: the contract.
+    // SAFETY: null, which kfree ignores, or a kmalloc allocation of
+    // `zalloc` that nothing references (the contract), so freed once.
     unsafe { bindings::kfree(p.cast()) };
 }
 
