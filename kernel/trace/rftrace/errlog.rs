@@ -6,25 +6,17 @@
 //! tracing error_log, with the token as the command and a caret where the
 //! reason points. The errno stays the C core's.
 
-use crate::ffi::tracing_log_err;
+use crate::ffi::{log_err, CStrTable};
 use crate::logic::explain::{explain, Place, Why, MESSAGES};
 use crate::logic::parser::BUF_SIZE;
-use crate::sys::{CGlobal, TraceArray};
+use crate::sys::TraceArray;
 use core::ptr;
 use kernel::bindings;
 use kernel::ffi::{c_char, c_ulong};
 
 /// The messages as the tracing core keeps them: it stores the array's
 /// address with each entry and reads it whenever error_log is read.
-static ERRS: CGlobal<[*const c_char; MESSAGES.len()]> = CGlobal::new({
-    let mut a = [ptr::null::<c_char>(); MESSAGES.len()];
-    let mut i = 0;
-    while i < MESSAGES.len() {
-        a[i] = MESSAGES[i].as_ptr().cast();
-        i += 1;
-    }
-    a
-});
+static ERRS: CStrTable<{ MESSAGES.len() }> = CStrTable::new(&MESSAGES);
 
 /// Whether `a` is in `[start, end)` of two section bounds.
 fn within(a: u64, start: *const c_char, end: *const c_char) -> bool {
@@ -71,17 +63,15 @@ pub(crate) fn log(tr: Option<TraceArray>, tok: &[u8], why: Why, caret: usize) {
     let mut cmd = [0u8; BUF_SIZE + 1];
     let n = tok.len().min(BUF_SIZE);
     cmd[..n].copy_from_slice(&tok[..n]);
-    // SAFETY: NUL-terminated strings that live through the call (the core
-    // copies `loc` and `cmd`); `ERRS` is static, as the core keeps its
-    // address, and `why` indexes it (`MESSAGES` has one entry per reason).
-    unsafe {
-        tracing_log_err(
-            tr.map_or(ptr::null_mut(), TraceArray::as_ptr),
-            c"ftrace".as_ptr().cast(),
-            cmd.as_ptr().cast(),
-            ERRS.get().cast(),
-            why as u8,
-            caret.min(n) as u16,
-        )
+    let Ok(cmd) = core::ffi::CStr::from_bytes_until_nul(&cmd) else {
+        return;
     };
+    log_err(
+        tr,
+        kernel::c_str!("ftrace"),
+        cmd,
+        &ERRS,
+        why as u8,
+        caret.min(n) as u16,
+    );
 }

@@ -90,6 +90,64 @@ impl PidList<'_> {
     }
 }
 
+/// A table of static C strings that a C function indexes (the messages
+/// of the error_log, which keeps the table rather than copying it).
+///
+/// # Invariants
+///
+/// Each word points to a static NUL-terminated string.
+pub(crate) struct CStrTable<const N: usize>([*const c_char; N]);
+
+// SAFETY: the words point to static strings nobody writes.
+unsafe impl<const N: usize> Sync for CStrTable<N> {}
+
+impl<const N: usize> CStrTable<N> {
+    /// The table of `s`, each NUL-terminated (checked when the constant
+    /// is evaluated, at build time).
+    pub(crate) const fn new(s: &'static [&'static [u8]; N]) -> Self {
+        let mut a = [core::ptr::null::<c_char>(); N];
+        let mut i = 0;
+        while i < N {
+            let b = s[i];
+            assert!(!b.is_empty() && b[b.len() - 1] == 0);
+            a[i] = b.as_ptr().cast();
+            i += 1;
+        }
+        // INVARIANT: static strings, NUL-terminated (checked above).
+        CStrTable(a)
+    }
+}
+
+/// Adds an entry to the error_log of `tr` (none: the top level's): the
+/// message `errs[ty]` and the command `cmd` from `loc`, a caret under its
+/// byte `pos`. Sleeps.
+pub(crate) fn log_err<const N: usize>(
+    tr: Option<TraceArray>,
+    loc: &'static kernel::str::CStr,
+    cmd: &core::ffi::CStr,
+    errs: &'static CStrTable<N>,
+    ty: u8,
+    pos: u16,
+) {
+    if usize::from(ty) >= N {
+        return;
+    }
+    // SAFETY: `tr` is null or live (the handle's invariants); `loc` and
+    // `cmd` are C strings the call copies; `errs` is a static table whose
+    // index `ty` (checked) is a static C string (its invariants), which
+    // the error_log keeps and only reads.
+    unsafe {
+        tracing_log_err(
+            tr.map_or(core::ptr::null_mut(), TraceArray::as_ptr),
+            loc.as_char_ptr(),
+            cmd.as_ptr().cast(),
+            errs.0.as_ptr().cast_mut(),
+            ty,
+            pos,
+        )
+    };
+}
+
 /// A module the module loader hands the core (`struct module *`).
 ///
 /// A module hook C calls takes it as its parameter (the ABI of a non-null
@@ -245,10 +303,7 @@ unsafe extern "C" {
         off: bindings::loff_t,
         whence: c_int,
     ) -> bindings::loff_t;
-    /// Adds an entry to the error_log of `tr` (null: the top level's):
-    /// `errs[ty]` is the message (the array is kept, not copied), `cmd`
-    /// the command shown with a caret under byte `pos`. Sleeps.
-    pub(crate) fn tracing_log_err(
+    fn tracing_log_err(
         tr: *mut c_void,
         loc: *const c_char,
         cmd: *const c_char,
@@ -265,7 +320,6 @@ unsafe extern "C" {
     /// (its file); read atomically here, which is what a word-sized C
     /// load of it is.
     pub(crate) safe static tracing_thresh: core::sync::atomic::AtomicUsize;
-    pub(crate) fn trace_pid_list_free(pids: *mut c_void);
 
     // --- the rest of the kernel ---
     // Waiting for a grace period may sleep, which a caller in atomic

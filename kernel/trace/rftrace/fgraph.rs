@@ -43,16 +43,16 @@ use crate::sys::{NoPreempt, PreemptOff};
 use crate::task::{guarded, Current, TaskRef};
 use crate::tp;
 use core::ptr;
-use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU16, AtomicU64, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU16, AtomicU64, Ordering};
 use kernel::bindings;
 use kernel::c_str;
 use kernel::ffi::{c_int, c_uint, c_ulong, c_void};
 use kernel::prelude::*;
 
-use crate::gops::{graph_fns, Gops, GopsRef};
+use crate::gops::{graph_fns, Gops, GopsArray, GopsRef, KeepsGops};
 
-/// The registered graph ops by index (null: free).
-static ARRAY: [AtomicPtr<Gops>; OPS_SLOTS] = [const { AtomicPtr::new(ptr::null_mut()) }; OPS_SLOTS];
+/// The registered graph ops by index.
+static ARRAY: GopsArray<OPS_SLOTS> = GopsArray::new();
 /// The indices of [`ARRAY`] in use, read by the entry path.
 static LIVE: AtomicU16 = AtomicU16::new(0);
 /// Set by `ftrace_graph_stop()`: no new frame is pushed.
@@ -98,28 +98,13 @@ fn live_ops() -> Option<u16> {
     (live != 0 && !DEAD.load(Ordering::Relaxed)).then_some(live)
 }
 
-/// What keeps a graph ops read from [`ARRAY`] alive: its unregistration
-/// takes it out, then waits, as C's does, for every CPU to schedule (rude
-/// RCU-tasks) before its owner may free it; the entry path (preemption
-/// off) and the return handler are done with it by then.
-trait KeepsGops {}
-
-impl KeepsGops for NoPreempt {}
-
 /// This CPU runs [`ftrace_return_to_handler`]: made only there, for its
 /// call.
 struct InReturn(());
 
-impl KeepsGops for InReturn {}
-
-/// The registered graph ops of index `i`, alive while `_k` keeps it.
-#[inline(always)]
-fn listed(_k: &impl KeepsGops, i: usize) -> Option<GopsRef<'_>> {
-    let g = ARRAY.get(i)?.load(Ordering::Acquire);
-    // SAFETY: registered (published in `ARRAY`), alive while `_k` is (see
-    // `KeepsGops`).
-    (!g.is_null()).then(|| unsafe { GopsRef::from_raw(g) })
-}
+// SAFETY: made only in the return handler, for its call, which the
+// unregistration's rude RCU-tasks wait covers as C's does.
+unsafe impl KeepsGops for InReturn {}
 
 // --- entry and return (hot path) ---------------------------------------
 
@@ -197,7 +182,7 @@ fn enter(
     let single = live & live.wrapping_sub(1) == 0;
     let mut trace = bindings::ftrace_graph_ent { func, depth: 0 };
     let entered = s.enter(ret as u64, func as u64, now(), retp as u64, live, |c| {
-        let Some(g) = listed(np, c.idx()) else {
+        let Some(g) = ARRAY.get(np, c.idx()) else {
             return false;
         };
         trace.depth = c.depth();
@@ -247,7 +232,7 @@ pub extern "C" fn ftrace_return_to_handler(regs: &bindings::pt_regs) -> c_ulong 
     };
     let here = InReturn(());
     let left = s.leave(None, live, init, |c, _, trace| {
-        let Some(g) = listed(&here, c.idx()) else {
+        let Some(g) = ARRAY.get(&here, c.idx()) else {
             return;
         };
         if let Some(ret) = g.ret_callback() {
@@ -485,27 +470,16 @@ pub extern "C" fn register_ftrace_graph(g: GopsRef<'_>) -> c_int {
         Err(e) => return e.to_errno(),
     };
     if !st.cpuhp {
-        // SAFETY: registers a callback that matches.
-        let r = unsafe {
-            bindings::__cpuhp_setup_state(
-                bindings::cpuhp_state_CPUHP_AP_ONLINE_DYN,
-                c_str!("fgraph:online").as_char_ptr(),
-                true,
-                Some(cpu_online),
-                None,
-                false,
-            )
-        };
-        if r < 0 {
+        if let Err(e) = crate::sys::on_cpu_online(c_str!("fgraph:online"), cpu_online) {
             pr_warn!("fgraph: Error to init cpu hotplug support\n");
-            return r;
+            return e.to_errno();
         }
         st.cpuhp = true;
     }
     let Some(i) = st.slots.alloc() else {
         return ENOSPC.to_errno();
     };
-    if !ARRAY[i].load(Ordering::Relaxed).is_null() {
+    if !ARRAY.is_free(held, i) {
         st.slots.release(i);
         return ENOSPC.to_errno();
     }
@@ -527,7 +501,7 @@ pub extern "C" fn register_ftrace_graph(g: GopsRef<'_>) -> c_int {
         r = crate::subops::startup_subops(held, OpsRef::of_static(&GRAPH_OPS), sub);
     }
     if r.is_ok() {
-        ARRAY[i].store(g.as_ptr(), Ordering::Release);
+        ARRAY.publish(held, i, g);
         LIVE.fetch_or(1 << i, Ordering::Release);
         return 0;
     }
@@ -551,11 +525,11 @@ pub extern "C" fn unregister_ftrace_graph(g: GopsRef<'_>) {
     };
     let listed = usize::try_from(g.idx())
         .ok()
-        .filter(|&i| i < OPS_SLOTS && ARRAY[i].load(Ordering::Relaxed) == g.as_ptr());
+        .filter(|&i| ARRAY.holds(held, i, g));
     if let Some(i) = listed {
         if ftrace_graph_active.load(Ordering::Relaxed) > 0 && st.slots.release(i) {
             LIVE.fetch_and(!(1u16 << i), Ordering::Release);
-            ARRAY[i].store(ptr::null_mut(), Ordering::Release);
+            ARRAY.remove(held, i);
             let active = ftrace_graph_active.load(Ordering::Relaxed) - 1;
             ftrace_graph_active.store(active, Ordering::Relaxed);
             let _ = crate::subops::shutdown_subops(held, OpsRef::of_static(&GRAPH_OPS), g.ops());
@@ -573,25 +547,12 @@ pub extern "C" fn unregister_ftrace_graph(g: GopsRef<'_>) {
 /// Sets up the ops inside a graph ops of a trace array: it shares the
 /// filter of `src` (the array's function ops) when given.
 ///
-/// # Safety
-///
-/// `dst` is valid and not registered; `src` is null or valid.
+/// C passes a graph ops' ops not yet registered and the function ops of
+/// the same trace array, which outlives it (trace_functions_graph.c).
 #[no_mangle]
-pub unsafe extern "C" fn fgraph_init_ops(dst: *mut Ops, src: *mut Ops) {
-    // SAFETY: per the function's contract.
-    unsafe {
-        (*dst).flags = bindings::FTRACE_OPS_FL_PID as c_ulong;
-        if src.is_null() {
-            return;
-        }
-        (*dst).func_hash = ptr::addr_of_mut!((*src).local_hash);
-        crate::sys::mutex_init!(
-            ptr::addr_of_mut!((*dst).local_hash.regex_lock),
-            "fgraph_regex_lock"
-        );
-        OpsRef::from_raw(dst).set(bindings::FTRACE_OPS_FL_INITIALIZED as c_ulong);
-        (*dst).private = (*src).private;
-    }
+pub extern "C" fn fgraph_init_ops<'a>(dst: OpsRef<'a>, src: Option<OpsRef<'a>>) {
+    let g = CoreGuard::lock();
+    dst.init_graph(g.held(), src);
 }
 
 /// The pid lists changed: points each pid-aware graph ops at the pid
@@ -612,16 +573,4 @@ pub(crate) fn update_pid_funcs(held: &Held) {
             g.saved()
         });
     }
-}
-
-/// [`update_pid_funcs`] for C.
-///
-/// # Safety
-///
-/// `ftrace_lock` is held.
-#[no_mangle]
-pub unsafe extern "C" fn fgraph_update_pid_func() {
-    // SAFETY: per the function's contract.
-    let g = unsafe { CoreGuard::assume() };
-    update_pid_funcs(g.held());
 }

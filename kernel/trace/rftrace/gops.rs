@@ -4,7 +4,7 @@
 //! its callbacks, its index, and the ops inside it.
 
 use crate::registry::OpsRef;
-use crate::sys::{Held, TraceArray};
+use crate::sys::{Held, NoPreempt, TraceArray};
 use core::marker::PhantomData;
 use core::mem::offset_of;
 use core::ptr::NonNull;
@@ -216,5 +216,72 @@ impl RetCallback<'_> {
         // SAFETY: the callback of a live graph ops, called as its type
         // says with the return record and that graph ops.
         unsafe { (self.f)(trace, self.g.as_ptr()) }
+    }
+}
+
+/// What keeps a graph ops read from a [`GopsArray`] alive: its
+/// unregistration takes it out, then waits, as C's does, for every CPU to
+/// schedule (rude RCU-tasks) before its owner may free it.
+///
+/// # Safety
+///
+/// A value of the implementing type exists only where that wait cannot
+/// finish while it lives: with preemption off, or in the return handler,
+/// which the unregistration's wait covers as C's does.
+pub(crate) unsafe trait KeepsGops {}
+
+// SAFETY: preemption off: the rude RCU-tasks wait of the unregistration
+// needs this CPU to schedule, which it does not while the token lives.
+unsafe impl KeepsGops for NoPreempt {}
+
+/// The registered graph ops by index, which the entry and return paths
+/// read without a lock.
+///
+/// # Invariants
+///
+/// A non-null word points to a graph ops published by [`GopsArray::publish`]
+/// and not yet through the wait that follows [`GopsArray::remove`].
+pub(crate) struct GopsArray<const N: usize>([AtomicPtr<Gops>; N]);
+
+impl<const N: usize> GopsArray<N> {
+    /// No graph ops.
+    pub(crate) const fn new() -> Self {
+        GopsArray([const { AtomicPtr::new(core::ptr::null_mut()) }; N])
+    }
+
+    /// The registered graph ops of index `i`, alive while `_k` keeps it.
+    #[inline(always)]
+    pub(crate) fn get<'k>(&self, _k: &'k impl KeepsGops, i: usize) -> Option<GopsRef<'k>> {
+        let g = NonNull::new(self.0.get(i)?.load(Ordering::Acquire))?;
+        // INVARIANT: published and not yet waited for (the type's
+        // invariants), which `_k` delays for `'k` (see `KeepsGops`).
+        Some(GopsRef(g, PhantomData))
+    }
+
+    /// Whether index `i` holds no graph ops.
+    pub(crate) fn is_free(&self, _held: &Held, i: usize) -> bool {
+        self.0.get(i).is_some_and(|w| w.load(Ordering::Relaxed).is_null())
+    }
+
+    /// Whether index `i` holds `g`.
+    pub(crate) fn holds(&self, _held: &Held, i: usize, g: GopsRef<'_>) -> bool {
+        self.0.get(i).is_some_and(|w| w.load(Ordering::Relaxed) == g.as_ptr())
+    }
+
+    /// Publishes the registered graph ops `g` at index `i`.
+    pub(crate) fn publish(&self, _held: &Held, i: usize, g: GopsRef<'_>) {
+        if let Some(w) = self.0.get(i) {
+            // INVARIANT: `g` lives until its unregistration (the C API's
+            // contract of a `GopsRef`), which calls `remove` first.
+            w.store(g.as_ptr(), Ordering::Release);
+        }
+    }
+
+    /// Takes index `i` out; its graph ops may still be read until the
+    /// caller's rude RCU-tasks wait.
+    pub(crate) fn remove(&self, _held: &Held, i: usize) {
+        if let Some(w) = self.0.get(i) {
+            w.store(core::ptr::null_mut(), Ordering::Release);
+        }
     }
 }

@@ -8,16 +8,14 @@
 //! that runs is traced; ops with `FTRACE_OPS_FL_PID` on such a trace array
 //! call [`ftrace_pid_func`] first, which checks that record.
 
-use crate::ffi::{
-    rftrace_tr_reset_ignore_pid, rftrace_tr_set_ignore_pid, trace_pid_list_free, PidList,
-};
+use crate::ffi::{rftrace_tr_reset_ignore_pid, rftrace_tr_set_ignore_pid, PidList};
 use crate::ops;
 use crate::pidstate::{
-    ftrace_pid_func, lists, pids_enabled, slot, trace_filter_add_remove_task,
-    trace_ignore_this_task, trace_pid_next, trace_pid_show, trace_pid_start, trace_pid_write,
-    PID_IGNORE,
+    ftrace_pid_func, pids_enabled, trace_filter_add_remove_task, trace_ignore_this_task,
+    trace_pid_next, trace_pid_show, trace_pid_start, PID_IGNORE,
 };
 use crate::seqfile::{self, SeqOpen, SeqText};
+use crate::sys::{pid_lists, replace_pid_list, write_pid_list};
 use crate::sys::{CGlobal, CoreGuard, Held, PreemptOff, TrOpen, TraceArray};
 use crate::task::{Current, TaskRef};
 use crate::tp;
@@ -39,7 +37,7 @@ const TRACE_NO_PIDS: c_int = 2;
 fn record_verdict(tr: TraceArray, t: TaskRef<'_>) {
     // Nested in the probe's or IPI's own preempt-off section: the proof.
     let np = PreemptOff::new();
-    let (p, n) = lists(tr, np.token());
+    let (p, n) = pid_lists(tr, np.token());
     let ignore = trace_ignore_this_task(p, n, t);
     let pid = if ignore {
         PID_IGNORE
@@ -95,7 +93,7 @@ extern "C" fn sched_switch_probe(
 /// its parent in both lists, or the freed task leaves them.
 fn follow(tr: TraceArray, parent: Option<TaskRef<'_>>, task: TaskRef<'_>) {
     let np = PreemptOff::new();
-    let (p, n) = lists(tr, np.token());
+    let (p, n) = pid_lists(tr, np.token());
     trace_filter_add_remove_task(p, parent, task);
     trace_filter_add_remove_task(n, parent, task);
 }
@@ -128,24 +126,9 @@ fn switch_probe(tr: TraceArray, on: bool) {
     let _ = tp::set(tp::Probe::Switch(sched_switch_probe), Some(tr), on);
 }
 
-/// Publishes `new` (null: no list) in `tr`'s slot `no` and frees the
-/// list it replaces after a grace period; with `ftrace_lock` held, as
-/// every writer of the slots.
-fn retire_list(_held: &Held, tr: TraceArray, no: bool, new: *mut c_void) {
-    let old = slot(tr, no).swap(new, Ordering::AcqRel);
-    if old.is_null() {
-        return;
-    }
-    // Then no reader (preempt-off, or under the lock we hold) is left.
-    crate::sys::synchronize_rcu();
-    // SAFETY: unpublished above, and every reader that could see it has
-    // left its read side: nothing references the list.
-    unsafe { trace_pid_list_free(old) };
-}
-
 /// Drops the pid lists of `type` (TRACE_PIDS, TRACE_NO_PIDS).
 fn clear(held: &Held, tr: TraceArray, kind: c_int) {
-    let (p, n) = lists(tr, held);
+    let (p, n) = pid_lists(tr, held);
     let has = (kind & TRACE_PIDS != 0 && p.is_some()) || (kind & TRACE_NO_PIDS != 0 && n.is_some());
     if !has {
         return;
@@ -157,10 +140,10 @@ fn clear(held: &Held, tr: TraceArray, kind: c_int) {
         rftrace_tr_reset_ignore_pid(tr);
     }
     if kind & TRACE_PIDS != 0 {
-        retire_list(held, tr, false, ptr::null_mut());
+        replace_pid_list(held, tr, false, None);
     }
     if kind & TRACE_NO_PIDS != 0 {
-        retire_list(held, tr, true, ptr::null_mut());
+        replace_pid_list(held, tr, true, None);
     }
 }
 
@@ -192,7 +175,7 @@ impl<const KIND: c_int> PidFile<KIND> {
     /// `stop`, whose lock keeps it.
     fn list(&self) -> Option<PidList<'_>> {
         let (_, g) = self.locked.as_ref()?;
-        let (p, n) = lists(self.tr.tr()?, g.held());
+        let (p, n) = pid_lists(self.tr.tr()?, g.held());
         if KIND == TRACE_NO_PIDS {
             n
         } else {
@@ -296,16 +279,15 @@ fn write_pids(
     pos: &mut bindings::loff_t,
 ) -> isize {
     let g = CoreGuard::lock();
-    let (p, n) = lists(tr, g.held());
+    let (p, n) = pid_lists(tr, g.held());
     let (filtered, other) = if no { (n, p) } else { (p, n) };
     let had = filtered.is_some();
-    let mut new: *mut c_void = ptr::null_mut();
-    let r = trace_pid_write(filtered, &mut new, ubuf, cnt);
+    let (r, new) = write_pid_list(filtered, ubuf, cnt);
     if r < 0 {
         return r as isize;
     }
-    let first = !had && !new.is_null() && other.is_none();
-    retire_list(g.held(), tr, no, new);
+    let first = !had && new.is_some() && other.is_none();
+    replace_pid_list(g.held(), tr, no, new);
     if first {
         switch_probe(tr, true);
     }

@@ -7,14 +7,14 @@
 //! [`ftrace_pid_func`]; the files and probes that keep the lists and
 //! verdicts are in `pid`.
 
-use crate::ffi::{rftrace_tr_ignore_pid, rftrace_tr_pid_slot, PidList};
+use crate::ffi::{rftrace_tr_ignore_pid, PidList};
 use crate::registry::{Fregs, OpsRef};
-use crate::sys::{Keeps, TraceArray};
+use crate::sys::TraceArray;
 use crate::task::{Current, TaskRef};
 use crate::tracefs::SeqFile;
-use core::sync::atomic::{AtomicPtr, Ordering};
+use core::sync::atomic::Ordering;
 use kernel::bindings;
-use kernel::ffi::{c_char, c_int, c_ulong, c_void};
+use kernel::ffi::{c_int, c_ulong, c_void};
 
 // The pid list functions of the tracing core (kernel/trace/trace.c) that
 // take a task or a seq_file, typed with their handles: see `ffi` for
@@ -34,15 +34,6 @@ unsafe extern "C" {
         selff: Option<TaskRef<'_>>,
         task: TaskRef<'_>,
     );
-    /// Parses `cnt` bytes at the user address `ubuf` (copied with checks)
-    /// into a new list made of `filtered` and the pids written; the new
-    /// list (null: empty) goes to `new`.
-    pub(crate) safe fn trace_pid_write(
-        filtered: Option<PidList<'_>>,
-        new: &mut *mut c_void,
-        ubuf: *const c_char,
-        cnt: usize,
-    ) -> c_int;
     /// The seq_file iterator over a list: `v` is a pid plus one, never
     /// dereferenced.
     pub(crate) safe fn trace_pid_start(
@@ -60,37 +51,6 @@ unsafe extern "C" {
 pub(crate) const PID_IGNORE: c_int = -1;
 pub(crate) const PID_TRACE: c_int = -2;
 
-/// The pid list slot of `tr` (`no`: the notrace one).
-pub(crate) fn slot(tr: TraceArray, no: bool) -> &'static AtomicPtr<c_void> {
-    // SAFETY: the accessor returns the address of a pointer field of the
-    // live trace array (the handle's invariants), which outlives every
-    // user here.
-    unsafe { AtomicPtr::from_ptr(rftrace_tr_pid_slot(tr, no)) }
-}
-
-/// Its pid list and notrace pid list (none: no list), live while `_k`
-/// is: a list is taken out of its slot under `ftrace_lock` and freed
-/// after a grace period.
-pub(crate) fn lists<'k>(
-    tr: TraceArray,
-    _k: &'k impl Keeps,
-) -> (Option<PidList<'k>>, Option<PidList<'k>>) {
-    // SAFETY: null or published lists, which `_k` keeps for `'k` (see
-    // above; `pid::clear` and `pid::write_pids` free them so).
-    unsafe {
-        (
-            PidList::from_raw(slot(tr, false).load(Ordering::Acquire)),
-            PidList::from_raw(slot(tr, true).load(Ordering::Acquire)),
-        )
-    }
-}
-
-/// Whether `tr` has a pid list or a notrace pid list.
-pub(crate) fn has_lists(tr: TraceArray) -> bool {
-    !slot(tr, false).load(Ordering::Relaxed).is_null()
-        || !slot(tr, true).load(Ordering::Relaxed).is_null()
-}
-
 /// Whether pid filtering applies to `ops` (its trace array has pid lists).
 pub(crate) fn pids_enabled(ops: OpsRef<'_>) -> bool {
     let Some(tr) = ops
@@ -99,7 +59,7 @@ pub(crate) fn pids_enabled(ops: OpsRef<'_>) -> bool {
     else {
         return false;
     };
-    has_lists(tr)
+    crate::sys::has_pid_lists(tr)
 }
 
 /// Whether pid filtering applies to `ops`.

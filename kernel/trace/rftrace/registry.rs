@@ -303,6 +303,24 @@ impl<'a> OpsRef<'a> {
         self.set(F_INITIALIZED);
     }
 
+    /// Sets up the ops inside a new graph ops (`fgraph_init_ops()`): a
+    /// pid-aware ops that reads the sets of `src`, the function ops of
+    /// its trace array (which outlives it), and that array. Done once: an
+    /// initialised ops is left as it is.
+    pub(crate) fn init_graph<'b: 'a>(self, held: &Held, src: Option<OpsRef<'b>>) {
+        if self.has(F_INITIALIZED) {
+            return;
+        }
+        self.set(bindings::FTRACE_OPS_FL_PID as c_ulong);
+        let Some(src) = src else {
+            return;
+        };
+        self.init(held);
+        let v = self.view();
+        v.func_hash().store(src.view().local_hash(), Ordering::Release);
+        v.private().store(src.private(), Ordering::Release);
+    }
+
     /// [`OpsRef::init`] taking `ftrace_lock` itself.
     pub(crate) fn init_locked(self) {
         if !self.has(F_INITIALIZED) {

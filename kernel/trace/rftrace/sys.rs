@@ -16,7 +16,8 @@ use kernel::prelude::*;
 
 pub(crate) use crate::ffi::TraceArray;
 use crate::ffi::{
-    kprobe_ftrace_kill, rftrace_cpu, rftrace_irq_restore, rftrace_irq_save, trace_array_put,
+    kprobe_ftrace_kill, rftrace_cpu, rftrace_irq_restore, rftrace_irq_save, rftrace_tr_pid_slot,
+    trace_array_put, PidList,
 };
 
 /// The C boundary's form of a result: 0, or the negative errno.
@@ -328,6 +329,29 @@ pub(crate) fn synchronize_rcu_tasks() {
     crate::ffi::synchronize_rcu_tasks()
 }
 
+/// Has `online` run on every CPU that comes online from now on, and now
+/// on each online one, under a dynamic hotplug state called `name`
+/// (sleeps; takes the hotplug lock).
+pub(crate) fn on_cpu_online(
+    name: &'static kernel::str::CStr,
+    online: extern "C" fn(kernel::ffi::c_uint) -> c_int,
+) -> Result {
+    // SAFETY: `online` has the prototype of a hotplug startup callback,
+    // needs nothing but its CPU number, and, being a function of this
+    // built-in crate, stays; the name is a static string.
+    let r = unsafe {
+        bindings::__cpuhp_setup_state(
+            bindings::cpuhp_state_CPUHP_AP_ONLINE_DYN,
+            name.as_char_ptr(),
+            true,
+            Some(online),
+            None,
+            false,
+        )
+    };
+    kernel::error::to_result(r.min(0))
+}
+
 /// `ftrace_lock`, held for the life of the guard.
 pub(crate) struct Guard(*mut bindings::mutex);
 
@@ -361,25 +385,14 @@ impl Drop for Guard {
 ///
 /// `ftrace_lock` is held by this task while the value lives.
 pub(crate) struct CoreGuard {
-    _held: Option<Guard>,
+    _held: Guard,
 }
 
 impl CoreGuard {
     pub(crate) fn lock() -> CoreGuard {
         CoreGuard {
-            _held: Some(Guard::lock()),
+            _held: Guard::lock(),
         }
-    }
-
-    /// The guard of a path that C enters with `ftrace_lock` held (it
-    /// stays held when the guard drops).
-    ///
-    /// # Safety
-    ///
-    /// `ftrace_lock` is held by this task for as long as the guard lives.
-    pub(crate) unsafe fn assume() -> CoreGuard {
-        assert_held(&ftrace_lock);
-        CoreGuard { _held: None }
     }
 
     /// The proof that the lock is held, for as long as the guard is
@@ -655,3 +668,93 @@ impl Drop for TrOpen {
 
 /// kallsyms' name of an ops trampoline.
 pub(crate) const TRAMPOLINE_SYM: &CStr = c_str!("ftrace_trampoline");
+
+// --- a trace array's pid lists ----------------------------------------------
+
+unsafe extern "C" {
+    /// Parses `cnt` bytes at the user address `ubuf` (copied with checks)
+    /// into a new list made of `filtered` and the pids written; the new
+    /// list (null: empty), which the caller owns, goes to `new`.
+    safe fn trace_pid_write(
+        filtered: Option<PidList<'_>>,
+        new: &mut *mut c_void,
+        ubuf: *const kernel::ffi::c_char,
+        cnt: usize,
+    ) -> c_int;
+    fn trace_pid_list_free(pids: *mut c_void);
+}
+
+/// A pid list [`write_pid_list`] made, owned until it is published.
+///
+/// # Invariants
+///
+/// `0` is a pid list nobody else references.
+pub(crate) struct NewPidList(core::ptr::NonNull<c_void>);
+
+impl Drop for NewPidList {
+    fn drop(&mut self) {
+        // SAFETY: owned (the invariants) and dropped unpublished.
+        unsafe { trace_pid_list_free(self.0.as_ptr()) };
+    }
+}
+
+/// Parses `cnt` bytes at the user address `ubuf` into a new list of
+/// `filtered` and the pids written: the bytes consumed (or the negative
+/// errno) and the list (none: empty).
+pub(crate) fn write_pid_list(
+    filtered: Option<PidList<'_>>,
+    ubuf: *const kernel::ffi::c_char,
+    cnt: usize,
+) -> (c_int, Option<NewPidList>) {
+    let mut new = ptr::null_mut();
+    let r = trace_pid_write(filtered, &mut new, ubuf, cnt);
+    // INVARIANT: the list the call made for its caller.
+    (r, core::ptr::NonNull::new(new).map(NewPidList))
+}
+
+/// The pid list slot of `tr` (`no`: the notrace one): written under
+/// `ftrace_lock` by [`replace_pid_list`] only, read under a [`Keeps`].
+fn pid_slot(tr: TraceArray, no: bool) -> &'static AtomicPtr<c_void> {
+    // SAFETY: the accessor returns the address of an aligned pointer field
+    // of the live trace array (the handle's invariants), which the core
+    // accesses atomically only and which outlives every user here.
+    unsafe { AtomicPtr::from_ptr(rftrace_tr_pid_slot(tr, no)) }
+}
+
+/// The pid list and notrace pid list of `tr` (none: no list), live while
+/// `_k` is.
+pub(crate) fn pid_lists<'k>(
+    tr: TraceArray,
+    _k: &'k impl Keeps,
+) -> (Option<PidList<'k>>, Option<PidList<'k>>) {
+    // SAFETY: null or published lists; a list leaves its slot under
+    // `ftrace_lock` and is freed after a grace period (`replace_pid_list`),
+    // which `_k` (the lock, or preemption off) delays for `'k`.
+    unsafe {
+        (
+            PidList::from_raw(pid_slot(tr, false).load(Ordering::Acquire)),
+            PidList::from_raw(pid_slot(tr, true).load(Ordering::Acquire)),
+        )
+    }
+}
+
+/// Whether `tr` has a pid list or a notrace pid list.
+pub(crate) fn has_pid_lists(tr: TraceArray) -> bool {
+    !pid_slot(tr, false).load(Ordering::Relaxed).is_null()
+        || !pid_slot(tr, true).load(Ordering::Relaxed).is_null()
+}
+
+/// Publishes `new` (none: no list) in `tr`'s slot `no` and frees the list
+/// it replaces after a grace period (sleeps).
+pub(crate) fn replace_pid_list(_held: &Held, tr: TraceArray, no: bool, new: Option<NewPidList>) {
+    let new = new.map_or(ptr::null_mut(), |l| core::mem::ManuallyDrop::new(l).0.as_ptr());
+    let old = pid_slot(tr, no).swap(new, Ordering::AcqRel);
+    if old.is_null() {
+        return;
+    }
+    // Then no reader (preempt-off, or under the lock held) is left.
+    synchronize_rcu();
+    // SAFETY: a list published here, unpublished above, and every reader
+    // that could see it has left its read side: nothing references it.
+    unsafe { trace_pid_list_free(old) };
+}
