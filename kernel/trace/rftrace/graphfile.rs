@@ -6,59 +6,22 @@
 
 use crate::filter::Matcher;
 use crate::filterfile::PARSER_LOCK;
-use crate::hash::{FnSet, FtraceHash, PubSlot};
+use crate::hash::{FnSet, GraphSlot};
 use crate::logic::glob::{Kind, Pattern};
 use crate::logic::parser::Parser;
 use crate::logic::sites::flags as sf;
-use crate::sys::{dead, CGlobal, CMutex, CoreGuard, Guard};
+use crate::sys::{dead, CGlobal, CoreGuard};
 use crate::table;
 use crate::tracefs::{self, write_token, Chunk, OpenMode, Out, TextFile};
 use core::ptr;
-use core::sync::atomic::AtomicPtr;
 use kernel::bindings;
 use kernel::c_str;
 use kernel::ffi::c_void;
 use kernel::prelude::*;
 
-/// The function graph filter set, read by the inline helpers of trace.h
-/// and written under [`GRAPH_LOCK`].
-#[no_mangle]
-pub static ftrace_graph_hash: AtomicPtr<FtraceHash> = AtomicPtr::new(ptr::null_mut());
-/// The function graph notrace set.
-#[no_mangle]
-pub static ftrace_graph_notrace_hash: AtomicPtr<FtraceHash> = AtomicPtr::new(ptr::null_mut());
-
-/// Serializes the graph filter sets' writers.
-static GRAPH_LOCK: CMutex = CMutex::new();
-
 /// Initialises the lock of the graph filter files (boot).
 pub(crate) fn init_locks() {
-    crate::sys::cmutex_init!(GRAPH_LOCK, "ftrace_graph_lock");
-}
-
-/// A graph filter set's slot, its writers' lock held.
-struct GraphSlot {
-    _l: Guard,
-    slot: &'static AtomicPtr<FtraceHash>,
-}
-
-impl GraphSlot {
-    fn lock(notrace: bool) -> Self {
-        GraphSlot {
-            _l: GRAPH_LOCK.lock(),
-            slot: if notrace {
-                &ftrace_graph_notrace_hash
-            } else {
-                &ftrace_graph_hash
-            },
-        }
-    }
-
-    fn get(&mut self) -> PubSlot<'_> {
-        // SAFETY: a published-set slot whose writers hold the graph lock,
-        // held while `self` lives.
-        unsafe { PubSlot::new(self.slot) }
-    }
+    crate::hash::init_graph_lock();
 }
 
 struct GraphFile {

@@ -26,6 +26,8 @@ use kernel::ffi::{c_ulong, c_void};
 use kernel::prelude::*;
 use kernel::types::Opaque;
 
+use crate::sys::{CMutex, Guard};
+
 /// `struct ftrace_hash`. C reads `count` and `flags` with plain word
 /// loads (`ftrace_hash_empty()`), which these atomics are to it.
 #[repr(C)]
@@ -711,5 +713,49 @@ impl Retired {
 impl Drop for Retired {
     fn drop(&mut self) {
         free_rcu(self.as_set().0);
+    }
+}
+
+// --- the function graph filter sets ------------------------------------------
+
+/// The function graph filter set, read by the inline helpers of trace.h
+/// and written under [`GRAPH_LOCK`].
+#[no_mangle]
+pub static ftrace_graph_hash: AtomicPtr<FtraceHash> = AtomicPtr::new(ptr::null_mut());
+/// The function graph notrace set.
+#[no_mangle]
+pub static ftrace_graph_notrace_hash: AtomicPtr<FtraceHash> = AtomicPtr::new(ptr::null_mut());
+
+/// Serializes the graph filter sets' writers.
+static GRAPH_LOCK: CMutex = CMutex::new();
+
+/// Initialises [`GRAPH_LOCK`] (boot).
+pub(crate) fn init_graph_lock() {
+    crate::sys::cmutex_init!(GRAPH_LOCK, "ftrace_graph_lock");
+}
+
+/// A graph filter set's slot, its writers' lock held.
+pub(crate) struct GraphSlot {
+    _l: Guard,
+    slot: &'static AtomicPtr<FtraceHash>,
+}
+
+impl GraphSlot {
+    pub(crate) fn lock(notrace: bool) -> Self {
+        GraphSlot {
+            _l: GRAPH_LOCK.lock(),
+            slot: if notrace {
+                &ftrace_graph_notrace_hash
+            } else {
+                &ftrace_graph_hash
+            },
+        }
+    }
+
+    pub(crate) fn get(&mut self) -> PubSlot<'_> {
+        // SAFETY: a published-set slot (C reads it under RCU) that is
+        // written only here, by the holder of `GRAPH_LOCK`, which `self`
+        // holds while the result borrows it.
+        unsafe { PubSlot::new(self.slot) }
     }
 }
