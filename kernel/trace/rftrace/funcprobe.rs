@@ -11,103 +11,16 @@ use crate::hash::FnSet;
 use crate::logic::glob::{Kind, Pattern};
 use crate::logic::recursion;
 use crate::ops::{self, Ops, OpsRef};
-use crate::registry::Fregs;
+use crate::clients::{ProbeData, ProbeDataCell, ProbeOps};
+use crate::registry::{Fregs, HasOps, OpsFn};
 use crate::sys::{dead, to_errno, CoreGuard, Held, TraceArray};
-use crate::tracefs::{Out, SeqFile};
-use core::marker::PhantomData;
+use crate::tracefs::Out;
 use core::ptr;
-use core::sync::atomic::{AtomicPtr, Ordering};
 use kernel::bindings;
-use kernel::error::to_result;
-use kernel::ffi::{c_int, c_ulong, c_void};
+use kernel::ffi::{c_int, c_ulong};
 use kernel::prelude::*;
+use kernel::sync::Arc;
 use kernel::types::Opaque;
-
-/// The data a probe type keeps for its functions: what the data given to
-/// the registration and its `init` made of it. Only the probe type's own
-/// callbacks look behind it; the core hands back what it was given (the
-/// field is this module's, which creates one only from those values).
-#[derive(Clone, Copy)]
-#[repr(transparent)]
-pub struct ProbeData(*mut c_void);
-
-/// `struct ftrace_probe_ops` (kernel/trace/trace.h), its callbacks typed
-/// as their owner's contract says they may be called: with the probe
-/// type itself, a trace array it is registered on, the probe data, and a
-/// live seq_file (`print`). The owner, bound by the contract of
-/// `register_ftrace_function_probe()`, gives callbacks that do nothing
-/// unsound with such arguments, so calling them is safe.
-#[repr(C)]
-pub struct FtraceProbeOps {
-    func: Option<extern "C" fn(c_ulong, c_ulong, TraceArray, ProbeOps, ProbeData)>,
-    init: Option<
-        extern "C" fn(ProbeOps, TraceArray, c_ulong, ProbeData, &AtomicPtr<c_void>) -> c_int,
-    >,
-    free: Option<extern "C" fn(ProbeOps, TraceArray, c_ulong, ProbeData)>,
-    print: Option<extern "C" fn(&SeqFile, c_ulong, ProbeOps, ProbeData) -> c_int>,
-}
-
-/// A probe type (`struct ftrace_probe_ops`) its C owner registered.
-///
-/// At the C boundary the handle is the parameter itself (the ABI of a
-/// pointer): the owner of a probe type, bound by the contract of
-/// `register_ftrace_function_probe()`, keeps it valid and unchanged
-/// until it is unregistered from every trace array, and its callbacks
-/// take the arguments their prototypes in kernel/trace/trace.h say.
-///
-/// # Invariants
-///
-/// `0` points to a valid `ftrace_probe_ops` that is not written while a
-/// probe of it is registered, which every handle the core keeps is.
-#[derive(Clone, Copy, PartialEq, Eq)]
-#[repr(transparent)]
-pub struct ProbeOps(ptr::NonNull<FtraceProbeOps>);
-
-impl ProbeOps {
-    fn get(&self) -> &FtraceProbeOps {
-        // SAFETY: valid and unchanged while a probe of it is registered,
-        // which it is while the core holds the handle (the invariants).
-        unsafe { self.0.as_ref() }
-    }
-
-    /// Runs the probe on a hit of `ip` (called by `parent_ip`).
-    fn call(self, ip: c_ulong, parent_ip: c_ulong, tr: TraceArray, data: ProbeData) {
-        if let Some(f) = self.get().func {
-            f(ip, parent_ip, tr, self, data)
-        }
-    }
-
-    /// Sets up function `ip` (its `init`), which may store into `data`,
-    /// the probe's data word (the owner reads and writes it under
-    /// `ftrace_lock`, held by every caller: `ProbeRef` needs it).
-    fn init(self, tr: TraceArray, ip: u64, init: ProbeData, data: &AtomicPtr<c_void>) -> Result {
-        match self.get().init {
-            Some(f) => to_result(f(self, tr, ip as c_ulong, init, data)),
-            None => Ok(()),
-        }
-    }
-
-    /// Gives back the data of function `ip` (0: all of it): its `free`.
-    fn free(self, tr: TraceArray, ip: u64, data: ProbeData) {
-        if let Some(f) = self.get().free {
-            f(self, tr, ip as c_ulong, data)
-        }
-    }
-
-    /// Lists function `ip` as set_ftrace_filter shows it, into `page`;
-    /// `None` if the probe type has no `print`.
-    fn print(self, ip: u64, data: ProbeData, page: &mut [u8; 512]) -> Option<usize> {
-        let f = self.get().print?;
-        let m = crate::tracefs::PageSeq::over(page);
-        f(m.seq(), ip as c_ulong, self, data);
-        Some(m.count())
-    }
-
-    /// Its function, for the listing of a type without `print`.
-    fn func_addr(self) -> u64 {
-        self.get().func.map_or(0, |f| f as *const () as u64)
-    }
-}
 
 /// One probe type registered on a trace array: its ops traces the
 /// functions the probe is on.
@@ -117,75 +30,65 @@ struct Probe {
     ops: Opaque<Ops>,
     probe_ops: ProbeOps,
     tr: TraceArray,
-    /// The probe type's data (its `init` sets it under `ftrace_lock`; the
-    /// callback reads it).
-    data: AtomicPtr<c_void>,
+    /// The probe type's data.
+    data: ProbeDataCell,
+}
+
+// SAFETY: `Probe` is `repr(C)` with its ops first; `probe_call` is
+// installed only in the ops of a `Probe` (`ProbeRef::create`), which stays
+// allocated while the core lists it, until after its ops is unregistered
+// (`destroy`), and `probe_call` is code of its own.
+unsafe impl HasOps for Probe {
+    const CALLBACK: OpsFn = probe_call;
 }
 
 /// The probes of every trace array, oldest first.
-static PROBES: Locked<KVec<KBox<Probe>>> = Locked::new(KVec::new());
+static PROBES: Locked<KVec<Arc<Probe>>> = Locked::new(KVec::new());
 
 /// The callback of a probe's ops.
 extern "C" fn probe_call(ip: c_ulong, parent_ip: c_ulong, op: OpsRef<'_>, _fregs: Fregs<'_>) {
-    // SAFETY: only a probe's ops has this callback, and it is the
-    // probe's first field (`repr(C)`); a probe outlives its registration.
-    let p = unsafe { &*op.as_ptr().cast::<Probe>() };
+    let Some(p) = op.container::<Probe>() else {
+        return;
+    };
     // The function recursion guard, as C's probe callback takes it.
     crate::task::guarded(recursion::FTRACE_START, |_| {
-        p.probe_ops.call(
-            ip,
-            parent_ip,
-            p.tr,
-            ProbeData(p.data.load(Ordering::Relaxed)),
-        );
+        p.probe_ops.call(ip, parent_ip, p.tr, p.data.get());
     });
 }
 
-/// A probe in [`PROBES`], handled under `ftrace_lock`.
-///
-/// # Invariants
-///
-/// `0` points to a [`Probe`] boxed in [`PROBES`], which changes only under
-/// `ftrace_lock`, held for `'h`; only [`ProbeRef::destroy`] takes it out
-/// and frees it, consuming the handle.
-struct ProbeRef<'h>(ptr::NonNull<Probe>, PhantomData<&'h Held>);
+/// A probe of [`PROBES`], handled under `ftrace_lock`: a reference that
+/// keeps its memory while the handle lives.
+struct ProbeRef(Arc<Probe>);
 
-impl<'h> ProbeRef<'h> {
-    fn of(_held: &'h Held, p: &KBox<Probe>) -> Self {
-        // INVARIANT: a probe in `PROBES`, read under the lock.
-        ProbeRef(ptr::NonNull::from(&**p), PhantomData)
-    }
-
-    fn get(&self) -> &'h Probe {
-        // SAFETY: in `PROBES` until `destroy` consumes the handle (the
-        // invariants), which happens under the lock held for `'h`.
-        unsafe { self.0.as_ref() }
+impl ProbeRef {
+    fn get(&self) -> &Probe {
+        &self.0
     }
 
     /// A new probe of `probe_ops` on `tr`, listed.
-    fn create(held: &'h Held, tr: TraceArray, probe_ops: ProbeOps) -> Result<ProbeRef<'h>> {
+    fn create(held: &Held, tr: TraceArray, probe_ops: ProbeOps) -> Result<ProbeRef> {
         let mut ops = crate::sys::zeroed_ops();
         ops.func = crate::registry::ops_fn(probe_call);
         ops.private = tr.as_ptr();
-        let b = KBox::new(
+        let b = Arc::new(
             Probe {
                 ops: Opaque::new(ops),
                 probe_ops,
                 tr,
-                data: AtomicPtr::new(ptr::null_mut()),
+                data: ProbeDataCell::new(),
             },
             GFP_KERNEL,
         )?;
         let mut all = PROBES.borrow(held)?;
-        all.push(b, GFP_KERNEL)?;
-        let p = ProbeRef::of(held, &all[all.len() - 1]);
+        all.push(b.clone(), GFP_KERNEL)?;
         drop(all);
+        let p = ProbeRef(b);
         p.ops().init(held);
         Ok(p)
     }
 
     /// The probe's ops, for as long as the handle is borrowed.
-    fn ops(&self) -> OpsRef<'h> {
+    fn ops(&self) -> OpsRef<'_> {
         OpsRef::of_opaque(&self.get().ops)
     }
 
@@ -194,22 +97,21 @@ impl<'h> ProbeRef<'h> {
     }
 
     /// Asks the probe type to set up function `ip` (its `init`).
-    fn init_func(&self, ip: u64, data: *mut c_void) -> Result {
+    fn init_func(&self, ip: u64, data: ProbeData) -> Result {
         let p = self.get();
-        p.probe_ops.init(p.tr, ip, ProbeData(data), &p.data)
+        p.probe_ops.init(p.tr, ip, data, &p.data)
     }
 
     /// Gives back the data of function `ip` (0: all of it) to the probe
     /// type (its `free`).
     fn free_func(&self, ip: u64) {
         let p = self.get();
-        p.probe_ops
-            .free(p.tr, ip, ProbeData(p.data.load(Ordering::Relaxed)));
+        p.probe_ops.free(p.tr, ip, p.data.get());
     }
 
     /// Forgets the probe type's data.
     fn reset_data(&self) {
-        self.get().data.store(ptr::null_mut(), Ordering::Relaxed);
+        self.get().data.reset();
     }
 
     /// Lists function `ip` of the probe as set_ftrace_filter shows it.
@@ -217,7 +119,7 @@ impl<'h> ProbeRef<'h> {
         let p = self.get();
         match p
             .probe_ops
-            .print(ip, ProbeData(p.data.load(Ordering::Relaxed)), page)
+            .print(ip, p.data.get(), page)
         {
             Some(n) => o.bytes(&page[..n.min(page.len())]),
             None => {
@@ -238,7 +140,7 @@ impl<'h> ProbeRef<'h> {
         let Ok(mut all) = PROBES.borrow(held) else {
             return;
         };
-        if let Some(i) = all.iter().position(|b| ptr::eq(&**b, self.0.as_ptr())) {
+        if let Some(i) = all.iter().position(|b| ptr::eq(&**b, self.get())) {
             // Not registered: no CPU runs its callback any more.
             let last = all.len() - 1;
             all.as_mut_slice()[i..].rotate_left(1);
@@ -248,19 +150,19 @@ impl<'h> ProbeRef<'h> {
 }
 
 /// The probes of `tr`, newest first (as C lists them).
-fn probes<'h>(held: &'h Held, tr: TraceArray) -> impl Iterator<Item = ProbeRef<'h>> {
+fn probes(held: &Held, tr: TraceArray) -> impl Iterator<Item = ProbeRef> + '_ {
     let n = PROBES.borrow(held).map_or(0, |a| a.len());
     // Each step borrows the list for its own read: the caller may destroy
     // a probe between steps (it then starts over).
     (0..n).rev().filter_map(move |i| {
         let all = PROBES.borrow(held).ok()?;
         let b = all.get(i)?;
-        (b.tr == tr).then(|| ProbeRef::of(held, b))
+        (b.tr == tr).then(|| ProbeRef(b.clone()))
     })
 }
 
 /// The probe of `probe_ops` on `tr`.
-fn find<'h>(held: &'h Held, tr: TraceArray, probe_ops: ProbeOps) -> Option<ProbeRef<'h>> {
+fn find(held: &Held, tr: TraceArray, probe_ops: ProbeOps) -> Option<ProbeRef> {
     probes(held, tr).find(|p| p.probe_ops() == probe_ops)
 }
 
@@ -272,7 +174,7 @@ pub extern "C" fn register_ftrace_function_probe(
     glob: CStrArg<'_>,
     tr: Option<TraceArray>,
     probe_ops: Option<ProbeOps>,
-    data: *mut c_void,
+    data: ProbeData,
 ) -> c_int {
     let glob = glob.bytes();
     let (Some(tr), Some(probe_ops)) = (tr, probe_ops) else {
@@ -299,7 +201,7 @@ pub extern "C" fn register_ftrace_function_probe(
 }
 
 /// Adds the functions matching `glob` to probe `p`; returns how many.
-fn add_functions(held: &Held, p: &ProbeRef<'_>, glob: &[u8], data: *mut c_void) -> Result<c_int> {
+fn add_functions(held: &Held, p: &ProbeRef, glob: &[u8], data: ProbeData) -> Result<c_int> {
     let op = p.ops();
     let old = op.sets(held).0;
     let mut h = FnSet::copy_of(old)?;
@@ -351,11 +253,7 @@ pub extern "C" fn unregister_ftrace_function_probe_func(
 
 /// Takes probe `p` off the functions matching `glob` (all for empty or
 /// `*`); frees it when it is on none any more, else gives it back.
-fn remove_functions<'h>(
-    held: &'h Held,
-    p: ProbeRef<'h>,
-    glob: &[u8],
-) -> (Result, Option<ProbeRef<'h>>) {
+fn remove_functions(held: &Held, p: ProbeRef, glob: &[u8]) -> (Result, Option<ProbeRef>) {
     match remove_matching(held, &p, glob) {
         Ok(true) => {
             p.destroy(held);
@@ -368,7 +266,7 @@ fn remove_functions<'h>(
 
 /// The body of [`remove_functions`]: whether the probe is on no function
 /// any more (and not registered).
-fn remove_matching(held: &Held, p: &ProbeRef<'_>, glob: &[u8]) -> Result<bool> {
+fn remove_matching(held: &Held, p: &ProbeRef, glob: &[u8]) -> Result<bool> {
     let all = glob.is_empty() || glob == b"*";
     let pat = Pattern::parse(glob);
     let op = p.ops();

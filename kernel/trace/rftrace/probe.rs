@@ -5,97 +5,17 @@
 //! the commands register are in `funcprobe`.
 
 use crate::cells::{Locked, LockedMut};
-use crate::ffi::CStrArg;
-use crate::ffi::{rftrace_tr_next, trace_types_lock};
+use crate::clients::Command;
 use crate::filter::{commit, match_records, match_records_locked};
-use crate::hash::{FnSet, FtraceHash};
+use crate::hash::FnSet;
 use crate::logic::glob::{Kind, Pattern};
 use crate::logic::parser::{Token, BUF_SIZE};
 use crate::ops;
-use crate::sys::{CoreGuard, Guard, Held, TraceArray};
+use crate::sys::{CoreGuard, Held, TraceArray, TraceTypes};
 use crate::tracefs::Out;
-use core::ptr;
 use kernel::bindings;
-use kernel::error::to_result;
-use kernel::ffi::{c_char, c_int, c_void};
+use kernel::ffi::c_int;
 use kernel::prelude::*;
-
-/// `struct ftrace_func_command` (kernel/trace/trace.h).
-#[repr(C)]
-pub struct FtraceFuncCommand {
-    list: bindings::list_head,
-    /// Valid while the command is registered (the contract of
-    /// `register_ftrace_command()`).
-    name: CStrArg<'static>,
-    func: Option<
-        unsafe extern "C" fn(
-            tr: *mut c_void,
-            hash: *mut FtraceHash,
-            func: *mut c_char,
-            cmd: *mut c_char,
-            params: *mut c_char,
-            enable: c_int,
-        ) -> c_int,
-    >,
-}
-
-/// A filter-file command its C owner registered.
-///
-/// At the C boundary the handle is the parameter itself (the ABI of a
-/// pointer): the owner, bound by the contract of
-/// `register_ftrace_command()`, keeps the command valid and unchanged
-/// (its name a NUL-terminated string) while it is registered, and its
-/// callback takes the arguments of its prototype in kernel/trace/trace.h.
-///
-/// # Invariants
-///
-/// `0` points to a valid `ftrace_func_command`, unchanged while the core
-/// keeps the handle (in [`COMMANDS`], or copied out under `ftrace_lock`
-/// for a call its owner's unregistration waits for: the owners are
-/// built-in tracers that never unregister while their files are used).
-#[derive(Clone, Copy, PartialEq, Eq)]
-#[repr(transparent)]
-pub struct Command(ptr::NonNull<FtraceFuncCommand>);
-
-impl Command {
-    fn get(&self) -> &FtraceFuncCommand {
-        // SAFETY: valid and unchanged while the core keeps the handle (the
-        // invariants).
-        unsafe { self.0.as_ref() }
-    }
-
-    fn name(&self) -> &[u8] {
-        self.get().name.bytes()
-    }
-
-    /// Runs `func:cmd:param`, split in place in `b` at `cmd` and `param`.
-    fn call(
-        &self,
-        tr: Option<TraceArray>,
-        h: &mut FnSet,
-        b: &mut [u8],
-        cmd: usize,
-        param: Option<usize>,
-        enable: bool,
-    ) -> Result {
-        let f = self.get().func.ok_or(EINVAL)?;
-        let base = b.as_mut_ptr().cast::<c_char>();
-        let at = |k: usize| base.wrapping_add(k);
-        // SAFETY: the owner's callback with the arguments of its
-        // prototype: the strings are NUL-terminated pieces of `b` (the
-        // caller put the NULs), which outlives the call.
-        to_result(unsafe {
-            f(
-                tr.map_or(ptr::null_mut(), TraceArray::as_ptr),
-                h.as_ptr(),
-                base,
-                at(cmd),
-                param.map_or(ptr::null_mut(), at),
-                c_int::from(enable),
-            )
-        })
-    }
-}
 
 /// The registered commands (`mod` is built in).
 static COMMANDS: Locked<KVec<Command>> = Locked::new(KVec::new());
@@ -330,29 +250,6 @@ pub(crate) fn render_mods(held: &Held, o: &mut Out, tr: TraceArray, notrace: boo
         o.bytes(b":mod:");
         o.bytes(&m.module);
         o.bytes(b"\n");
-    }
-}
-
-/// The tracing core's lock over its list of trace arrays, held.
-struct TraceTypes(#[allow(dead_code)] Guard);
-
-impl TraceTypes {
-    fn lock() -> Self {
-        // The callers (module notifiers) may sleep and hold no core lock.
-        TraceTypes(trace_types_lock.lock())
-    }
-
-    /// The trace arrays, alive while the lock is.
-    fn arrays(&self) -> impl Iterator<Item = TraceArray> + '_ {
-        let mut tr = ptr::null_mut();
-        core::iter::from_fn(move || {
-            // SAFETY: walked under `trace_types_lock` (held while `self`
-            // is), which keeps every array on the list and alive.
-            unsafe {
-                tr = rftrace_tr_next(tr);
-                TraceArray::from_raw(tr)
-            }
-        })
     }
 }
 

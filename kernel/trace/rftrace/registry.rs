@@ -91,6 +91,20 @@ impl Fregs<'_> {
 /// A callback of one of the core's own ops, its arguments typed.
 pub(crate) type OpsFn = for<'a, 'b> extern "C" fn(c_ulong, c_ulong, OpsRef<'a>, Fregs<'b>);
 
+/// A Rust object with an ops inside, which the ops' callback finds again
+/// from the ops (as `container_of()` does in C).
+///
+/// # Safety
+///
+/// `Self` is `repr(C)` with the `Opaque<Ops>` as its first field; an ops
+/// whose callback is [`HasOps::CALLBACK`] (installed through [`ops_fn`])
+/// is that field of a `Self` that outlives the ops' registration; and no
+/// other function shares the callback's address (it runs `Self`'s code).
+pub(crate) unsafe trait HasOps: Sized {
+    /// The callback every ops inside a `Self` has.
+    const CALLBACK: OpsFn;
+}
+
 /// The C type of the core's callback `f`.
 pub(crate) const fn ops_fn(f: OpsFn) -> bindings::ftrace_func_t {
     type CFn = unsafe extern "C" fn(c_ulong, c_ulong, *mut Ops, *mut bindings::ftrace_regs);
@@ -156,6 +170,18 @@ impl<'a> OpsRef<'a> {
         // INVARIANT: live while borrowed; `Opaque` lets the other CPUs
         // and C write it meanwhile, through handles like this one.
         OpsRef(ptr::NonNull::from(o).cast(), PhantomData)
+    }
+
+    /// The object this ops is inside, when its callback is `T`'s.
+    #[inline(always)]
+    pub(crate) fn container<T: HasOps>(self) -> Option<&'a T> {
+        let f = self.func()? as *const ();
+        (f == T::CALLBACK as *const ()).then(|| {
+            // SAFETY: an ops with `T`'s callback is the first field of a
+            // `T` (`repr(C)`: at the same address) that outlives the ops'
+            // registration, during which `'a` lasts (the trait's contract).
+            unsafe { &*self.as_ptr().cast::<T>() }
+        })
     }
 
     /// The ops, for what takes it by pointer.

@@ -92,6 +92,7 @@ use opsview as view;
 #[path = "../../../arch/x86/kernel/rftrace/archif.rs"]
 mod archif;
 mod cells;
+mod clients;
 mod direct;
 mod dispatch;
 /// The x86_64 per-CPU reads the hot path inlines (`current`, preempt count).

@@ -758,3 +758,26 @@ pub(crate) fn replace_pid_list(_held: &Held, tr: TraceArray, no: bool, new: Opti
     // that could see it has left its read side: nothing references it.
     unsafe { trace_pid_list_free(old) };
 }
+
+/// The tracing core's lock over its list of trace arrays, held.
+pub(crate) struct TraceTypes(#[allow(dead_code)] Guard);
+
+impl TraceTypes {
+    pub(crate) fn lock() -> Self {
+        // The callers (module notifiers) may sleep and hold no core lock.
+        TraceTypes(crate::ffi::trace_types_lock.lock())
+    }
+
+    /// The trace arrays, alive while the lock is.
+    pub(crate) fn arrays(&self) -> impl Iterator<Item = TraceArray> + '_ {
+        let mut tr = ptr::null_mut();
+        core::iter::from_fn(move || {
+            // SAFETY: walked under `trace_types_lock` (held while `self`
+            // is), which keeps every array on the list and alive.
+            unsafe {
+                tr = crate::ffi::rftrace_tr_next(tr);
+                TraceArray::from_raw(tr)
+            }
+        })
+    }
+}
