@@ -136,9 +136,7 @@ impl ProbeDataCell {
 #[repr(C)]
 pub struct FtraceProbeOps {
     func: Option<extern "C" fn(c_ulong, c_ulong, TraceArray, ProbeOps, ProbeData)>,
-    init: Option<
-        extern "C" fn(ProbeOps, TraceArray, c_ulong, ProbeData, &ProbeDataCell) -> c_int,
-    >,
+    init: Option<extern "C" fn(ProbeOps, TraceArray, c_ulong, ProbeData, &ProbeDataCell) -> c_int>,
     free: Option<extern "C" fn(ProbeOps, TraceArray, c_ulong, ProbeData)>,
     print: Option<extern "C" fn(&SeqFile, c_ulong, ProbeOps, ProbeData) -> c_int>,
 }
@@ -176,7 +174,13 @@ impl ProbeOps {
     /// Sets up function `ip` (its `init`), which may store into `data`,
     /// the probe's data word (the owner reads and writes it under
     /// `ftrace_lock`, held by every caller: `ProbeRef` needs it).
-    pub(crate) fn init(self, tr: TraceArray, ip: u64, init: ProbeData, data: &ProbeDataCell) -> Result {
+    pub(crate) fn init(
+        self,
+        tr: TraceArray,
+        ip: u64,
+        init: ProbeData,
+        data: &ProbeDataCell,
+    ) -> Result {
         match self.get().init {
             Some(f) => to_result(f(self, tr, ip as c_ulong, init, data)),
             None => Ok(()),

@@ -3,6 +3,7 @@
 //! The direct-call API: an ops whose sites call a trampoline of its
 //! owner (BPF) directly.
 
+use crate::arch::Target;
 use crate::ops::{ftrace_free_filter, shutdown, startup, DIRECT_LOCK};
 use crate::registry::*;
 use crate::sys::{addr, assert_held, to_errno, CoreGuard, Held};
@@ -124,10 +125,12 @@ fn modify_direct(held: &Held, ops: OpsRef<'_>, target: c_ulong) -> Result {
     if flags & F_ENABLED == 0 || flags & F_DIRECT == 0 || target == 0 {
         return Err(EINVAL);
     }
+    let was = Target::direct_of(ops);
     // Read locklessly by `call_direct_funcs`.
     ops.set_direct_call(held, target);
+    let now = Target::direct_of(ops);
     let slot = slot_of(held, ops)? as usize;
-    let retarget = |tramp: u64, was: u64| -> Result {
+    let retarget = |tramp: Target, was: Target| -> Result {
         if let Some(i) = slot.checked_sub(1) {
             let mut slots = SLOTS.borrow(held)?;
             if let Some(x) = slots.get_mut(i) {
@@ -138,15 +141,14 @@ fn modify_direct(held: &Held, ops: OpsRef<'_>, target: c_ulong) -> Result {
         Ok(())
     };
     // The plan sees the sites call `old` and moves them to `target`.
-    let r = retarget(target as u64, old as u64)
-        .and_then(|()| update_scope(held, &own_sites(held, ops)));
+    let r = retarget(now, was).and_then(|()| update_scope(held, &own_sites(held, ops)));
     if let Err(e) = r {
         // Nothing was written (planning failed): back to the old target.
         ops.set_direct_call(held, old);
-        let _ = retarget(old as u64, 0);
+        let _ = retarget(was, Target::NOP);
         return Err(e);
     }
-    retarget(target as u64, 0)
+    retarget(now, Target::NOP)
 }
 
 /// Changes the direct trampoline of a registered direct ops.

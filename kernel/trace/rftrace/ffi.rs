@@ -152,12 +152,14 @@ pub(crate) fn log_err<const N: usize>(
 ///
 /// A module hook C calls takes it as its parameter (the ABI of a non-null
 /// pointer): the loader, bound by the hook's contract, passes a live
-/// module whose name it no longer writes.
+/// module whose name and call-site array it no longer writes.
 ///
 /// # Invariants
 ///
 /// `0` points to a module that lives for `'a`, whose `name` is a
-/// NUL-terminated array not written meanwhile.
+/// NUL-terminated array and whose `ftrace_callsites` holds
+/// `num_ftrace_callsites` addresses (or is null), neither written
+/// meanwhile.
 #[derive(Clone, Copy)]
 #[repr(transparent)]
 pub(crate) struct ModuleRef<'a>(NonNull<bindings::module>, core::marker::PhantomData<&'a ()>);
@@ -178,6 +180,23 @@ impl<'a> ModuleRef<'a> {
         // SAFETY: the NUL-terminated name of a module that lives, its name
         // unwritten, for `'a` (the invariants).
         unsafe { kernel::str::CStr::from_char_ptr(p) }.as_bytes()
+    }
+
+    /// The addresses of its call sites, as the loader found them in its
+    /// `__mcount_loc` section.
+    pub(crate) fn callsites(self) -> &'a [u64] {
+        // SAFETY: the fields of a live module (the invariants), which the
+        // loader filled in before it handed the module over and does not
+        // change; the array holds `n` addresses (an unsigned long is a u64
+        // on the 64-bit architectures the core builds for).
+        unsafe {
+            let m = self.as_ptr();
+            let (p, n) = ((*m).ftrace_callsites, (*m).num_ftrace_callsites as usize);
+            if p.is_null() || n == 0 {
+                return &[];
+            }
+            core::slice::from_raw_parts(p.cast::<u64>(), n)
+        }
     }
 }
 

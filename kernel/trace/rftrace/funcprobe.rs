@@ -5,13 +5,13 @@
 //! used by the filter-file commands such as `traceoff` and `stacktrace`).
 
 use crate::cells::Locked;
+use crate::clients::{ProbeData, ProbeDataCell, ProbeOps};
 use crate::ffi::CStrArg;
 use crate::filter::{commit, match_records_locked};
 use crate::hash::FnSet;
 use crate::logic::glob::{Kind, Pattern};
 use crate::logic::recursion;
 use crate::ops::{self, Ops, OpsRef};
-use crate::clients::{ProbeData, ProbeDataCell, ProbeOps};
 use crate::registry::{Fregs, HasOps, OpsFn};
 use crate::sys::{dead, to_errno, CoreGuard, Held, TraceArray};
 use crate::tracefs::Out;
@@ -117,10 +117,7 @@ impl ProbeRef {
     /// Lists function `ip` of the probe as set_ftrace_filter shows it.
     fn render(&self, o: &mut Out, ip: u64, page: &mut [u8; 512]) {
         let p = self.get();
-        match p
-            .probe_ops
-            .print(ip, p.data.get(), page)
-        {
+        match p.probe_ops.print(ip, p.data.get(), page) {
             Some(n) => o.bytes(&page[..n.min(page.len())]),
             None => {
                 o.sym(ip, false);

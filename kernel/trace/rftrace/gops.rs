@@ -260,12 +260,16 @@ impl<const N: usize> GopsArray<N> {
 
     /// Whether index `i` holds no graph ops.
     pub(crate) fn is_free(&self, _held: &Held, i: usize) -> bool {
-        self.0.get(i).is_some_and(|w| w.load(Ordering::Relaxed).is_null())
+        self.0
+            .get(i)
+            .is_some_and(|w| w.load(Ordering::Relaxed).is_null())
     }
 
     /// Whether index `i` holds `g`.
     pub(crate) fn holds(&self, _held: &Held, i: usize, g: GopsRef<'_>) -> bool {
-        self.0.get(i).is_some_and(|w| w.load(Ordering::Relaxed) == g.as_ptr())
+        self.0
+            .get(i)
+            .is_some_and(|w| w.load(Ordering::Relaxed) == g.as_ptr())
     }
 
     /// Publishes the registered graph ops `g` at index `i`.

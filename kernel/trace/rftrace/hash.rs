@@ -26,7 +26,7 @@ use kernel::ffi::{c_ulong, c_void};
 use kernel::prelude::*;
 use kernel::types::Opaque;
 
-use crate::sys::{CMutex, Guard};
+use crate::sys::{CMutex, Guard, Held};
 
 /// `struct ftrace_hash`. C reads `count` and `flags` with plain word
 /// loads (`ftrace_hash_empty()`), which these atomics are to it.
@@ -501,11 +501,6 @@ impl<'a> SetRef<'a> {
         Self(unsafe { h.as_ref() })
     }
 
-    /// The set, for C (null: empty).
-    pub(crate) fn as_ptr(self) -> *const FtraceHash {
-        self.0.map_or(ptr::null(), ptr::from_ref)
-    }
-
     /// Whether it is empty: null, or no entry and no cached `:mod:`
     /// entries (the C `ftrace_hash_empty()`).
     #[inline(always)]
@@ -713,6 +708,56 @@ impl Retired {
 impl Drop for Retired {
     fn drop(&mut self) {
         free_rcu(self.as_set().0);
+    }
+}
+
+// --- the plan's room ----------------------------------------------------------
+
+/// What the planner knows of one registered ops, its sets borrowed for
+/// `'h`, with call targets `T`.
+pub(crate) type Planned<'h, T> = crate::logic::plan::Planned<SetRef<'h>, T>;
+
+/// Room for one update's plan, reserved ahead so that an update never
+/// allocates: it holds the sets of the registered ops only during the
+/// update, which holds `ftrace_lock` throughout.
+///
+/// # Invariants
+///
+/// The vector is empty but during [`PlanRoom::with`].
+pub(crate) struct PlanRoom<T: 'static>(crate::cells::Locked<KVec<Planned<'static, T>>>);
+
+impl<T: 'static> PlanRoom<T> {
+    /// No room yet.
+    pub(crate) const fn new() -> Self {
+        PlanRoom(crate::cells::Locked::new(KVec::new()))
+    }
+
+    /// Makes room for `n` ops in all.
+    pub(crate) fn reserve(&self, held: &Held, n: usize) -> Result {
+        let mut v = self.0.borrow(held)?;
+        let more = n.saturating_sub(v.len());
+        v.reserve(more, GFP_KERNEL).map_err(|_| ENOMEM)
+    }
+
+    /// Runs `f` on the room, empty, as a vector of plans whose sets are
+    /// borrowed for `'h`; empties it after.
+    pub(crate) fn with<'h, R>(
+        &self,
+        held: &'h Held,
+        f: impl FnOnce(&mut KVec<Planned<'h, T>>) -> Result<R>,
+    ) -> Result<R> {
+        let mut v = self.0.borrow(held)?;
+        crate::sys::truncate(&mut *v, 0);
+        let v: &mut KVec<Planned<'static, T>> = &mut v;
+        // SAFETY: the same type but for a lifetime, which does not change
+        // the layout. The vector is empty now and is emptied before this
+        // returns (below), so no set borrowed for `'h` stays in the static
+        // after `'h`; whatever `f` puts in its place is emptied alike.
+        let v = unsafe { &mut *ptr::from_mut(v).cast::<KVec<Planned<'h, T>>>() };
+        let r = f(v);
+        // INVARIANT: empty again.
+        crate::sys::truncate(v, 0);
+        r
     }
 }
 

@@ -6,12 +6,12 @@
 //! probes of the module following it), and the sites of init text that
 //! is freed.
 
+use crate::arch::UnrunSites;
 use crate::ffi::ModuleRef;
 use crate::logic::sites::flags as sf;
 use crate::ops;
 use crate::sys::{dead, CoreGuard, Held};
 use crate::table::{self, Cell, Group};
-use crate::update::rftrace_arch_init_site;
 use core::sync::atomic::Ordering;
 use kernel::bindings;
 use kernel::prelude::*;
@@ -22,30 +22,21 @@ use kernel::prelude::*;
 ///
 /// `m` is a module being loaded, its text not yet running.
 #[no_mangle]
-pub unsafe extern "C" fn ftrace_module_init(m: *mut bindings::module) {
+pub unsafe extern "C" fn ftrace_module_init(m: ModuleRef<'_>) {
     if dead() {
         return;
     }
-    // SAFETY: `m` is a module being loaded (the contract), which the
-    // loader does not change during this call; it filled in the module's
-    // `num_ftrace_callsites` entries at `ftrace_callsites`.
-    let locs = unsafe {
-        let (p, n) = ((*m).ftrace_callsites, (*m).num_ftrace_callsites as usize);
-        if p.is_null() || n == 0 {
-            return;
-        }
-        // An unsigned long is a u64 on x86_64.
-        core::slice::from_raw_parts(p.cast::<u64>(), n)
-    };
     let mut ips = KVVec::<u64>::new();
-    if ips.extend_from_slice(locs, GFP_KERNEL).is_err() {
+    if ips.extend_from_slice(m.callsites(), GFP_KERNEL).is_err() {
         pr_err!("out of memory for the call sites of a module\n");
         return;
     }
     let k = crate::logic::sites::sort_unique(&mut ips);
+    // SAFETY: the sites of a module the loader has not started (the
+    // contract): no CPU runs its text yet, which is still writable.
+    let sites = unsafe { UnrunSites::new(&ips[..k]) };
     let g = CoreGuard::lock();
-    // SAFETY: the module's text does not run yet.
-    if let Err(e) = unsafe { add_sites(g.held(), m, &ips[..k]) } {
+    if let Err(e) = add_sites(g.held(), m.as_ptr(), &sites) {
         pr_err!("cannot add the call sites of a module: {:?}\n", e);
     }
 }
@@ -92,36 +83,31 @@ pub(crate) fn update_counts() {
     crate::sys::ftrace_number_of_groups.store(groups, Ordering::Relaxed);
 }
 
-/// Makes the sites `ips` (sorted, unique) NOPs and adds them to the table
-/// as a group of module `m` (null: the kernel). Module sites stay
-/// disabled until the module is enabled. Returns how many were added and
-/// how many of them had to be rewritten (the rest were NOPs already).
-///
-/// # Safety
-///
-/// The sites' code does not run yet and is still writable.
-pub(crate) unsafe fn add_sites(
+/// Makes the sites NOPs and adds them to the table as a group of module
+/// `m` (null: the kernel). Module sites stay disabled until the module is
+/// enabled. Returns how many were added and how many of them had to be
+/// rewritten (the rest were NOPs already).
+pub(crate) fn add_sites(
     held: &Held,
     m: *mut bindings::module,
-    ips: &[u64],
+    sites: &UnrunSites<'_>,
 ) -> Result<(usize, usize)> {
-    let g = Group::new(m, ips)?;
+    let g = Group::new(m, sites.ips())?;
     let mut written = 0;
     for c in g.sites.iter() {
-        // SAFETY: `c` is a site of `ips`, whose code does not run yet and
-        // is still writable (the contract), so the architecture may write
-        // its NOP without the live patching protocol.
-        let r = unsafe { rftrace_arch_init_site(c.ip(), 0) };
-        if r > 0 {
-            written += 1;
-        }
-        let add = if r < 0 {
-            crate::sys::report_bug(Error::from_errno(r), c.ip());
-            sf::DISABLED
-        } else if !m.is_null() {
-            sf::DISABLED | sf::INIT
-        } else {
-            0
+        let add = match sites.make_nop(c.ip()) {
+            Ok(w) => {
+                written += usize::from(w);
+                if m.is_null() {
+                    0
+                } else {
+                    sf::DISABLED | sf::INIT
+                }
+            }
+            Err(e) => {
+                crate::sys::report_bug(e, c.ip());
+                sf::DISABLED
+            }
         };
         c.update(held, |s| s.flags |= add);
     }

@@ -5,11 +5,12 @@
 //! the one path by which the other modules reach the ops layer: the
 //! registry, the plan, sub-ops and the direct calls are re-exported here.
 
-use crate::sys::{assert_held, dead, enabled, to_errno, CMutex, CoreGuard, Held};
+use crate::arch::{self, Target};
+use crate::sys::{dead, enabled, to_errno, CoreGuard, Held};
 use crate::update::*;
 use core::ptr;
 use kernel::bindings;
-use kernel::ffi::{c_int, c_void};
+use kernel::ffi::c_int;
 use kernel::prelude::*;
 
 pub(crate) use crate::dispatch::arch_ftrace_ops_list_func;
@@ -78,14 +79,14 @@ pub(crate) fn startup(held: &Held, ops: OpsRef<'_>) -> Result {
     let before_tramp = ops.trampoline().0;
     if flags & F_DIRECT != 0 {
         // Alone on a site, a direct ops' site calls its direct trampoline.
-        slot_alloc(held, ops, ops.direct_call() as u64);
+        slot_alloc(held, ops, Target::direct_of(ops));
     } else {
-        arch_update_trampoline(held, ops);
-        let tramp = ops.trampoline().0;
-        if tramp != before_tramp {
-            perf_trampoline(held, ops, false);
+        arch::update_trampoline(held, ops);
+        let tramp = Target::trampoline_of(ops);
+        if tramp.addr() != before_tramp {
+            arch::perf_trampoline(held, ops, false);
         }
-        if tramp != 0 {
+        if !tramp.is_nop() {
             slot_alloc(held, ops, tramp);
         }
     }
@@ -100,29 +101,11 @@ pub(crate) fn startup(held: &Held, ops: OpsRef<'_>) -> Result {
         // no site calls the trampoline made above. A dynamic ops' goes
         // now, as in C; its owner may free the ops on this error.
         if add & F_DYNAMIC != 0 && ops.trampoline().0 != before_tramp {
-            perf_trampoline(held, ops, true);
-            arch_free_trampoline(held, ops);
+            arch::retire_dynamic(held, ops);
         }
         return Err(e);
     }
     Ok(())
-}
-
-/// Has the arch layer create or update the trampoline of a registered
-/// ops (it calls `ftrace_ops_get_func()`).
-pub(crate) fn arch_update_trampoline(_held: &Held, ops: OpsRef<'_>) {
-    // SAFETY: a live ops, under `ftrace_lock` as the arch layer requires;
-    // it changes the ops' trampoline fields through `opsview` only.
-    unsafe { bindings::arch_ftrace_update_trampoline(ops.as_ptr()) };
-}
-
-/// Frees the trampoline the arch layer made for `ops`, which no site
-/// calls and no task runs any more (the callers' waits).
-fn arch_free_trampoline(_held: &Held, ops: OpsRef<'_>) {
-    // SAFETY: a live ops under `ftrace_lock`; the arch layer frees only a
-    // trampoline it allocated (`FTRACE_OPS_FL_ALLOC_TRAMP`), which nothing
-    // runs (the callers' contract, argued at each call).
-    unsafe { bindings::arch_ftrace_trampoline_free(ops.as_ptr()) };
 }
 
 /// Unregisters `ops` (`ftrace_shutdown()`); when it returns, no CPU runs
@@ -158,58 +141,16 @@ pub(crate) fn shutdown(held: &Held, ops: OpsRef<'_>) -> Result {
         ops.set_func(ops.saved_func());
     }
     if ops.has(F_DYNAMIC) {
-        // The first waits out every CPU that may be in the callback with
-        // preemption off or RCU not watching; the second every task
-        // preempted on the trampoline.
-        crate::sys::synchronize_rcu_tasks_rude();
-        crate::sys::synchronize_rcu_tasks();
-        perf_trampoline(held, ops, true);
-        arch_free_trampoline(held, ops);
+        arch::retire_dynamic(held, ops);
     }
     Ok(())
 }
 
-/// Tells perf about the trampoline an ops allocated for itself, as the C
-/// core does: when it appears, a KSYMBOL record (`ftrace_trampoline`,
-/// out-of-line code, listed in kallsyms by then) and a TEXT_POKE record of
-/// its whole body, so that a decoder of an instruction trace knows the
-/// bytes; when it goes, the KSYMBOL unregister record, before it is freed.
-#[cfg(CONFIG_PERF_EVENTS)]
-fn perf_trampoline(_held: &Held, ops: OpsRef<'_>, gone: bool) {
-    let (at, len) = ops.trampoline();
-    if at == 0 || !ops.has(F_ALLOC_TRAMP) {
-        return;
-    }
-    let Ok(len32) = u32::try_from(len) else {
-        return;
-    };
-    // SAFETY: `at..at + len` is the ops' trampoline, allocated and written
-    // by the arch layer and not freed before the unregister record (the
-    // lock, held, serializes both); perf copies the bytes and the name (a
-    // static string) into its records.
-    unsafe {
-        bindings::perf_event_ksymbol(
-            bindings::perf_record_ksymbol_type_PERF_RECORD_KSYMBOL_TYPE_OOL as u16,
-            at,
-            len32,
-            gone,
-            crate::sys::TRAMPOLINE_SYM.as_char_ptr(),
-        );
-        if !gone {
-            let body = at as *const c_void;
-            bindings::perf_event_text_poke(body, ptr::null(), 0, body, len as usize);
-        }
-    }
-}
-
-#[cfg(not(CONFIG_PERF_EVENTS))]
-fn perf_trampoline(_held: &Held, _ops: OpsRef<'_>, _gone: bool) {}
-
 /// Registers an ops with the core.
 #[no_mangle]
 pub extern "C" fn register_ftrace_function(ops: OpsRef<'_>) -> c_int {
-    let _d = DIRECT_LOCK.lock();
-    if let Err(e) = share_with_direct(ops, Share::Enable) {
+    let d = DirectGuard::lock();
+    if let Err(e) = share_with_direct(&d, ops, Share::Enable) {
         return e.to_errno();
     }
     let g = CoreGuard::lock();
@@ -219,17 +160,11 @@ pub extern "C" fn register_ftrace_function(ops: OpsRef<'_>) -> c_int {
 /// Unregisters an ops.
 #[no_mangle]
 pub extern "C" fn unregister_ftrace_function(ops: OpsRef<'_>) -> c_int {
-    let _d = DIRECT_LOCK.lock();
+    let d = DirectGuard::lock();
     let r = shutdown(CoreGuard::lock().held(), ops);
-    let _ = share_with_direct(ops, Share::Disable);
+    let _ = share_with_direct(&d, ops, Share::Disable);
     to_errno(r)
 }
-
-/// Serialises the direct-call API and the sharing of functions between
-/// direct and IPMODIFY ops (C's `direct_mutex`): taken before
-/// `ftrace_lock`, and held while an ops' owner is asked to share, so that
-/// no direct ops comes or goes meanwhile.
-pub(crate) static DIRECT_LOCK: CMutex = CMutex::new();
 
 /// Initialises the locks of this module (boot, before any use).
 pub(crate) fn init_locks() {
@@ -256,8 +191,7 @@ enum Share {
 /// The direct lock is held and `ftrace_lock` is not (the owners' answers
 /// change direct ops). The ops' own filter does not change meanwhile: its
 /// owner is registering or unregistering it.
-fn share_with_direct(ops: OpsRef<'_>, what: Share) -> Result {
-    assert_held(&DIRECT_LOCK);
+fn share_with_direct(d: &DirectGuard, ops: OpsRef<'_>, what: Share) -> Result {
     if !ops.has(F_IPMODIFY) {
         return Ok(());
     }
@@ -265,24 +199,20 @@ fn share_with_direct(ops: OpsRef<'_>, what: Share) -> Result {
         Share::Enable => bindings::ftrace_ops_cmd_FTRACE_OPS_CMD_ENABLE_SHARE_IPMODIFY_PEER,
         Share::Disable => bindings::ftrace_ops_cmd_FTRACE_OPS_CMD_DISABLE_SHARE_IPMODIFY_PEER,
     };
-    // SAFETY: only its owner changes the filter of an IPMODIFY ops (no
-    // sub-op, no manager), and the owner is in this call.
-    let filter = unsafe { ops.owner_filter() };
-    for ip in filter.ips() {
-        let peer = {
-            let g = CoreGuard::lock();
-            let found = list(g.held())
-                .find(|x| x.has(F_DIRECT) && x.wants(g.held(), ip))
-                .map(OpsRef::as_ptr);
-            found
-        };
-        // A direct ops found stays registered: the direct lock keeps the
-        // direct API out until this returns.
-        let Some(peer) = peer else {
+    // The functions, copied: the owners' answers are asked without
+    // `ftrace_lock`.
+    let ips = {
+        let g = CoreGuard::lock();
+        let mut ips = KVec::new();
+        for ip in ops.sets(g.held()).0.ips() {
+            ips.push(ip, GFP_KERNEL)?;
+        }
+        ips
+    };
+    for &ip in ips.iter() {
+        let Some(peer) = direct_peer(d, ip) else {
             continue;
         };
-        // SAFETY: registered, and kept so by the direct lock (above).
-        let peer = unsafe { OpsRef::from_raw(peer) };
         match what {
             Share::Enable => peer.ask(cmd)?,
             Share::Disable => {
@@ -306,11 +236,10 @@ pub(crate) fn describe_tramp(held: &Held, o: &mut crate::tracefs::Out, ip: u64) 
         o.bytes(b" (");
         o.sym(func.map_or(0, |f| f as *const () as u64), true);
         o.bytes(b")");
-        // SAFETY: `op` is a listed ops, live under `ftrace_lock`.
-        let t = unsafe { bindings::arch_ftrace_trampoline_func(op.as_ptr(), ptr::null_mut()) };
-        if !t.is_null() {
+        let t = arch::trampoline_func(held, op);
+        if t != 0 {
             o.bytes(b" ->");
-            o.sym(t as u64, true);
+            o.sym(t, true);
         }
         return;
     }

@@ -63,7 +63,7 @@ pub(crate) fn update_pid_funcs(held: &Held) {
         // Listed: the dispatchers read it meanwhile.
         op.set_func(f);
         if !op.has(bindings::FTRACE_OPS_FL_DIRECT as c_ulong) {
-            ops::arch_update_trampoline(held, op);
+            crate::arch::update_trampoline(held, op);
         }
     }
     // The graph core's counterpart.

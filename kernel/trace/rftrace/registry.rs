@@ -7,7 +7,7 @@
 use crate::cells::Locked;
 use crate::hash::{FnSet, FtraceHash, PubSlot, Retired, SetRef};
 use crate::sys::{
-    ftrace_list_end, ftrace_ops_list, CGlobal, CoreGuard, Guard, Held, Keeps, TraceArray,
+    ftrace_list_end, ftrace_ops_list, CGlobal, CMutex, CoreGuard, Guard, Held, Keeps, TraceArray,
 };
 use crate::view::OpsView;
 use core::marker::PhantomData;
@@ -343,7 +343,8 @@ impl<'a> OpsRef<'a> {
         };
         self.init(held);
         let v = self.view();
-        v.func_hash().store(src.view().local_hash(), Ordering::Release);
+        v.func_hash()
+            .store(src.view().local_hash(), Ordering::Release);
         v.private().store(src.private(), Ordering::Release);
     }
 
@@ -427,17 +428,6 @@ impl<'a> OpsRef<'a> {
                     )
                 }
             })
-    }
-
-    /// Its filter set, read by its owner's own call (registration).
-    ///
-    /// # Safety
-    ///
-    /// Nothing replaces the filter for `'a`: only the ops' owner changes
-    /// it, and the owner is in the call that reads it.
-    pub(crate) unsafe fn owner_filter(self) -> SetRef<'a> {
-        // INVARIANT: not replaced, so not freed, for `'a` (the contract).
-        self.published_sets(SetsKept(PhantomData)).0
     }
 
     /// Whether `ip` passes its sets.
@@ -605,4 +595,35 @@ pub(crate) fn list<'a>(_k: &'a impl Keeps) -> impl Iterator<Item = OpsRef<'a>> {
         p = cur.next_slot().load(Ordering::Acquire);
         Some(cur)
     })
+}
+
+/// The lock of the direct-call API (C's `direct_mutex`), taken before
+/// `ftrace_lock`: every registration and unregistration of a direct ops
+/// holds it (`direct` and `ops`), so a direct ops registered while it is
+/// held stays registered.
+pub(crate) static DIRECT_LOCK: CMutex = CMutex::new();
+
+/// [`DIRECT_LOCK`], held for the life of the guard.
+pub(crate) struct DirectGuard(#[allow(dead_code)] Guard);
+
+impl DirectGuard {
+    /// Takes the direct lock (sleeps).
+    pub(crate) fn lock() -> Self {
+        DirectGuard(DIRECT_LOCK.lock())
+    }
+}
+
+/// The registered direct ops on function `ip`, if any: it stays
+/// registered for as long as `_d`, the direct lock, is held.
+pub(crate) fn direct_peer<'d>(_d: &'d DirectGuard, ip: u64) -> Option<OpsRef<'d>> {
+    let found = {
+        let g = CoreGuard::lock();
+        let found = list(g.held())
+            .find(|x| x.has(F_DIRECT) && x.wants(g.held(), ip))
+            .map(OpsRef::as_ptr);
+        found
+    };
+    // SAFETY: listed, so registered and live, and kept so while the direct
+    // lock is held (see `DIRECT_LOCK`), which `_d` is for `'d`.
+    found.map(|p| unsafe { OpsRef::from_raw(p) })
 }

@@ -88,6 +88,7 @@ mod nokprobe;
 mod ops;
 mod opsview;
 use opsview as view;
+mod arch;
 /// The interface to the x86_64 layer, shared with it.
 #[path = "../../../arch/x86/kernel/rftrace/archif.rs"]
 mod archif;
@@ -170,7 +171,8 @@ pub extern "C" fn ftrace_init() {
     let t0 = sched_clock();
     // SAFETY: early boot, the kernel's text is still writable and nothing
     // runs the sites but this CPU, which is here.
-    match unsafe { module::add_sites(g.held(), ptr::null_mut(), &locs[..n]) } {
+    let sites = unsafe { arch::UnrunSites::new(&locs[..n]) };
+    match module::add_sites(g.held(), ptr::null_mut(), &sites) {
         Ok((count, written)) => {
             let us = sched_clock().wrapping_sub(t0) / 1000;
             // Nothing else writes it yet.

@@ -747,7 +747,9 @@ pub(crate) fn has_pid_lists(tr: TraceArray) -> bool {
 /// Publishes `new` (none: no list) in `tr`'s slot `no` and frees the list
 /// it replaces after a grace period (sleeps).
 pub(crate) fn replace_pid_list(_held: &Held, tr: TraceArray, no: bool, new: Option<NewPidList>) {
-    let new = new.map_or(ptr::null_mut(), |l| core::mem::ManuallyDrop::new(l).0.as_ptr());
+    let new = new.map_or(ptr::null_mut(), |l| {
+        core::mem::ManuallyDrop::new(l).0.as_ptr()
+    });
     let old = pid_slot(tr, no).swap(new, Ordering::AcqRel);
     if old.is_null() {
         return;

@@ -11,30 +11,27 @@
 //! site needs them). The sites whose call changes are written as one
 //! batch by the arch layer.
 
-use crate::archif::Change;
+use crate::arch::{Changes, Target};
 use crate::cells::Locked;
 use crate::dispatch::arch_ftrace_ops_list_func;
-use crate::hash::SetRef;
+use crate::hash::{PlanRoom, SetRef};
 use crate::logic::plan::{self, OpsSites, Shared};
 use crate::logic::sites::{flags as sf, Site};
 use crate::registry::*;
-use crate::sys::{addr, dead, enabled, Held};
+use crate::sys::{dead, enabled, Held};
 use crate::table::{self, Cell};
 use core::ptr;
 use core::sync::atomic::{AtomicBool, Ordering};
-use kernel::bindings;
-use kernel::error::to_result;
-use kernel::ffi::c_int;
 use kernel::prelude::*;
 
 /// The ops a site may call directly, by slot number - 1 (the number is
 /// kept in the site's flags).
 pub(crate) struct Slot {
     ops: *mut Ops,
-    pub(crate) tramp: u64,
+    pub(crate) tramp: Target,
     /// While a direct ops changes trampoline: the one its sites still
-    /// call, until the update that moves them (0 otherwise).
-    pub(crate) was: u64,
+    /// call, until the update that moves them (the NOP otherwise).
+    pub(crate) was: Target,
 }
 
 pub(crate) static SLOTS: Locked<KVec<Slot>> = Locked::new(KVec::new());
@@ -48,16 +45,16 @@ pub(crate) fn slot_of(held: &Held, ops: OpsRef<'_>) -> Result<u32> {
 }
 
 /// What the sites of slot `slot` (0: none) call.
-fn slot_target(slots: &[Slot], slot: u32) -> u64 {
+fn slot_target(slots: &[Slot], slot: u32) -> Target {
     (slot as usize)
         .checked_sub(1)
         .and_then(|i| slots.get(i))
-        .map_or(0, |x| x.tramp)
+        .map_or(Target::NOP, |x| x.tramp)
 }
 
 /// Gives `ops` a slot whose sites call `tramp` (0: none could be had; the
 /// ops then goes through the list trampoline).
-pub(crate) fn slot_alloc(held: &Held, ops: OpsRef<'_>, tramp: u64) -> u32 {
+pub(crate) fn slot_alloc(held: &Held, ops: OpsRef<'_>, tramp: Target) -> u32 {
     let Ok(mut s) = SLOTS.borrow(held) else {
         return 0;
     };
@@ -67,11 +64,23 @@ pub(crate) fn slot_alloc(held: &Held, ops: OpsRef<'_>, tramp: u64) -> u32 {
         return i as u32 + 1;
     }
     if let Some(i) = s.iter().position(|x| x.ops.is_null()) {
-        s[i] = Slot { ops, tramp, was: 0 };
+        s[i] = Slot {
+            ops,
+            tramp,
+            was: Target::NOP,
+        };
         return i as u32 + 1;
     }
     if s.len() + 1 >= crate::logic::sites::MAX_SLOTS as usize
-        || s.push(Slot { ops, tramp, was: 0 }, GFP_KERNEL).is_err()
+        || s.push(
+            Slot {
+                ops,
+                tramp,
+                was: Target::NOP,
+            },
+            GFP_KERNEL,
+        )
+        .is_err()
     {
         return 0;
     }
@@ -85,16 +94,15 @@ pub(crate) fn slot_free(held: &Held, ops: OpsRef<'_>) {
     };
     for x in s.iter_mut().filter(|x| x.ops == ops.as_ptr()) {
         x.ops = ptr::null_mut();
-        x.tramp = 0;
+        x.tramp = Target::NOP;
     }
 }
 
 // --- the plan ------------------------------------------------------------
 
 /// What an update needs to know of one registered ops: its sets are read
-/// under `ftrace_lock`, which the whole update holds. Kept between
-/// updates for its room only: emptied before the update returns.
-type Planned = plan::Planned<SetRef<'static>>;
+/// under `ftrace_lock`, which the whole update holds.
+type Planned<'h> = crate::hash::Planned<'h, Target>;
 
 static LIST_FUNC_SET: AtomicBool = AtomicBool::new(false);
 
@@ -104,42 +112,28 @@ fn set_list_func() {
     if LIST_FUNC_SET.load(Ordering::Relaxed) {
         return;
     }
-    let f: bindings::ftrace_func_t = crate::registry::ops_fn(arch_ftrace_ops_list_func);
-    crate::sys::set_trace_function(f);
-    let r = {
-        let _t = crate::sys::TextGuard::lock();
-        // SAFETY: `text_mutex` is held, as the arch layer requires.
-        unsafe { bindings::ftrace_update_ftrace_func(f) }
-    };
-    if r == 0 {
-        LIST_FUNC_SET.store(true, Ordering::Relaxed);
-    } else {
-        pr_err!(
-            "cannot point the trampolines at the list dispatcher: {}\n",
-            r
-        );
+    crate::sys::set_trace_function(crate::registry::ops_fn(arch_ftrace_ops_list_func));
+    let r = crate::arch::point_shared(arch_ftrace_ops_list_func);
+    match r {
+        Ok(()) => LIST_FUNC_SET.store(true, Ordering::Relaxed),
+        Err(e) => pr_err!(
+            "cannot point the trampolines at the list dispatcher: {:?}\n",
+            e
+        ),
     }
 }
 
-extern "C" {
-    fn rftrace_arch_apply(changes: *const Change, n: usize, bad_ip: *mut u64) -> c_int;
-    pub(crate) fn rftrace_arch_init_site(ip: u64, target: u64) -> c_int;
-}
-// Declared as the arch layer defines them (archif.rs).
-const _: (crate::archif::ApplyFn, crate::archif::InitSiteFn) =
-    (rftrace_arch_apply, rftrace_arch_init_site);
-
 /// The address the site calls now, by its flags.
-fn current_target(slots: &[Slot], s: &Site, list: u64, regs: u64) -> Option<u64> {
+fn current_target(slots: &[Slot], s: &Site, list: Target, regs: Target) -> Option<Target> {
     if !s.has(sf::ENABLED) {
-        return Some(0);
+        return Some(Target::NOP);
     }
     if s.has(sf::DIRECT_OPS) {
         let i = (s.slot() as usize).checked_sub(1)?;
         return slots
             .get(i)
-            .map(|x| if x.was != 0 { x.was } else { x.tramp })
-            .filter(|&t| t != 0);
+            .map(|x| if x.was.is_nop() { x.tramp } else { x.was })
+            .filter(|t| !t.is_nop());
     }
     Some(if s.has(sf::REGS) { regs } else { list })
 }
@@ -154,19 +148,13 @@ const BATCH: usize = 512;
 /// plan has been published (an ops unlinked, a filter swapped), and a
 /// failure could leave sites calling a trampoline about to be freed.
 struct Batch {
-    len: usize,
-    changes: [Change; BATCH],
+    changes: Changes<BATCH>,
     cells: [Option<&'static Cell>; BATCH],
     next: [Site; BATCH],
 }
 
 static BATCH_BUF: Locked<Batch> = Locked::new(Batch {
-    len: 0,
-    changes: [Change {
-        ip: 0,
-        old: 0,
-        new: 0,
-    }; BATCH],
+    changes: Changes::new(),
     cells: [None; BATCH],
     next: [Site::new(0); BATCH],
 });
@@ -174,29 +162,22 @@ static BATCH_BUF: Locked<Batch> = Locked::new(Batch {
 /// What every registered ops wants, for one update: filled anew by each
 /// update within the capacity [`reserve_plan`] made, so that it does not
 /// allocate either.
-static PLANNED: Locked<KVec<Planned>> = Locked::new(KVec::new());
+static PLANNED: PlanRoom<Target> = PlanRoom::new();
 
 /// Makes room in the plan for the registered ops and `extra` more, before
 /// an ops is published. Fails with `ENOMEM` while nothing has changed yet.
 pub(crate) fn reserve_plan(held: &Held, extra: usize) -> Result {
-    let mut planned = PLANNED.borrow(held)?;
-    let want = list(held).count().saturating_add(extra);
-    let more = want.saturating_sub(planned.len());
-    planned.reserve(more, GFP_KERNEL).map_err(|_| ENOMEM)
+    PLANNED.reserve(held, list(held).count().saturating_add(extra))
 }
 
 /// Writes the gathered sites, then their records; empties the batch.
 fn flush(held: &Held, b: &mut Batch) -> Result {
-    let n = core::mem::replace(&mut b.len, 0);
+    let n = b.changes.len();
     if n == 0 {
         return Ok(());
     }
     set_list_func();
-    let mut bad = 0u64;
-    // SAFETY: `changes` holds `n` changes; sleepable, `ftrace_lock` held
-    // (`held`), as the arch layer requires.
-    let r = unsafe { rftrace_arch_apply(b.changes.as_ptr(), n, &mut bad) };
-    if let Err(e) = to_result(r) {
+    if let Err((e, bad)) = b.changes.apply(held) {
         // The arch layer wrote nothing of this batch: it found a site not
         // holding what its record says (or could not read it).
         crate::sys::report_bug(e, bad);
@@ -226,13 +207,14 @@ pub(crate) fn update_sites(held: &Held) -> Result {
 /// does not hold what its record says, which kills tracing (`ftrace_bug()`).
 pub(crate) fn update_scope(held: &Held, scope: &[SetRef<'_>]) -> Result {
     let on = enabled() && !dead();
-    let mut planned = PLANNED.borrow(held)?;
-    let r = fill_plan(held, &mut planned).and_then(|()| {
+    // No set of this update is read after it: the room is emptied.
+    PLANNED.with(held, |planned| {
+        fill_plan(held, planned)?;
         let mut b = BATCH_BUF.borrow(held)?;
         let slots = SLOTS.borrow(held)?;
-        b.len = 0;
+        b.changes.clear();
         let mut visit =
-            |cell: &'static Cell| -> Result { plan_site(held, &slots, cell, on, &planned, &mut b) };
+            |cell: &'static Cell| -> Result { plan_site(held, &slots, cell, on, planned, &mut b) };
         if scope.is_empty() {
             for cell in table::all() {
                 visit(cell)?;
@@ -252,37 +234,32 @@ pub(crate) fn update_scope(held: &Held, scope: &[SetRef<'_>]) -> Result {
         }
         drop(slots);
         flush(held, &mut b)
-    });
-    // No set of this update is read after it.
-    crate::sys::truncate(&mut *planned, 0);
-    r
+    })
 }
 
 /// [`update_sites`] for the sites at `ips` only (each once, no other
 /// site can have changed), allocation-free like it.
 pub(crate) fn update_ips(held: &Held, ips: &[u64]) -> Result {
     let on = enabled() && !dead();
-    let mut planned = PLANNED.borrow(held)?;
-    let r = fill_plan(held, &mut planned).and_then(|()| {
+    PLANNED.with(held, |planned| {
+        fill_plan(held, planned)?;
         let mut b = BATCH_BUF.borrow(held)?;
         let slots = SLOTS.borrow(held)?;
-        b.len = 0;
+        b.changes.clear();
         for (i, &ip) in ips.iter().enumerate() {
             let cell = table::find(held, ip);
             if let Some(c) = cell.filter(|_| !ips[..i].contains(&ip)) {
-                plan_site(held, &slots, c, on, &planned, &mut b)?;
+                plan_site(held, &slots, c, on, planned, &mut b)?;
             }
         }
         drop(slots);
         flush(held, &mut b)
-    });
-    crate::sys::truncate(&mut *planned, 0);
-    r
+    })
 }
 
 /// Fills the plan with what every registered ops wants, within the room
 /// [`reserve_plan`] made: no allocation.
-fn fill_plan(held: &Held, planned: &mut KVec<Planned>) -> Result {
+fn fill_plan<'h>(held: &'h Held, planned: &mut KVec<Planned<'h>>) -> Result {
     crate::sys::truncate(planned, 0);
     let slots = SLOTS.borrow(held)?;
     for op in list(held) {
@@ -295,12 +272,6 @@ fn fill_plan(held: &Held, planned: &mut KVec<Planned>) -> Result {
             .iter()
             .position(|x| x.ops == op.as_ptr())
             .map_or(0, |i| i as u32 + 1);
-        // SAFETY: the sets of a listed ops stay while `ftrace_lock` is
-        // held, and the update that reads them holds it throughout; the
-        // plan is emptied before the update returns, so no set is read
-        // through it after (the `'static` is only the plan's storage).
-        let (filter, notrace) =
-            unsafe { (SetRef::new(filter.as_ptr()), SetRef::new(notrace.as_ptr())) };
         // Within the capacity reserved for every listed ops: no allocation.
         planned
             .push(
@@ -335,7 +306,7 @@ fn plan_site(
     slots: &[Slot],
     cell: &'static Cell,
     on: bool,
-    planned: &[Planned],
+    planned: &[Planned<'_>],
     b: &mut Batch,
 ) -> Result {
     let site = cell.read(held);
@@ -343,8 +314,8 @@ fn plan_site(
         return Ok(());
     }
     let ip = site.ip;
-    let list_tramp = addr(bindings::ftrace_caller);
-    let regs_tramp = addr(bindings::ftrace_regs_caller);
+    let list_tramp = Target::list();
+    let regs_tramp = Target::regs();
     let shared = Shared {
         list: list_tramp,
         regs: regs_tramp,
@@ -359,12 +330,14 @@ fn plan_site(
         cell.set(held, next);
         return Ok(());
     }
-    let i = b.len;
-    b.changes[i] = Change { ip, old: cur, new };
+    let i = b.changes.len();
+    if !b.changes.push(ip, cur, new) {
+        // Flushed when full, below: never here.
+        return Err(EINVAL);
+    }
     b.cells[i] = Some(cell);
     b.next[i] = next;
-    b.len += 1;
-    if b.len == BATCH {
+    if i + 1 == BATCH {
         flush(held, b)?;
     }
     Ok(())

@@ -136,9 +136,11 @@ where
         .find(|&ip| others().into_iter().any(|o| o.ipmodify && o.names(ip)))
 }
 
-/// What the planner knows of one registered ops.
+/// What the planner knows of one registered ops; `T` is a call target
+/// (an address; the kernel's type carries what may be called), whose
+/// `Default` is the NOP.
 #[derive(Clone, Copy, Debug)]
-pub struct Planned<S> {
+pub struct Planned<S, T = u64> {
     /// The sites it wants.
     pub sites: OpsSites<S>,
     /// A direct ops (its trampoline is the direct-call target).
@@ -146,32 +148,32 @@ pub struct Planned<S> {
     /// Its trampoline slot (0: none), kept in the records of the sites
     /// that call its trampoline.
     pub slot: u32,
-    /// Its own trampoline (0: none).
-    pub tramp: u64,
+    /// Its own trampoline (the NOP: none).
+    pub tramp: T,
 }
 
 /// The shared trampolines.
 #[derive(Clone, Copy, Debug)]
-pub struct Shared {
+pub struct Shared<T = u64> {
     /// The list trampoline.
-    pub list: u64,
+    pub list: T,
     /// The list trampoline that saves a full `pt_regs`.
-    pub regs: u64,
+    pub regs: T,
 }
 
-/// The plan of one site: what it must call (0: the NOP) and its next
+/// The plan of one site: what it must call (the default: the NOP) and its next
 /// record, from its record now and the registered ops (`on`: tracing is
 /// enabled; off, every site goes back to the NOP).
-pub fn plan_site<S: SiteSet>(
+pub fn plan_site<S: SiteSet, T: Copy + PartialEq + Default>(
     site: &Site,
     on: bool,
-    planned: &[Planned<S>],
-    shared: Shared,
-) -> (u64, Site) {
+    planned: &[Planned<S, T>],
+    shared: Shared<T>,
+) -> (T, Site) {
     let w = want(site.ip, planned.iter().map(|p| &p.sites));
     let t = if on { target(&w) } else { Target::Nop };
     let (call, mut nf, slot) = match t {
-        Target::Nop => (0, 0, 0),
+        Target::Nop => (T::default(), 0, 0),
         Target::Sole(i) => {
             let p = &planned[i];
             let r = if p.direct {
@@ -181,7 +183,7 @@ pub fn plan_site<S: SiteSet>(
             } else {
                 0
             };
-            if p.slot != 0 && p.tramp != 0 {
+            if p.slot != 0 && p.tramp != T::default() {
                 (p.tramp, sf::ENABLED | sf::DIRECT_OPS | r, p.slot)
             } else if p.sites.regs {
                 (shared.regs, sf::ENABLED | sf::REGS, 0)

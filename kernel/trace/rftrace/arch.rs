@@ -1,0 +1,269 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! What the core asks of the architecture layer, as safe functions: the
+//! addresses a call site may be given ([`Target`]), the batches of site
+//! changes written to live text ([`Changes`]), the first NOP of code that
+//! does not run yet ([`UnrunSites`]), the shared trampolines' callback,
+//! and the trampolines the arch layer makes for ops.
+//!
+//! The rule that makes writing text safe is carried by [`Target`]: a site
+//! is only ever made to call the NOP, a shared trampoline, the trampoline
+//! the arch layer made for a registered ops, or the direct-call target an
+//! ops' owner registered; and the arch layer writes a site only after it
+//! checked that the site holds the call (or NOP) the change says it holds.
+
+use crate::archif::Change;
+use crate::registry::{OpsFn, OpsRef, F_ALLOC_TRAMP};
+use crate::sys::{addr, dead, Held, TextGuard};
+use core::ptr;
+use kernel::bindings;
+use kernel::ffi::{c_int, c_void};
+use kernel::prelude::*;
+
+unsafe extern "C" {
+    fn rftrace_arch_apply(changes: *const Change, n: usize, bad_ip: *mut u64) -> c_int;
+    fn rftrace_arch_init_site(ip: u64, target: u64) -> c_int;
+}
+// Declared as the arch layer defines them (archif.rs).
+const _: (crate::archif::ApplyFn, crate::archif::InitSiteFn) =
+    (rftrace_arch_apply, rftrace_arch_init_site);
+
+/// An address a call site may be made to call.
+///
+/// # Invariants
+///
+/// `0` is the NOP, or code that takes an fentry call and stays for as long
+/// as a site calls it: a shared trampoline of the arch layer (kernel
+/// text), the trampoline the arch layer made for an ops (freed only by
+/// [`retire_dynamic`], once no site calls it), or the direct-call target
+/// an ops' owner gave (kept while the ops is registered: the contract of
+/// `register_ftrace_direct()` and `modify_ftrace_direct()`).
+#[derive(Clone, Copy, PartialEq, Eq, Default, Debug)]
+pub(crate) struct Target(u64);
+
+impl Target {
+    /// No call.
+    pub(crate) const NOP: Target = Target(0);
+
+    /// The shared list trampoline.
+    pub(crate) fn list() -> Target {
+        Target(addr(bindings::ftrace_caller))
+    }
+
+    /// The shared list trampoline that saves a full `pt_regs`.
+    pub(crate) fn regs() -> Target {
+        Target(addr(bindings::ftrace_regs_caller))
+    }
+
+    /// The trampoline the arch layer made for `ops` (the NOP: none).
+    pub(crate) fn trampoline_of(ops: OpsRef<'_>) -> Target {
+        Target(ops.trampoline().0)
+    }
+
+    /// The direct-call target of a direct ops (the NOP: none).
+    pub(crate) fn direct_of(ops: OpsRef<'_>) -> Target {
+        Target(ops.direct_call() as u64)
+    }
+
+    /// Its address (0: the NOP).
+    pub(crate) fn addr(self) -> u64 {
+        self.0
+    }
+
+    /// Whether it is the NOP.
+    pub(crate) fn is_nop(self) -> bool {
+        self.0 == 0
+    }
+}
+
+/// Call-site changes gathered for one write by the arch layer.
+pub(crate) struct Changes<const N: usize> {
+    len: usize,
+    changes: [Change; N],
+}
+
+impl<const N: usize> Changes<N> {
+    /// No change.
+    pub(crate) const fn new() -> Self {
+        Changes {
+            len: 0,
+            changes: [Change {
+                ip: 0,
+                old: 0,
+                new: 0,
+            }; N],
+        }
+    }
+
+    /// How many changes are gathered.
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Forgets the gathered changes.
+    pub(crate) fn clear(&mut self) {
+        self.len = 0;
+    }
+
+    /// Adds the change of the site at `ip` from calling `old` to calling
+    /// `new`; `false` when the batch is full.
+    pub(crate) fn push(&mut self, ip: u64, old: Target, new: Target) -> bool {
+        let Some(c) = self.changes.get_mut(self.len) else {
+            return false;
+        };
+        *c = Change {
+            ip,
+            old: old.0,
+            new: new.0,
+        };
+        self.len += 1;
+        true
+    }
+
+    /// Writes the gathered changes to live text and forgets them (sleeps).
+    /// On a site that does not hold the call its change says it holds,
+    /// nothing of the batch is written: the error and that site.
+    pub(crate) fn apply(&mut self, _held: &Held) -> core::result::Result<(), (Error, u64)> {
+        let n = core::mem::replace(&mut self.len, 0);
+        if n == 0 {
+            return Ok(());
+        }
+        let mut bad = 0u64;
+        // SAFETY: `n` changes (at most `N`) at `changes`, and a writable
+        // word for the bad site; sleepable, with `ftrace_lock` held
+        // (`_held`), as the arch layer requires. Each change moves a site
+        // between `Target`s (their invariants), and the arch layer checks
+        // that each site holds the call to `old` before it writes.
+        let r = unsafe { rftrace_arch_apply(self.changes.as_ptr(), n, &mut bad) };
+        kernel::error::to_result(r).map_err(|e| (e, bad))
+    }
+}
+
+/// Call sites of code that does not run yet and is still writable (the
+/// kernel's at boot, before other CPUs run; a module's the loader has not
+/// started), which may be written without the live patching protocol.
+///
+/// # Invariants
+///
+/// The sorted addresses `0` are such sites for the life of the value.
+pub(crate) struct UnrunSites<'a>(&'a [u64]);
+
+impl<'a> UnrunSites<'a> {
+    /// The sites at `ips`, sorted and unique.
+    ///
+    /// # Safety
+    ///
+    /// No CPU runs the code of the sites at `ips` while the value lives,
+    /// and that code is writable.
+    pub(crate) unsafe fn new(ips: &'a [u64]) -> Self {
+        // INVARIANT: the contract.
+        UnrunSites(ips)
+    }
+
+    /// The sites.
+    pub(crate) fn ips(&self) -> &'a [u64] {
+        self.0
+    }
+
+    /// Makes the site at `ip`, one of these, a NOP: 1 when it wrote it, 0
+    /// when it was one, or an error (the site holds neither the compiler's
+    /// call nor the NOP, or is not one of these).
+    pub(crate) fn make_nop(&self, ip: u64) -> Result<bool> {
+        if self.0.binary_search(&ip).is_err() {
+            return Err(EINVAL);
+        }
+        // SAFETY: a site of code no CPU runs yet, still writable (the
+        // invariants); the arch layer checks its bytes before it writes.
+        let r = unsafe { rftrace_arch_init_site(ip, 0) };
+        kernel::error::to_result(r.min(0)).map(|()| r > 0)
+    }
+}
+
+/// Points the shared trampolines' callback call at `f` (`text_mutex` is
+/// taken here).
+pub(crate) fn point_shared(f: OpsFn) -> Result {
+    let f = crate::registry::ops_fn(f);
+    let _t = TextGuard::lock();
+    // SAFETY: `text_mutex` is held, as the arch layer requires; `f` is a
+    // callback with the ABI the trampolines call (`ops_fn`).
+    kernel::error::to_result(unsafe { bindings::ftrace_update_ftrace_func(f) })
+}
+
+/// Has the arch layer create or update the trampoline of a registered
+/// ops (it calls `ftrace_ops_get_func()`).
+pub(crate) fn update_trampoline(_held: &Held, ops: OpsRef<'_>) {
+    // SAFETY: a live ops, under `ftrace_lock` as the arch layer requires;
+    // it changes the ops' trampoline fields, which the core reads
+    // atomically.
+    unsafe { bindings::arch_ftrace_update_trampoline(ops.as_ptr()) };
+}
+
+/// The function the trampoline of `ops` calls (0: none or not known).
+pub(crate) fn trampoline_func(_held: &Held, ops: OpsRef<'_>) -> u64 {
+    // SAFETY: a live ops under `ftrace_lock`; the arch layer only reads
+    // its trampoline's bytes.
+    unsafe { bindings::arch_ftrace_trampoline_func(ops.as_ptr(), ptr::null_mut()) as u64 }
+}
+
+/// Tells perf about the trampoline the arch layer made for `ops`, as the C
+/// core does: when it appears, a KSYMBOL record (`ftrace_trampoline`,
+/// out-of-line code, listed in kallsyms by then) and a TEXT_POKE record of
+/// its whole body, so that a decoder of an instruction trace knows the
+/// bytes; when it goes (`gone`), the KSYMBOL unregister record, before it
+/// is freed.
+#[cfg(CONFIG_PERF_EVENTS)]
+pub(crate) fn perf_trampoline(_held: &Held, ops: OpsRef<'_>, gone: bool) {
+    let (at, len) = ops.trampoline();
+    if at == 0 || !ops.has(F_ALLOC_TRAMP) {
+        return;
+    }
+    let Ok(len32) = u32::try_from(len) else {
+        return;
+    };
+    // SAFETY: `at..at + len` is the ops' trampoline, allocated and written
+    // by the arch layer (`F_ALLOC_TRAMP`) and freed only by
+    // `retire_dynamic`, after its unregister record; the lock, held,
+    // serializes both. perf copies the bytes and the name (a static
+    // string) into its records.
+    unsafe {
+        bindings::perf_event_ksymbol(
+            bindings::perf_record_ksymbol_type_PERF_RECORD_KSYMBOL_TYPE_OOL as u16,
+            at,
+            len32,
+            gone,
+            crate::sys::TRAMPOLINE_SYM.as_char_ptr(),
+        );
+        if !gone {
+            let body = at as *const c_void;
+            bindings::perf_event_text_poke(body, ptr::null(), 0, body, len as usize);
+        }
+    }
+}
+
+#[cfg(not(CONFIG_PERF_EVENTS))]
+pub(crate) fn perf_trampoline(_held: &Held, _ops: OpsRef<'_>, _gone: bool) {}
+
+/// A dynamic ops (one its owner may free once unregistered) has left the
+/// list: waits until no CPU or task can still be in its trampoline or its
+/// callback, then frees the trampoline the arch layer made for it (sleeps).
+///
+/// The trampoline stays if the ops is listed again, or if tracing died:
+/// an update that fails either wrote nothing (sites still call what they
+/// called) or kills tracing, and sites may then still call it. Otherwise
+/// no site calls it: every update plans only listed ops' trampolines.
+pub(crate) fn retire_dynamic(held: &Held, ops: OpsRef<'_>) {
+    // The first waits out every CPU that may be in the callback with
+    // preemption off or RCU not watching; the second every task preempted
+    // on the trampoline.
+    crate::sys::synchronize_rcu_tasks_rude();
+    crate::sys::synchronize_rcu_tasks();
+    if dead() || crate::registry::list(held).any(|o| o == ops) {
+        return;
+    }
+    perf_trampoline(held, ops, true);
+    // SAFETY: a live ops under `ftrace_lock`; no site calls its trampoline
+    // (not listed, tracing alive: see above) and no CPU or task runs it
+    // (the waits); the arch layer frees only a trampoline it allocated
+    // (`F_ALLOC_TRAMP`).
+    unsafe { bindings::arch_ftrace_trampoline_free(ops.as_ptr()) };
+}
