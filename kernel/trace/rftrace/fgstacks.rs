@@ -5,7 +5,7 @@
 //! CPUs while one is registered, and taken back when the last goes.
 
 use crate::ffi::rftrace_next_online_cpu;
-use crate::shadow::{Fresh, TaskStack};
+use crate::shadow::{Fresh, Taken, TaskStack};
 use crate::sys::{CMutex, Held, PreemptOff};
 use crate::task::{for_each_thread, rftrace_idle_task, TaskRef};
 use core::ptr;
@@ -36,43 +36,18 @@ pub unsafe extern "C" fn ftrace_graph_init_task(t: TaskRef<'_>) {
     }
 }
 
-/// An idle task (at boot or CPU bring-up): keeps the stack it had.
-///
-/// # Safety
-///
-/// `t` is the idle task of `cpu`.
-#[no_mangle]
-pub unsafe extern "C" fn ftrace_graph_init_idle_task(t: TaskRef<'_>, _cpu: c_int) {
-    init_idle(t);
-}
-
-fn init_idle(t: TaskRef<'_>) {
+/// Initialises the graph state of idle task `t`; while graph tracing
+/// runs it gets a stack: the one `reuse` takes back from it, or a new one.
+pub(crate) fn init_idle(t: TaskRef<'_>, reuse: impl FnOnce(TaskRef<'_>) -> Option<Fresh>) {
     t.top().store(0, Ordering::Relaxed);
     t.depth().store(-1, Ordering::Relaxed);
     if ftrace_graph_active.load(Ordering::Relaxed) == 0 {
         return;
     }
-    let p = t.stack().swap(ptr::null_mut(), Ordering::Relaxed);
-    // SAFETY: its own stack, just taken out: the idle task does not run
-    // traced code while it is initialised, and nobody else reads an idle
-    // task's stack then.
-    if let Some(s) = unsafe { Fresh::taken(p) }.or_else(Fresh::alloc) {
+    if let Some(s) = reuse(t).or_else(Fresh::alloc) {
         // Out of the task now; `IDLE_LOCK` or boot keeps other givers out.
         let _ = s.give(t);
     }
-}
-
-/// A task being freed.
-///
-/// # Safety
-///
-/// `t` is a task nobody runs or unwinds any more.
-#[no_mangle]
-pub unsafe extern "C" fn ftrace_graph_exit_task(t: TaskRef<'_>) {
-    let p = t.stack().swap(ptr::null_mut(), Ordering::AcqRel);
-    // SAFETY: taken out of a task that nobody runs or unwinds any more
-    // (the contract); freed here.
-    drop(unsafe { Fresh::taken(p) });
 }
 
 const POOL: usize = 32;
@@ -149,10 +124,11 @@ pub(crate) fn take_stacks(_held: &Held) {
     // Room for the tasks forked since the count too; a pass that runs out
     // of room is followed by another.
     let want = tasks.saturating_add(tasks / 8).saturating_add(REAP);
-    let mut list = KVVec::<*mut u64>::new();
-    let whole = list.extend_with(want, ptr::null_mut(), GFP_KERNEL).is_ok();
-    let mut fallback = [ptr::null_mut(); REAP];
-    let buf: &mut [*mut u64] = if whole {
+    let mut list = KVVec::<Option<Taken>>::new();
+    let whole = list.reserve(want, GFP_KERNEL).is_ok()
+        && (0..want).all(|_| list.push(None, GFP_KERNEL).is_ok());
+    let mut fallback = [const { None }; REAP];
+    let buf: &mut [Option<Taken>] = if whole {
         list.as_mut_slice()
     } else {
         &mut fallback
@@ -171,9 +147,8 @@ pub(crate) fn take_stacks(_held: &Held) {
                 return false;
             };
             // The exit path may take it at the same time: one of us gets it.
-            let p = stack.swap(ptr::null_mut(), Ordering::AcqRel);
-            if !p.is_null() {
-                *slot = p;
+            if let Some(s) = t.take_stack() {
+                *slot = Some(s);
                 n = n.wrapping_add(1);
             }
             true
@@ -184,11 +159,7 @@ pub(crate) fn take_stacks(_held: &Held) {
         // No CPU is in the entry path (the caller waited for that): who
         // may still read a stack just taken is the unwinder of another
         // task, under RCU with preemption off.
-        crate::sys::synchronize_rcu();
-        for &p in buf.iter().take(n) {
-            // SAFETY: taken out of their tasks, no reader left; freed here.
-            drop(unsafe { Fresh::taken(p) });
-        }
+        Taken::free_after_grace(&mut buf[..n]);
         if !full {
             return;
         }
@@ -241,7 +212,8 @@ fn give_idle_stack(cpu: c_int) {
     // `IDLE_LOCK` makes the test and the gift one step.
     if let Some(idle) = rftrace_idle_task(cpu) {
         if idle.stack().load(Ordering::Relaxed).is_null() {
-            init_idle(idle);
+            // It has none to reuse.
+            init_idle(idle, |_| None);
         }
     }
 }

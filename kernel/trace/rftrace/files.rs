@@ -9,7 +9,7 @@ use crate::ops;
 use crate::seqfile::{self, SeqOpen, SeqText};
 use crate::sys::{dead, CGlobal, CoreGuard, Held};
 use crate::table::{self, Cell};
-use crate::tracefs::{create, OpenMode, Out, SeqFile};
+use crate::tracefs::{create, Dir, Fops, OpenMode, Out, SeqFile};
 use core::fmt::Write;
 use core::ptr;
 use kernel::bindings;
@@ -194,9 +194,12 @@ impl SeqText for Listing {
 }
 
 impl SeqOpen for Listing {
-    /// Which listing: the inode data, 0 to 3.
-    fn open(data: *mut c_void, _mode: OpenMode) -> Result<Self> {
-        let kind = match data as usize {
+    /// Which listing, 0 to 3.
+    type Data = usize;
+    type State = Self;
+
+    fn open(data: usize, _mode: OpenMode) -> Result<Self> {
+        let kind = match data {
             0 => Kind::Avail,
             1 => Kind::AvailAddrs,
             2 => Kind::Enabled,
@@ -216,10 +219,10 @@ impl SeqOpen for Listing {
     }
 }
 
-static RO_FOPS: CGlobal<bindings::file_operations> = CGlobal::new(seqfile::fops::<Listing>());
+static RO_FOPS: Fops<usize> = seqfile::fops::<Listing>();
 
 /// Creates the listings in the top-level directory `d`.
-pub(crate) fn create_listings(d: *mut bindings::dentry) {
+pub(crate) fn create_listings(d: Dir) {
     let names = [
         c_str!("available_filter_functions"),
         c_str!("available_filter_functions_addrs"),
@@ -227,6 +230,6 @@ pub(crate) fn create_listings(d: *mut bindings::dentry) {
         c_str!("touched_functions"),
     ];
     for (i, n) in names.into_iter().enumerate() {
-        create(n, 0o440, d, i as *mut c_void, RO_FOPS.get());
+        create(n, 0o440, d, i, &RO_FOPS);
     }
 }

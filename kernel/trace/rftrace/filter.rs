@@ -12,9 +12,8 @@ use crate::logic::sites::flags as sf;
 use crate::ops::{self, OpsRef};
 use crate::sys::{dead, global_ops, to_errno, CoreGuard, Held};
 use crate::{table, tracefs};
-use core::ptr;
 use kernel::bindings;
-use kernel::ffi::{c_int, c_uchar, c_ulong};
+use kernel::ffi::{c_int, c_ulong};
 use kernel::prelude::*;
 
 /// Room for the path of a Rust symbol, for a pattern written as a Rust
@@ -304,57 +303,16 @@ fn remove_in_place(ops: OpsRef<'_>, ips: &[c_ulong]) -> Option<Result> {
     Some(r)
 }
 
-/// The pattern of `len` bytes at `buf` (none when null or empty).
-///
-/// # Safety
-///
-/// `buf` is null or `len` readable bytes that stay for `'a`.
-unsafe fn pattern<'a>(buf: *const c_uchar, len: c_int) -> Option<&'a [u8]> {
-    let len = usize::try_from(len)
-        .ok()
-        .filter(|&l| l > 0 && !buf.is_null())?;
-    // SAFETY: `buf` is not null here, so it holds `len` readable bytes
-    // for `'a` (the contract); `len` is positive, and bytes need no
-    // alignment.
-    Some(unsafe { core::slice::from_raw_parts(buf, len) })
-}
-
-/// Sets (`reset`) or extends the filter of `ops` with the functions that
-/// match the pattern `buf`.
-///
-/// # Safety
-///
-/// `buf` is null or `len` bytes, readable during the call (the C API's
-/// rule: its callers pass a string they own).
-#[no_mangle]
-pub unsafe extern "C" fn ftrace_set_filter(
+/// Sets (`reset`) or extends the filter (`notrace`: the notrace set) of
+/// `ops` with the functions that match `pattern`: `ftrace_set_filter()`
+/// and `ftrace_set_notrace()`.
+pub(crate) fn set_pattern(
     ops: OpsRef<'_>,
-    buf: *mut c_uchar,
-    len: c_int,
-    reset: c_int,
+    pattern: Option<&[u8]>,
+    reset: bool,
+    notrace: bool,
 ) -> c_int {
-    // SAFETY: the call's own bytes (the contract), read only before
-    // `set_hash` returns.
-    let pattern = unsafe { pattern(buf, len) };
-    to_errno(set_hash(ops, Edit::pattern(pattern, reset != 0, false)))
-}
-
-/// As [`ftrace_set_filter`], for the notrace set.
-///
-/// # Safety
-///
-/// As for [`ftrace_set_filter`].
-#[no_mangle]
-pub unsafe extern "C" fn ftrace_set_notrace(
-    ops: OpsRef<'_>,
-    buf: *mut c_uchar,
-    len: c_int,
-    reset: c_int,
-) -> c_int {
-    // SAFETY: the call's own bytes (the contract), read only before
-    // `set_hash` returns.
-    let pattern = unsafe { pattern(buf, len) };
-    to_errno(set_hash(ops, Edit::pattern(pattern, reset != 0, true)))
+    to_errno(set_hash(ops, Edit::pattern(pattern, reset, notrace)))
 }
 
 /// Adds (or removes) one function, by address, to the filter of `ops`.
@@ -377,73 +335,28 @@ pub extern "C" fn ftrace_set_filter_ip(
     ))
 }
 
-/// Adds (or removes) functions, by address, to the filter of `ops`.
-///
-/// # Safety
-///
-/// `ips` is null or holds `cnt` addresses, readable during the call.
-#[no_mangle]
-pub unsafe extern "C" fn ftrace_set_filter_ips(
-    ops: OpsRef<'_>,
-    ips: *mut c_ulong,
-    cnt: u32,
-    remove: c_int,
-    reset: c_int,
-) -> c_int {
-    let n = if ips.is_null() { 0 } else { cnt as usize };
-    // SAFETY: `n` addresses at `ips` when it is not null (the contract),
-    // read before the call returns; none at an aligned dangling pointer
-    // otherwise, which an empty slice may have.
-    let ips = unsafe {
-        core::slice::from_raw_parts(
-            if n == 0 {
-                ptr::NonNull::dangling().as_ptr()
-            } else {
-                ips
-            },
-            n,
-        )
-    };
+/// Adds (or removes) functions, by address, to the filter of `ops`
+/// (`ftrace_set_filter_ips()`).
+pub(crate) fn set_ips(ops: OpsRef<'_>, ips: &[c_ulong], remove: bool, reset: bool) -> c_int {
     to_errno(set_hash(
         ops,
         Edit {
             pattern: None,
             ips,
-            remove: remove != 0,
-            reset: reset != 0,
+            remove,
+            reset,
             notrace: false,
         },
     ))
 }
 
 /// The filter (`notrace`: notrace set) of `global_ops`, the function
-/// tracer's top level, from `pattern`.
-fn set_global(pattern: Option<&[u8]>, reset: c_int, notrace: bool) {
+/// tracer's top level, from `pattern` (`ftrace_set_global_filter()`).
+pub(crate) fn set_global(pattern: Option<&[u8]>, reset: bool, notrace: bool) {
     let _ = set_hash(
         OpsRef::of_static(&global_ops),
-        Edit::pattern(pattern, reset != 0, notrace),
+        Edit::pattern(pattern, reset, notrace),
     );
-}
-
-/// The filter of `global_ops` (the function tracer's top level).
-///
-/// # Safety
-///
-/// `buf` is null or `len` bytes.
-#[no_mangle]
-pub unsafe extern "C" fn ftrace_set_global_filter(buf: *mut c_uchar, len: c_int, reset: c_int) {
-    // SAFETY: the call's own bytes (the contract), read only before
-    // `set_global` returns.
-    set_global(unsafe { pattern(buf, len) }, reset, false)
-}
-
-/// # Safety
-///
-/// `buf` is null or `len` bytes.
-#[no_mangle]
-pub unsafe extern "C" fn ftrace_set_global_notrace(buf: *mut c_uchar, len: c_int, reset: c_int) {
-    // SAFETY: as for `ftrace_set_global_filter`.
-    set_global(unsafe { pattern(buf, len) }, reset, true)
 }
 
 /// Makes `ops` use the filter of `global_ops`.

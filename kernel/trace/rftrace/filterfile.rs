@@ -10,9 +10,9 @@ use crate::hash::FnSet;
 use crate::logic::explain::Why;
 use crate::logic::parser::{Parser, Token};
 use crate::ops::{self, OpsRef};
-use crate::seqfile::{self, SeqText};
+use crate::seqfile::{self, SeqOpen, SeqText};
 use crate::sys::{dead, global_ops, CGlobal, CMutex, CoreGuard, TrOpen, TraceArray};
-use crate::tracefs::{self, copy_chunk, write_token, Lines, OpenMode, Out, SeqFile};
+use crate::tracefs::{self, copy_chunk, write_token, Dir, Fops, Lines, OpenMode, Out, SeqFile};
 use crate::{errlog, probe, table};
 use kernel::bindings;
 use kernel::c_str;
@@ -34,7 +34,7 @@ const FLAG_PROBES: c_int = bindings::FTRACE_ITER_DO_PROBES as c_int;
 // --- the filter files ----------------------------------------------------
 
 /// The state of one open filter file.
-struct RegexFile {
+pub(crate) struct RegexFile {
     lines: Lines,
     ops: OpsRef<'static>,
     /// The trace array (none: the file of an ops without one), referenced
@@ -59,7 +59,7 @@ impl RegexFile {
     /// `flag`. An ops given lives while the file is open (the caller's; a
     /// trace array's ops lives with it), which is all its `'static` is
     /// used for.
-    fn open(
+    pub(crate) fn open(
         tr: Option<TraceArray>,
         ops: Option<OpsRef<'static>>,
         flag: c_int,
@@ -108,32 +108,6 @@ impl RegexFile {
             parser: Parser::new(),
             oom: false,
         })
-    }
-}
-
-/// Opens a filter file of trace array `tr` (null: the one of `ops`, or of
-/// `global_ops`) and ops `ops` (null: the trace array's), with the
-/// `FTRACE_ITER_*` flags in `flag`.
-///
-/// # Safety
-///
-/// Called by the VFS (through a file's open) with a live inode and file;
-/// an ops given lives while the file is open.
-#[no_mangle]
-pub unsafe extern "C" fn ftrace_regex_open(
-    tr: Option<TraceArray>,
-    ops: Option<OpsRef<'static>>,
-    flag: c_int,
-    _inode: *mut bindings::inode,
-    file: *mut bindings::file,
-) -> c_int {
-    // SAFETY: per the function's contract: the VFS's file, being opened.
-    unsafe {
-        let mode = OpenMode::new((*file).f_mode, (*file).f_flags);
-        match RegexFile::open(tr, ops, flag, mode) {
-            Ok(f) => seqfile::open_with(file, f),
-            Err(e) => e.to_errno(),
-        }
     }
 }
 
@@ -256,24 +230,6 @@ fn reason(t: &Token<'_>) -> Option<(Why, usize)> {
     }
 }
 
-/// `write()` of a filter file: at most one token per call.
-///
-/// # Safety
-///
-/// Called by the VFS; `file` was opened by [`ftrace_regex_open`].
-#[no_mangle]
-pub unsafe extern "C" fn ftrace_filter_write(
-    file: *mut bindings::file,
-    ubuf: *const c_char,
-    cnt: usize,
-    ppos: *mut bindings::loff_t,
-) -> isize {
-    // SAFETY: `ftrace_regex_open` opened `file` with `open_with::<RegexFile>`
-    // (the contract), and the VFS passes the file's position: what
-    // `write_thunk::<RegexFile>` needs.
-    unsafe { seqfile::write_thunk::<RegexFile>(file, ubuf, cnt, ppos) }
-}
-
 fn render_filter(o: &mut Out, h: &FnSet, notrace: bool, probes: bool, tr: Option<TraceArray>) {
     let g = CoreGuard::lock();
     if dead() {
@@ -301,85 +257,35 @@ fn render_filter(o: &mut Out, h: &FnSet, notrace: bool, probes: bool, tr: Option
     }
 }
 
-/// Closes a filter file (see [`RegexFile::release`]).
-///
-/// # Safety
-///
-/// Called by the VFS; `file` was opened by [`ftrace_regex_open`].
-#[no_mangle]
-pub unsafe extern "C" fn ftrace_regex_release(
-    inode: *mut bindings::inode,
-    file: *mut bindings::file,
-) -> c_int {
-    // SAFETY: `ftrace_regex_open` opened `file` with `open_with::<RegexFile>`
-    // (the contract), and this is its last close.
-    unsafe { seqfile::release_thunk::<RegexFile>(inode, file) }
-}
+/// How the filter files with the `FTRACE_ITER_*` flags `FLAG` open.
+struct RegexOpen<const FLAG: c_int>;
 
-/// Opens a filter file with the `FTRACE_ITER_*` flags `FLAG`.
-///
-/// # Safety
-///
-/// Called only through the operations table it is registered in, with
-/// the arguments that table's contract gives.
-unsafe extern "C" fn regex_open<const FLAG: c_int>(
-    inode: *mut bindings::inode,
-    file: *mut bindings::file,
-) -> c_int {
-    // SAFETY: the VFS's inode, whose data is the trace array (null at the
-    // top level, see `create_files`), and file.
-    unsafe {
-        let tr = TraceArray::from_raw((*inode).i_private);
-        ftrace_regex_open(tr, None, FLAG, inode, file)
+impl<const FLAG: c_int> SeqOpen for RegexOpen<FLAG> {
+    /// The file's trace array (none: the top level's, `global_ops`).
+    type Data = Option<TraceArray>;
+    type State = RegexFile;
+
+    fn open(tr: Option<TraceArray>, mode: OpenMode) -> Result<RegexFile> {
+        RegexFile::open(tr, None, FLAG, mode)
     }
 }
 
-/// The file operations of a filter file with the flags `FLAG`.
-const fn regex_fops<const FLAG: c_int>() -> bindings::file_operations {
-    bindings::file_operations {
-        open: Some(regex_open::<FLAG>),
-        read: Some(bindings::seq_read),
-        write: Some(ftrace_filter_write),
-        llseek: Some(crate::ffi::tracing_lseek),
-        release: Some(ftrace_regex_release),
-        ..tracefs::zeroed_fops()
-    }
-}
+static FILTER_FOPS: Fops<Option<TraceArray>> =
+    seqfile::fops::<RegexOpen<{ FLAG_FILTER | FLAG_PROBES }>>();
+static NOTRACE_FOPS: Fops<Option<TraceArray>> = seqfile::fops::<RegexOpen<FLAG_NOTRACE>>();
 
-static FILTER_FOPS: CGlobal<bindings::file_operations> =
-    CGlobal::new(regex_fops::<{ FLAG_FILTER | FLAG_PROBES }>());
-static NOTRACE_FOPS: CGlobal<bindings::file_operations> =
-    CGlobal::new(regex_fops::<FLAG_NOTRACE>());
-/// set_ftrace_filter and set_ftrace_notrace of trace array `tr` (null:
+/// set_ftrace_filter and set_ftrace_notrace of trace array `tr` (none:
 /// the top level's `global_ops`) in `parent`.
-pub(crate) fn create_files(tr: *mut c_void, parent: *mut bindings::dentry) {
-    tracefs::create(
-        c_str!("set_ftrace_filter"),
-        0o640,
-        parent,
-        tr,
-        FILTER_FOPS.get(),
-    );
+#[no_mangle]
+pub extern "C" fn ftrace_create_filter_files(tr: Option<TraceArray>, parent: Dir) {
+    tracefs::create(c_str!("set_ftrace_filter"), 0o640, parent, tr, &FILTER_FOPS);
     tracefs::create(
         c_str!("set_ftrace_notrace"),
         0o640,
         parent,
         tr,
-        NOTRACE_FOPS.get(),
+        &NOTRACE_FOPS,
     );
-}
-
-/// The filter files of an instance's function tracer.
-///
-/// # Safety
-///
-/// `tr` lives as long as the files.
-#[no_mangle]
-pub unsafe extern "C" fn ftrace_create_filter_files(
-    tr: *mut c_void,
-    parent: *mut bindings::dentry,
-) {
-    create_files(tr, parent);
 }
 
 /// An instance's function tracer goes: its ops is stopped and marked

@@ -10,13 +10,11 @@ use crate::hash::{FnSet, GraphSlot};
 use crate::logic::glob::{Kind, Pattern};
 use crate::logic::parser::Parser;
 use crate::logic::sites::flags as sf;
-use crate::sys::{dead, CGlobal, CoreGuard};
+use crate::sys::{dead, CoreGuard};
 use crate::table;
-use crate::tracefs::{self, write_token, Chunk, OpenMode, Out, TextFile};
-use core::ptr;
+use crate::tracefs::{self, write_token, Chunk, Dir, Fops, OpenMode, Out, TextFile};
 use kernel::bindings;
 use kernel::c_str;
-use kernel::ffi::c_void;
 use kernel::prelude::*;
 
 /// Initialises the lock of the graph filter files (boot).
@@ -32,12 +30,14 @@ struct GraphFile {
 }
 
 impl TextFile for GraphFile {
-    /// The inode data says which set: null the filter, else notrace.
-    fn open(data: *mut c_void, mode: OpenMode) -> Result<Self> {
+    /// Which set: 0 the filter, else notrace.
+    type Data = usize;
+
+    fn open(data: usize, mode: OpenMode) -> Result<Self> {
         if dead() {
             return Err(ENODEV);
         }
-        let notrace = !data.is_null();
+        let notrace = data != 0;
         let mut hash = None;
         if mode.write {
             let mut g = GraphSlot::lock(notrace);
@@ -137,23 +137,10 @@ fn graph_token(h: &mut FnSet, tok: &[u8]) -> Result {
     }
 }
 
-static GRAPH_FOPS: CGlobal<bindings::file_operations> =
-    CGlobal::new(tracefs::fops::<GraphFile>(true));
+static GRAPH_FOPS: Fops<usize> = tracefs::fops::<GraphFile>(true);
 
 /// set_graph_function and set_graph_notrace.
-pub(crate) fn create_graph_files(parent: *mut bindings::dentry) {
-    tracefs::create(
-        c_str!("set_graph_function"),
-        0o640,
-        parent,
-        ptr::null_mut(),
-        GRAPH_FOPS.get(),
-    );
-    tracefs::create(
-        c_str!("set_graph_notrace"),
-        0o640,
-        parent,
-        1usize as *mut c_void,
-        GRAPH_FOPS.get(),
-    );
+pub(crate) fn create_graph_files(parent: Dir) {
+    tracefs::create(c_str!("set_graph_function"), 0o640, parent, 0, &GRAPH_FOPS);
+    tracefs::create(c_str!("set_graph_notrace"), 0o640, parent, 1, &GRAPH_FOPS);
 }

@@ -16,27 +16,26 @@ use core::sync::atomic::Ordering;
 use kernel::bindings;
 use kernel::prelude::*;
 
-/// A module is being loaded: its sites join the table, as NOPs.
-///
-/// # Safety
-///
-/// `m` is a module being loaded, its text not yet running.
-#[no_mangle]
-pub unsafe extern "C" fn ftrace_module_init(m: ModuleRef<'_>) {
-    if dead() {
-        return;
+/// The call sites of module `m` being loaded, sorted and unique (none:
+/// no sites, tracing dead, or no memory).
+pub(crate) fn sorted_sites(m: ModuleRef<'_>) -> Option<KVVec<u64>> {
+    if dead() || m.callsites().is_empty() {
+        return None;
     }
     let mut ips = KVVec::<u64>::new();
     if ips.extend_from_slice(m.callsites(), GFP_KERNEL).is_err() {
         pr_err!("out of memory for the call sites of a module\n");
-        return;
+        return None;
     }
     let k = crate::logic::sites::sort_unique(&mut ips);
-    // SAFETY: the sites of a module the loader has not started (the
-    // contract): no CPU runs its text yet, which is still writable.
-    let sites = unsafe { UnrunSites::new(&ips[..k]) };
+    crate::sys::truncate(&mut ips, k);
+    Some(ips)
+}
+
+/// A module is being loaded: its sites join the table, as NOPs.
+pub(crate) fn add_module(m: ModuleRef<'_>, sites: &UnrunSites<'_>) {
     let g = CoreGuard::lock();
-    if let Err(e) = add_sites(g.held(), m.as_ptr(), &sites) {
+    if let Err(e) = add_sites(g.held(), m.as_ptr(), sites) {
         pr_err!("cannot add the call sites of a module: {:?}\n", e);
     }
 }

@@ -19,7 +19,7 @@ use crate::sys::{pid_lists, replace_pid_list, write_pid_list};
 use crate::sys::{CGlobal, CoreGuard, Held, PreemptOff, TrOpen, TraceArray};
 use crate::task::{Current, TaskRef};
 use crate::tp;
-use crate::tracefs::{OpenMode, SeqFile};
+use crate::tracefs::{Dir, Fops, OpenMode, SeqFile};
 use core::ptr;
 use core::sync::atomic::Ordering;
 use kernel::bindings;
@@ -239,10 +239,12 @@ impl<const KIND: c_int> SeqText for PidFile<KIND> {
 }
 
 impl<const KIND: c_int> SeqOpen for PidFile<KIND> {
-    fn open(data: *mut c_void, mode: OpenMode) -> Result<Self> {
-        // SAFETY: the inode data of a pid file is its trace array, which
-        // lives as long as its files.
-        let tr = TrOpen::get(unsafe { TraceArray::from_raw(data) })?;
+    /// The file's trace array.
+    type Data = Option<TraceArray>;
+    type State = Self;
+
+    fn open(tr: Option<TraceArray>, mode: OpenMode) -> Result<Self> {
+        let tr = TrOpen::get(tr)?;
         if mode.write && mode.trunc {
             truncate(tr.tr(), KIND);
         }
@@ -301,30 +303,15 @@ fn write_pids(
     r as isize
 }
 
-static PID_FOPS: CGlobal<bindings::file_operations> =
-    CGlobal::new(seqfile::fops::<PidFile<TRACE_PIDS>>());
-static NO_PID_FOPS: CGlobal<bindings::file_operations> =
-    CGlobal::new(seqfile::fops::<PidFile<TRACE_NO_PIDS>>());
+static PID_FOPS: Fops<Option<TraceArray>> = seqfile::fops::<PidFile<TRACE_PIDS>>();
+static NO_PID_FOPS: Fops<Option<TraceArray>> = seqfile::fops::<PidFile<TRACE_NO_PIDS>>();
 
-/// The per trace array files of the core.
-///
-/// # Safety
-///
-/// `tr` is a trace array, `d` its directory.
+/// The per trace array files of the core: C passes a trace array and its
+/// directory, which lives no longer than the array.
 #[no_mangle]
-pub unsafe extern "C" fn ftrace_init_tracefs(tr: *mut c_void, d: *mut bindings::dentry) {
-    crate::tracefs::create(
-        kernel::c_str!("set_ftrace_pid"),
-        0o640,
-        d,
-        tr,
-        PID_FOPS.get(),
-    );
-    crate::tracefs::create(
-        kernel::c_str!("set_ftrace_notrace_pid"),
-        0o640,
-        d,
-        tr,
-        NO_PID_FOPS.get(),
-    );
+pub extern "C" fn ftrace_init_tracefs(tr: Option<TraceArray>, d: Dir) {
+    let pid = kernel::c_str!("set_ftrace_pid");
+    crate::tracefs::create(pid, 0o640, d, tr, &PID_FOPS);
+    let no_pid = kernel::c_str!("set_ftrace_notrace_pid");
+    crate::tracefs::create(no_pid, 0o640, d, tr, &NO_PID_FOPS);
 }

@@ -15,7 +15,7 @@ use crate::gops::{graph_fns, GopsRef};
 use crate::logic::profile;
 use crate::sys::{CGlobal, CMutex, IrqOff};
 use crate::task::Current;
-use crate::tracefs::{fops, Chunk, OpenMode, Out, SeqFile, TextFile};
+use crate::tracefs::{fops, Chunk, Dir, Fops, OpenMode, Out, SeqFile, TextFile};
 use core::ptr;
 use core::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use kernel::bindings;
@@ -102,6 +102,12 @@ struct Tables {
 }
 
 /// One CPU's profile. `stat` first: the stat callbacks get its address.
+///
+/// # Invariants
+///
+/// A profile that lives for ever (in [`CPUS`], the only place a
+/// `&'static CpuProfile` comes from) has `stat.name` pointing to its own
+/// `name`, NUL-terminated; `stat`'s callbacks are this module's.
 #[repr(C)]
 struct CpuProfile {
     stat: TracerStat,
@@ -120,10 +126,13 @@ static ENABLED: AtomicBool = AtomicBool::new(false);
 static GRAPH_TIME: AtomicBool = AtomicBool::new(true);
 static PROFILE_LOCK: CMutex = CMutex::new();
 
-// Bindgen types of empty C structs are fine behind pointers.
+// The stat core takes a `struct tracer_stat *`: a profile's address,
+// `repr(C)` with its stat first. Safe: a profile that lives for ever
+// carries its name and callbacks (the invariants of `CpuProfile`), which
+// is all the stat core reads; it does not write the struct.
 #[allow(improper_ctypes)]
-extern "C" {
-    fn register_stat_tracer(trace: *mut TracerStat) -> c_int;
+unsafe extern "C" {
+    safe fn register_stat_tracer(trace: &'static CpuProfile) -> c_int;
 }
 
 fn cpus() -> &'static [CpuProfile] {
@@ -379,7 +388,9 @@ extern "C" fn stat_show(m: &SeqFile, v: &RecCell) -> c_int {
 struct EnabledFile;
 
 impl TextFile for EnabledFile {
-    fn open(_data: *mut c_void, _mode: OpenMode) -> Result<Self> {
+    type Data = ();
+
+    fn open(_data: (), _mode: OpenMode) -> Result<Self> {
         Ok(EnabledFile)
     }
 
@@ -448,10 +459,10 @@ fn start() -> Result {
     kernel::error::to_result(register_ftrace_graph(g))
 }
 
-static FOPS: CGlobal<bindings::file_operations> = CGlobal::new(fops::<EnabledFile>(true));
+static FOPS: Fops<()> = fops::<EnabledFile>(true);
 
 /// Boot: the per-CPU stat files and `function_profile_enabled`.
-pub(crate) fn init(d: *mut bindings::dentry) {
+pub(crate) fn init(d: Dir) {
     crate::sys::cmutex_init!(PROFILE_LOCK, "ftrace_profile_lock");
     let n = crate::ffi::nr_cpu_ids as usize;
     let Ok(mut v) = KVVec::<CpuProfile>::with_capacity(n, GFP_KERNEL) else {
@@ -492,9 +503,7 @@ pub(crate) fn init(d: *mut bindings::dentry) {
     // Boot, before any user; the profiles are never freed, so the stats'
     // addresses stay valid.
     for p in CPUS.publish(b).map_or(&[][..], |v| v.as_slice()) {
-        // SAFETY: a stat of a profile kept for ever; the stat core only
-        // reads it (the pointer is `*mut` in its prototype).
-        if unsafe { register_stat_tracer(ptr::from_ref(&p.stat).cast_mut()) } != 0 {
+        if register_stat_tracer(p) != 0 {
             pr_warn!("cannot register a function profile stat file\n");
         }
     }
@@ -502,7 +511,7 @@ pub(crate) fn init(d: *mut bindings::dentry) {
         kernel::c_str!("function_profile_enabled"),
         0o640,
         d,
-        ptr::null_mut(),
-        FOPS.get(),
+        (),
+        &FOPS,
     );
 }

@@ -31,9 +31,7 @@ use kernel::c_str;
 use kernel::ffi::{c_char, c_int, c_ulong, c_void};
 use kernel::prelude::*;
 
-use crate::ffi::{
-    __start_mcount_loc, __stop_mcount_loc, init_array_fgraph_ops, rftrace_tr_set_ops, sched_clock,
-};
+use crate::ffi::sched_clock;
 
 /// The portable logic, the same files the host tests run (logic/).
 #[allow(missing_docs)]
@@ -96,6 +94,7 @@ mod cells;
 mod clients;
 mod direct;
 mod dispatch;
+mod entry;
 /// The x86_64 per-CPU reads the hot path inlines (`current`, preempt count).
 #[path = "../../../arch/x86/kernel/rftrace/percpu.rs"]
 mod percpu;
@@ -121,23 +120,9 @@ const __LOG_PREFIX: &[u8] = b"ftrace\0";
 use registry::OpsRef;
 use sys::*;
 
-/// Whether `ip` is in the kernel's text or init text (C's
-/// `is_kernel_text() || is_kernel_inittext()`).
-fn is_kernel_text(ip: u64) -> bool {
-    // Linker symbols: only their addresses are taken.
-    let (st, et, si, ei) = (
-        ptr::addr_of!(bindings::_stext) as u64,
-        ptr::addr_of!(bindings::_etext) as u64,
-        ptr::addr_of!(bindings::_sinittext) as u64,
-        ptr::addr_of!(bindings::_einittext) as u64,
-    );
-    (st..et).contains(&ip) || (si..ei).contains(&ip)
-}
-
-/// Boot: take the call sites of `__mcount_loc`, make them NOPs, start the
-/// table.
-#[no_mangle]
-pub extern "C" fn ftrace_init() {
+/// Boot, with the kernel's call sites (sorted, unique), which no CPU runs
+/// yet: make them NOPs and start the table.
+pub(crate) fn boot(sites: &arch::UnrunSites<'_>) {
     crate::sys::cmutex_init!(ftrace_lock, "ftrace_lock");
     filterfile::init_locks();
     graphfile::init_locks();
@@ -148,31 +133,11 @@ pub extern "C" fn ftrace_init() {
     let global = OpsRef::of_static(&global_ops);
     global.init(g.held());
     global.set(bindings::FTRACE_OPS_FL_PID as c_ulong);
-    // SAFETY: the linker delimits `__mcount_loc` with these symbols; it is
-    // init data, ours to sort until init memory is freed.
-    let locs = unsafe {
-        let start = ptr::addr_of_mut!(__start_mcount_loc).cast::<u64>();
-        let stop = ptr::addr_of_mut!(__stop_mcount_loc).cast::<u64>();
-        let n = (stop as usize - start as usize) / 8;
-        core::slice::from_raw_parts_mut(start, n)
-    };
-    // Only entries in the kernel's text (or init text) are sites; what
-    // else the table holds (zeros of replaced weak functions, moved by
-    // KASLR) is skipped, as in C.
-    let n = logic::sites::retain(locs, is_kernel_text);
-    let locs = &mut locs[..n];
-    let n = if logic::sites::is_sorted_unique(locs) {
-        locs.len()
-    } else {
-        logic::sites::sort_unique(locs)
-    };
+    let n = sites.ips().len();
     pr_info!("taking {} call sites from __mcount_loc\n", n);
     // A clock that works this early.
     let t0 = sched_clock();
-    // SAFETY: early boot, the kernel's text is still writable and nothing
-    // runs the sites but this CPU, which is here.
-    let sites = unsafe { arch::UnrunSites::new(&locs[..n]) };
-    match module::add_sites(g.held(), ptr::null_mut(), &sites) {
+    match module::add_sites(g.held(), ptr::null_mut(), sites) {
         Ok((count, written)) => {
             let us = sched_clock().wrapping_sub(t0) / 1000;
             // Nothing else writes it yet.
@@ -220,56 +185,22 @@ pub(crate) extern "C" fn ftrace_reset_array_ops(tr: Option<TraceArray>) {
     }
 }
 
-/// Creates the top-level files of the core.
-///
-/// # Safety
-///
-/// `tr` is the global trace array and `d` its directory.
+/// Creates the top-level files of the core (C passes the global trace
+/// array and its directory).
 #[no_mangle]
-pub unsafe extern "C" fn ftrace_init_tracefs_toplevel(_tr: *mut c_void, d: *mut bindings::dentry) {
+pub(crate) extern "C" fn ftrace_init_tracefs_toplevel(_tr: Option<TraceArray>, d: tracefs::Dir) {
     files::create_listings(d);
     // The top-level filter files belong to `global_ops` (no trace array).
-    filterfile::create_files(ptr::null_mut(), d);
+    filterfile::ftrace_create_filter_files(None, d);
     graphfile::create_graph_files(d);
     profile::init(d);
-    sysctl::register_sysctl();
-}
-
-/// The top-level trace array gets `global_ops`.
-///
-/// # Safety
-///
-/// `tr` is the global trace array.
-#[no_mangle]
-#[link_section = ".init.text"]
-pub unsafe extern "C" fn ftrace_init_global_array_ops(tr: *mut c_void) {
-    // SAFETY: per the function's contract: boot, the global array.
-    unsafe {
-        rftrace_tr_set_ops(tr, global_ops.get());
-        (*global_ops.get()).private = tr;
-        ftrace_init_trace_array(TraceArray::from_raw(tr));
-        init_array_fgraph_ops(tr, global_ops.get());
-    }
+    entry::register_sysctl();
 }
 
 /// A new trace array: the core keeps its probes and cached entries in
 /// lists of its own, so there is nothing to set up.
 #[no_mangle]
 pub(crate) extern "C" fn ftrace_init_trace_array(_tr: Option<TraceArray>) {}
-
-/// Boot: init memory is going away; so are its call sites.
-#[no_mangle]
-#[link_section = ".init.text"]
-pub extern "C" fn ftrace_free_init_mem() {
-    // SAFETY: boot snapshot hook of the tracing core.
-    unsafe { bindings::ftrace_boot_snapshot() };
-    // Linker symbols; only their addresses are used.
-    let (start, end) = (
-        ptr::addr_of!(bindings::__init_begin) as u64,
-        ptr::addr_of!(bindings::__init_end) as u64,
-    );
-    module::free_range(ptr::null_mut(), start, end);
-}
 
 /// A module's init memory `[start, end)` is being freed.
 #[no_mangle]

@@ -6,7 +6,7 @@
 //! state; the thunks are the only unsafe code such a file needs for the
 //! VFS and seq_file protocols.
 
-use crate::tracefs::{opening, OpenMode, SeqFile};
+use crate::tracefs::{opening, Fops, InodeData, OpenMode, SeqFile};
 use core::ptr;
 use kernel::bindings;
 use kernel::ffi::{c_char, c_int, c_void};
@@ -45,11 +45,16 @@ pub(crate) trait SeqText: Sized {
     fn release(self) {}
 }
 
-/// A [`SeqText`] that [`fops`] opens from its inode's data.
-pub(crate) trait SeqOpen: SeqText {
-    /// The per-open state, for the inode data `data` (whatever the file's
+/// How [`fops`] opens a [`SeqText`] file from its inode's data.
+pub(crate) trait SeqOpen {
+    /// What the file's inode holds.
+    type Data: InodeData;
+    /// The per-open state.
+    type State: SeqText;
+
+    /// The per-open state, for the inode data `data` (what the file's
     /// creator gave) and the open mode.
-    fn open(data: *mut c_void, mode: OpenMode) -> Result<Self>;
+    fn open(data: Self::Data, mode: OpenMode) -> Result<Self::State>;
 }
 
 /// The seq_file of an open `T` file, as its `seq_operations` get it:
@@ -196,8 +201,9 @@ unsafe extern "C" fn open_thunk<T: SeqOpen>(
     inode: *mut bindings::inode,
     file: *mut bindings::file,
 ) -> c_int {
-    // SAFETY: the VFS's inode and file, being opened (the contract).
-    let (data, mode) = unsafe { opening(inode, file) };
+    // SAFETY: the VFS's inode and file, being opened (the contract), of a
+    // file whose operations are `fops::<T>()`: its data is a `T::Data`.
+    let (data, mode) = unsafe { opening::<T::Data>(inode, file) };
     match T::open(data, mode) {
         // SAFETY: the VFS's file, being opened.
         Ok(s) => unsafe { open_with(file, s) },
@@ -254,13 +260,15 @@ pub(crate) unsafe extern "C" fn release_thunk<T: SeqText>(
 }
 
 /// The file operations of a [`SeqOpen`] file.
-pub(crate) const fn fops<T: SeqOpen>() -> bindings::file_operations {
-    bindings::file_operations {
+pub(crate) const fn fops<T: SeqOpen>() -> Fops<T::Data> {
+    let f = bindings::file_operations {
         open: Some(open_thunk::<T>),
         read: Some(bindings::seq_read),
-        write: Some(write_thunk::<T>),
+        write: Some(write_thunk::<T::State>),
         llseek: Some(crate::ffi::tracing_lseek),
-        release: Some(release_thunk::<T>),
+        release: Some(release_thunk::<T::State>),
         ..crate::tracefs::zeroed_fops()
-    }
+    };
+    // SAFETY: `open_thunk::<T>` reads the inode's data as a `T::Data`.
+    unsafe { Fops::new(f) }
 }

@@ -141,19 +141,6 @@ impl Fresh {
         NonNull::new(p.cast()).map(Fresh)
     }
 
-    /// The stack taken out of a task, `p` (null: none).
-    ///
-    /// # Safety
-    ///
-    /// `p` is null or a stack a task was given by [`Fresh::give`], taken
-    /// out of it, that no reader can still see (the task is gone, or a
-    /// grace period passed since it was taken).
-    pub(crate) unsafe fn taken(p: *mut u64) -> Option<Fresh> {
-        // INVARIANT: the stacks tasks hold come from `alloc`; nobody else
-        // refers to this one (the contract).
-        NonNull::new(p).map(Fresh)
-    }
-
     /// Gives the stack, empty, to `t` if `t` has none; gives it back if
     /// `t` has one. The givers are serialized by their callers (fork, the
     /// idle lock, `ftrace_lock`); should two race anyway, one publishes
@@ -188,5 +175,55 @@ impl Drop for Fresh {
     fn drop(&mut self) {
         // SAFETY: ours alone (the invariants), unused from now on.
         unsafe { bindings::kfree(self.0.as_ptr().cast()) };
+    }
+}
+
+/// A shadow stack taken out of its task: an unwinder of another task may
+/// still be reading it (under RCU, with preemption off) until a grace
+/// period has passed. Never freed while it may be read: [`Taken::free_after_grace`]
+/// waits first; dropped otherwise, it is leaked.
+///
+/// # Invariants
+///
+/// `0` is a stack of [`Fresh::alloc`] that a task was given and that was
+/// taken out of it; nothing refers to it but such readers.
+pub(crate) struct Taken(NonNull<u64>);
+
+impl TaskRef<'_> {
+    /// Takes the task's shadow stack out of it (none: it had none). The
+    /// exit path and the reaper may both try: one of them gets it.
+    pub(crate) fn take_stack(self) -> Option<Taken> {
+        let p = self.stack().swap(core::ptr::null_mut(), Ordering::AcqRel);
+        // INVARIANT: the stacks tasks hold come from `Fresh::alloc` (given
+        // by `Fresh::give`); the swap made it ours alone but for readers.
+        NonNull::new(p).map(Taken)
+    }
+}
+
+impl Taken {
+    /// Frees the stacks of `stacks` after one grace period, which waits
+    /// out every reader (sleeps).
+    pub(crate) fn free_after_grace(stacks: &mut [Option<Taken>]) {
+        if stacks.iter().all(Option::is_none) {
+            return;
+        }
+        crate::sys::synchronize_rcu();
+        for s in stacks.iter_mut() {
+            if let Some(t) = s.take() {
+                // INVARIANT: no reader is left (the wait above).
+                drop(Fresh(core::mem::ManuallyDrop::new(t).0));
+            }
+        }
+    }
+
+    /// The stack as one nobody reads, at once.
+    ///
+    /// # Safety
+    ///
+    /// No unwinder can be reading it: its task is gone (nobody runs or
+    /// unwinds it any more), or it is an idle task being initialised.
+    pub(crate) unsafe fn unread(self) -> Fresh {
+        // INVARIANT: nobody reads it (the contract).
+        Fresh(core::mem::ManuallyDrop::new(self).0)
     }
 }

@@ -359,20 +359,98 @@ impl OpenMode {
     }
 }
 
-/// The inode data (what the file's creator gave [`create`]) and the open
-/// mode of a file being opened.
+/// What a file's inode holds for its open: the data its creator gave
+/// [`create`], typed by the file's operations ([`Fops`]).
+pub(crate) trait InodeData: Copy {
+    /// The word the inode keeps.
+    fn into_raw(self) -> *mut c_void;
+
+    /// The value [`InodeData::into_raw`] made `p` of.
+    ///
+    /// # Safety
+    ///
+    /// `p` is the word of a value of this type that the file's creator
+    /// keeps valid while the file exists.
+    unsafe fn from_raw(p: *mut c_void) -> Self;
+}
+
+impl InodeData for () {
+    fn into_raw(self) -> *mut c_void {
+        ptr::null_mut()
+    }
+    unsafe fn from_raw(_p: *mut c_void) -> Self {}
+}
+
+/// A small number (which listing a file is).
+impl InodeData for usize {
+    fn into_raw(self) -> *mut c_void {
+        self as *mut c_void
+    }
+    unsafe fn from_raw(p: *mut c_void) -> Self {
+        p as usize
+    }
+}
+
+/// A trace array, which lives as long as the files of its directory.
+impl InodeData for Option<crate::ffi::TraceArray> {
+    fn into_raw(self) -> *mut c_void {
+        self.map_or(ptr::null_mut(), crate::ffi::TraceArray::as_ptr)
+    }
+    unsafe fn from_raw(p: *mut c_void) -> Self {
+        // SAFETY: an array's word that its creator keeps valid while the
+        // file exists (the contract), so while an open of it lasts.
+        unsafe { crate::ffi::TraceArray::from_raw(p) }
+    }
+}
+
+/// The file operations of files whose inodes hold a `D`.
+///
+/// # Invariants
+///
+/// The table's `open` reads the inode's data as a `D`.
+pub(crate) struct Fops<D>(
+    crate::sys::CGlobal<bindings::file_operations>,
+    PhantomData<fn(D)>,
+);
+
+impl<D: InodeData> Fops<D> {
+    /// The table `f`.
+    ///
+    /// # Safety
+    ///
+    /// `f.open` reads the inode's data as a `D` (with
+    /// [`InodeData::from_raw`]), or not at all.
+    pub(crate) const unsafe fn new(f: bindings::file_operations) -> Self {
+        // INVARIANT: the contract.
+        Fops(crate::sys::CGlobal::new(f), PhantomData)
+    }
+}
+
+/// A tracefs directory C hands the core (`struct dentry *`; null: the
+/// tracefs root). The hooks that C calls with a directory take it as
+/// their parameter (the ABI of a nullable pointer): C, bound by each
+/// hook's contract, passes a live directory of tracefs.
+#[derive(Clone, Copy)]
+#[repr(transparent)]
+pub(crate) struct Dir(*mut bindings::dentry);
+
+/// The inode data and the open mode of a file being opened, its data
+/// typed as `D`.
 ///
 /// # Safety
 ///
-/// `inode` and `file` are the VFS's inode and file, being opened.
-pub(crate) unsafe fn opening(
+/// `inode` and `file` are the VFS's, of a file being opened, whose inode
+/// data is a `D` (the file's operations are a [`Fops<D>`]).
+pub(crate) unsafe fn opening<D: InodeData>(
     inode: *mut bindings::inode,
     file: *mut bindings::file,
-) -> (*mut c_void, OpenMode) {
-    // SAFETY: live, as the VFS passes them to an open (the contract).
+) -> (D, OpenMode) {
+    // SAFETY: live, as the VFS passes them to an open, and the inode's
+    // data a `D` that its creator keeps while the file exists (the
+    // contract).
     unsafe {
         (
-            (*inode).i_private,
+            D::from_raw((*inode).i_private),
             OpenMode::new((*file).f_mode, (*file).f_flags),
         )
     }
@@ -383,8 +461,11 @@ pub(crate) unsafe fn opening(
 /// [`fops`] borrows the per-open state and calls one of these safe
 /// methods (the thunks below are the only unsafe code of such a file).
 pub(crate) trait TextFile: Sized {
+    /// What the file's inode holds.
+    type Data: InodeData;
+
     /// The per-open state of a file whose inode holds `data`.
-    fn open(data: *mut c_void, mode: OpenMode) -> Result<Self>;
+    fn open(data: Self::Data, mode: OpenMode) -> Result<Self>;
 
     /// The text a read serves.
     fn render(&self, o: &mut Out);
@@ -440,8 +521,9 @@ unsafe extern "C" fn open_thunk<T: TextFile + 'static>(
     inode: *mut bindings::inode,
     file: *mut bindings::file,
 ) -> c_int {
-    // SAFETY: the VFS's inode and file, being opened (the contract).
-    let (data, mode) = unsafe { opening(inode, file) };
+    // SAFETY: the VFS's inode and file, being opened (the contract), of
+    // a file whose operations are `fops::<T>()`: its data is a `T::Data`.
+    let (data, mode) = unsafe { opening::<T::Data>(inode, file) };
     let opened = T::open(data, mode).and_then(|state| {
         let text = Text { out: None };
         KBox::pin_init(
@@ -503,7 +585,7 @@ unsafe extern "C" fn release_thunk<T: TextFile + 'static>(
 }
 
 /// The file operations of a [`TextFile`] (`write`: it can be written).
-pub(crate) const fn fops<T: TextFile + 'static>(write: bool) -> bindings::file_operations {
+pub(crate) const fn fops<T: TextFile + 'static>(write: bool) -> Fops<T::Data> {
     type F = bindings::file;
     type Pos = bindings::loff_t;
     type Read<T> =
@@ -527,25 +609,37 @@ pub(crate) const fn fops<T: TextFile + 'static>(write: bool) -> bindings::file_o
             >(write_thunk::<T>),
         )
     };
-    bindings::file_operations {
+    let f = bindings::file_operations {
         open: Some(open_thunk::<T>),
         read: Some(read),
         write: if write { Some(write_op) } else { None },
         llseek: Some(bindings::default_llseek),
         release: Some(release_thunk::<T>),
         ..zeroed_fops()
-    }
+    };
+    // SAFETY: `open_thunk::<T>` reads the inode's data as a `T::Data`.
+    unsafe { Fops::new(f) }
 }
 
-/// Creates a tracefs file.
-pub(crate) fn create(
+/// Creates a tracefs file in `parent` whose inode holds `data`.
+pub(crate) fn create<D: InodeData>(
     name: &'static CStr,
     mode: u16,
-    parent: *mut bindings::dentry,
-    data: *mut c_void,
-    fops: *const bindings::file_operations,
+    parent: Dir,
+    data: D,
+    fops: &'static Fops<D>,
 ) {
-    // SAFETY: tracefs copies nothing but keeps the pointers, which are
-    // static or live as long as the file.
-    unsafe { bindings::tracefs_create_file(name.as_char_ptr(), mode, parent, data, fops) };
+    // SAFETY: a static name and table; a live directory (the type's
+    // contract) or null (the root); `data` is what the table's `open`
+    // reads as a `D` (the invariants of `Fops`), valid while the file
+    // exists (what `InodeData` values are). tracefs keeps the pointers.
+    unsafe {
+        bindings::tracefs_create_file(
+            name.as_char_ptr(),
+            mode,
+            parent.0,
+            data.into_raw(),
+            fops.0.get(),
+        )
+    };
 }
