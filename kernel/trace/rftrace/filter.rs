@@ -6,10 +6,11 @@
 //! The files that edit filters are in `filterfile` and `graphfile`.
 
 use crate::ffi::CStrArg;
-use crate::hash::{FnSet, UNLINK_MAX};
+use crate::hash::FnSet;
 use crate::logic::glob::{Kind, Pattern};
 use crate::logic::sites::flags as sf;
 use crate::ops::{self, OpsRef};
+use crate::publish::UNLINK_MAX;
 use crate::sys::{dead, global_ops, to_errno, CoreGuard, Held};
 use crate::{table, tracefs};
 use kernel::bindings;

@@ -6,10 +6,11 @@
 
 use crate::filter::Matcher;
 use crate::filterfile::PARSER_LOCK;
-use crate::hash::{FnSet, GraphSlot};
+use crate::hash::FnSet;
 use crate::logic::glob::{Kind, Pattern};
 use crate::logic::parser::Parser;
 use crate::logic::sites::flags as sf;
+use crate::publish::GraphSlot;
 use crate::sys::{dead, CoreGuard};
 use crate::table;
 use crate::tracefs::{self, write_token, Chunk, Dir, Fops, OpenMode, Out, TextFile};
@@ -19,7 +20,7 @@ use kernel::prelude::*;
 
 /// Initialises the lock of the graph filter files (boot).
 pub(crate) fn init_locks() {
-    crate::hash::init_graph_lock();
+    crate::publish::init_graph_lock();
 }
 
 struct GraphFile {

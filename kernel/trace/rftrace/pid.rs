@@ -15,11 +15,11 @@ use crate::pidstate::{
     trace_pid_next, trace_pid_show, trace_pid_start, PID_IGNORE,
 };
 use crate::seqfile::{self, SeqOpen, SeqText};
-use crate::sys::{pid_lists, replace_pid_list, write_pid_list};
-use crate::sys::{CGlobal, CoreGuard, Held, PreemptOff, TrOpen, TraceArray};
+use crate::sys::{CGlobal, CoreGuard, Held, PreemptOff, TraceArray};
 use crate::task::{Current, TaskRef};
 use crate::tp;
 use crate::tracefs::{Dir, Fops, OpenMode, SeqFile};
+use crate::trarray::{pid_lists, replace_pid_list, write_pid_list, TrOpen};
 use core::ptr;
 use core::sync::atomic::Ordering;
 use kernel::bindings;

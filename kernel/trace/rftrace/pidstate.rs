@@ -59,7 +59,7 @@ pub(crate) fn pids_enabled(ops: OpsRef<'_>) -> bool {
     else {
         return false;
     };
-    crate::sys::has_pid_lists(tr)
+    crate::trarray::has_pid_lists(tr)
 }
 
 /// Whether pid filtering applies to `ops`.

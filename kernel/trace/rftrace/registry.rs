@@ -5,7 +5,8 @@
 //! dispatches or plans.
 
 use crate::cells::Locked;
-use crate::hash::{FnSet, FtraceHash, PubSlot, Retired, SetRef};
+use crate::hash::{FnSet, FtraceHash, SetRef};
+use crate::publish::{PubSlot, Retired};
 use crate::sys::{
     ftrace_list_end, ftrace_ops_list, CGlobal, CMutex, CoreGuard, Guard, Held, Keeps, TraceArray,
 };

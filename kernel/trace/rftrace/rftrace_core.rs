@@ -102,6 +102,7 @@ mod pid;
 mod pidstate;
 mod probe;
 mod profile;
+mod publish;
 mod registry;
 mod seqfile;
 #[cfg(CONFIG_FUNCTION_GRAPH_TRACER)]
@@ -113,6 +114,7 @@ mod table;
 mod task;
 mod tp;
 mod tracefs;
+mod trarray;
 mod update;
 
 const __LOG_PREFIX: &[u8] = b"ftrace\0";

@@ -14,9 +14,10 @@
 use crate::arch::{Changes, Target};
 use crate::cells::Locked;
 use crate::dispatch::arch_ftrace_ops_list_func;
-use crate::hash::{PlanRoom, SetRef};
+use crate::hash::SetRef;
 use crate::logic::plan::{self, OpsSites, Shared};
 use crate::logic::sites::{flags as sf, Site};
+use crate::publish::PlanRoom;
 use crate::registry::*;
 use crate::sys::{dead, enabled, Held};
 use crate::table::{self, Cell};
@@ -102,7 +103,7 @@ pub(crate) fn slot_free(held: &Held, ops: OpsRef<'_>) {
 
 /// What an update needs to know of one registered ops: its sets are read
 /// under `ftrace_lock`, which the whole update holds.
-type Planned<'h> = crate::hash::Planned<'h, Target>;
+type Planned<'h> = crate::publish::Planned<'h, Target>;
 
 static LIST_FUNC_SET: AtomicBool = AtomicBool::new(false);
 
