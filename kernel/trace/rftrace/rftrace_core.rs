@@ -7,15 +7,18 @@
 //! rust-core.rst, "How the crate is layered"): [`ffi`] (the C it calls,
 //! declared once), [`sys`] (globals, guards, errno at the boundary) and
 //! [`cells`] (the core's own state cells), with the leaf modules beside
-//! them ([`table`],
-//! [`hash`], [`tracefs`], [`task`], [`opsview`], [`shadow`],
-//! [`layout`], [`nokprobe`]); the ops layer ([`registry`], [`pidstate`],
-//! [`dispatch`], [`update`], [`ops`], [`subops`], [`direct`],
-//! [`sysctl`]); its users ([`filter`], [`gops`], [`fgstacks`],
-//! [`fgraph`], [`pid`]); [`probe`], [`funcprobe`], [`mapper`], [`profile`]; the
-//! files ([`files`], [`filterfile`], [`graphfile`], [`lookup`]); and at
-//! the top [`module`] and this root (boot, the
-//! tracefs top level, the trace arrays' entry points).
+//! them ([`table`], [`hash`], [`publish`], [`tracefs`], [`seqfile`],
+//! [`task`], [`opsview`], [`shadow`], [`trarray`], [`tp`], [`names`],
+//! [`layout`], [`nokprobe`]); the ops layer ([`registry`], [`clients`],
+//! [`arch`], [`pidstate`], [`dispatch`], [`update`], [`ops`],
+//! [`subops`], [`direct`], [`sysctl`]); its users ([`filter`], [`gops`],
+//! [`fgstacks`], [`fgraph`], [`pid`]); [`probe`], [`funcprobe`],
+//! [`mapper`], [`profile`]; the files ([`files`], [`filterfile`],
+//! [`graphfile`], [`lookup`]); and at the top [`module`],
+//! [`initnames`], this root (the tracefs top level, the trace arrays'
+//! entry points) and [`entry`] (the C entry points whose arguments no
+//! type carries, and boot). All `unsafe` code is in the abstraction
+//! layer: the C the core calls (from [`ffi`] to [`arch`]) and [`entry`].
 //!
 //! It serves the unchanged C callers through `include/linux/ftrace.h`;
 //! the x86_64 layer (arch/x86/kernel/rftrace/) writes the sites and owns
