@@ -70,6 +70,17 @@ if grep -q '^CONFIG_LIVEPATCH=y' "$out/.config"; then
 	find "$klp" -name '*.ko' ! -newer "$out/vmlinux" -delete
 	kmake -j"$jobs" M="$klp" modules
 fi
+# The harness's own test modules (tools/testing/selftests/rftrace/modules),
+# likewise: rftrace_many.ko, 1,000 traced functions for the scale rows of
+# make bench.
+if grep -q '^CONFIG_MODULES=y' "$out/.config"; then
+	tm=$out/rftrace-test-modules
+	mkdir -p "$tm"
+	cp -u "$src"/tools/testing/selftests/rftrace/modules/*.c \
+		"$src"/tools/testing/selftests/rftrace/modules/Makefile "$tm/"
+	find "$tm" -name '*.ko' ! -newer "$out/vmlinux" -delete
+	kmake -j"$jobs" M="$tm" modules
+fi
 stamp_file=$out/modroot/.stamp
 if [ ! -f "$stamp_file" ] || [ -n "$(find "$out" -name '*.ko' -newer "$stamp_file" -print -quit)" ]; then
 	rm -rf "$out/modroot"

@@ -83,6 +83,11 @@ if ls "$out"/klp-test-modules/*.ko > /dev/null 2>&1; then
 	# over an existing file).
 	ln -sf /opt/gnu/bin/stat "$rootfs/bin/stat"
 fi
+# The harness's test modules, in /opt/rftrace/modules.
+if ls "$out"/rftrace-test-modules/*.ko > /dev/null 2>&1; then
+	mkdir -p "$rootfs/opt/rftrace/modules"
+	cp "$out"/rftrace-test-modules/*.ko "$rootfs/opt/rftrace/modules/"
+fi
 {
 	echo "MODE=$([ "$MODE" = cmd ] && echo script || echo "$MODE")"
 	echo "CORE=$CORE"

@@ -243,27 +243,36 @@ pub(crate) fn perf_trampoline(_held: &Held, ops: OpsRef<'_>, gone: bool) {
 #[cfg(not(CONFIG_PERF_EVENTS))]
 pub(crate) fn perf_trampoline(_held: &Held, _ops: OpsRef<'_>, _gone: bool) {}
 
-/// A dynamic ops (one its owner may free once unregistered) has left the
-/// list: waits until no CPU or task can still be in its trampoline or its
-/// callback, then frees the trampoline the arch layer made for it (sleeps).
+/// Dynamic ops (ones their owners may free once unregistered, or the
+/// core's own groups) have left the list and their sites: waits until no
+/// CPU or task can still be in their trampolines or callbacks, then frees
+/// the trampolines the arch layer made for them (sleeps). Returns whether
+/// it freed them.
 ///
-/// The trampoline stays if the ops is listed again, or if tracing died:
-/// an update that fails either wrote nothing (sites still call what they
-/// called) or kills tracing, and sites may then still call it. Otherwise
-/// no site calls it: every update plans only listed ops' trampolines.
-pub(crate) fn retire_dynamic(held: &Held, ops: OpsRef<'_>) {
-    // The first waits out every CPU that may be in the callback with
+/// The trampolines stay if tracing died, or for an ops listed again: an
+/// update that fails either wrote nothing (sites still call what they
+/// called) or kills tracing, and sites may then still call them.
+/// Otherwise no site calls them: every update plans only listed ops' and
+/// their groups' trampolines, and an ops' groups are retired with it.
+pub(crate) fn retire_dynamic<'a>(held: &Held, ops: impl Iterator<Item = OpsRef<'a>>) -> bool {
+    // The first waits out every CPU that may be in a callback with
     // preemption off or RCU not watching; the second every task preempted
-    // on the trampoline.
+    // on a trampoline.
     crate::sys::synchronize_rcu_tasks_rude();
     crate::sys::synchronize_rcu_tasks();
-    if dead() || crate::registry::list(held).any(|o| o == ops) {
-        return;
+    if dead() {
+        return false;
     }
-    perf_trampoline(held, ops, true);
-    // SAFETY: a live ops under `ftrace_lock`; no site calls its trampoline
-    // (not listed, tracing alive: see above) and no CPU or task runs it
-    // (the waits); the arch layer frees only a trampoline it allocated
-    // (`F_ALLOC_TRAMP`).
-    unsafe { bindings::arch_ftrace_trampoline_free(ops.as_ptr()) };
+    for o in ops {
+        if crate::registry::list(held).any(|l| l == o) {
+            continue;
+        }
+        perf_trampoline(held, o, true);
+        // SAFETY: a live ops under `ftrace_lock`; no site calls its
+        // trampoline (not listed, tracing alive: see above) and no CPU or
+        // task runs it (the waits); the arch layer frees only a
+        // trampoline it allocated (`F_ALLOC_TRAMP`).
+        unsafe { bindings::arch_ftrace_trampoline_free(o.as_ptr()) };
+    }
+    true
 }

@@ -6,7 +6,7 @@
 
 use crate::logic::recursion;
 use crate::registry::*;
-use crate::sys::{Keeps, PreemptOff};
+use crate::sys::{Keeps, NoPreempt, PreemptOff};
 use crate::task::guarded as recursion_guarded;
 use kernel::bindings;
 use kernel::ffi::{c_int, c_ulong, c_void};
@@ -93,19 +93,22 @@ pub(crate) fn ops_test(k: &impl Keeps, ops: OpsRef<'_>, ip: u64, regs: bool) -> 
     (regs || !ops.has(F_SAVE_REGS)) && ops.wants(k, ip)
 }
 
-/// The registered ops whose own trampoline holds `a`.
-pub(crate) fn trampoline_ops(k: &impl Keeps, a: u64) -> Option<OpsRef<'_>> {
-    list(k).find(|op| {
-        let (at, size) = op.trampoline();
-        at != 0 && a >= at && a - at < size
-    })
+/// The registered ops, or the group, whose own trampoline holds `a`.
+pub(crate) fn trampoline_ops(np: &NoPreempt, a: u64) -> Option<OpsRef<'_>> {
+    list(np)
+        .find(|op| {
+            let (at, size) = op.trampoline();
+            at != 0 && a >= at && a - at < size
+        })
+        .or_else(|| crate::groups::trampoline_ops(np, a))
 }
 
-/// The `n`th (from 0) registered ops with a trampoline of its own, for
+/// The `n`th (from 0) trampoline of a registered ops or a group, for
 /// kallsyms.
-pub(crate) fn nth_trampoline(k: &impl Keeps, n: usize) -> Option<(u64, u64)> {
-    list(k)
+pub(crate) fn nth_trampoline(np: &NoPreempt, n: usize) -> Option<(u64, u64)> {
+    list(np)
         .map(OpsRef::trampoline)
         .filter(|&(at, _)| at != 0)
+        .chain(crate::groups::trampolines(np))
         .nth(n)
 }

@@ -45,7 +45,9 @@ fn render_site(held: &Held, kind: Kind, c: &Cell, o: &mut Out) {
             f(sf::DIRECT, " D", "  "),
             f(sf::MODIFIED, " M ", "   ")
         );
-        if s.has(sf::DIRECT_OPS) {
+        // A group's trampoline serves several ops: listed as the list
+        // dispatcher, which C's site of several ops calls.
+        if s.has(sf::DIRECT_OPS) && !s.has(sf::GROUP) {
             ops::describe_tramp(held, o, s.ip);
         } else if s.has(sf::ENABLED) {
             o.bytes(b" ->");

@@ -98,11 +98,15 @@ pub(crate) fn startup(held: &Held, ops: OpsRef<'_>) -> Result {
         ops.set_func(ops.saved_func());
         slot_free(held, ops);
         // The update failed before writing a site (or tracing is dead):
-        // no site calls the trampoline made above. A dynamic ops' goes
-        // now, as in C; its owner may free the ops on this error.
-        if add & F_DYNAMIC != 0 && ops.trampoline().0 != before_tramp {
-            arch::retire_dynamic(held, ops);
+        // no site calls the trampoline made above, nor a group made with
+        // the ops. A dynamic ops' trampoline goes now, as in C; its owner
+        // may free the ops on this error.
+        let gone = crate::groups::take_with(held, ops);
+        for g in gone.iter().flatten() {
+            slot_free(held, g.ops());
         }
+        let made = add & F_DYNAMIC != 0 && ops.trampoline().0 != before_tramp;
+        crate::groups::retire(held, gone, made.then_some(ops));
         return Err(e);
     }
     Ok(())
@@ -134,15 +138,17 @@ pub(crate) fn shutdown(held: &Held, ops: OpsRef<'_>) -> Result {
         );
         return Err(e);
     }
-    // No site calls its trampoline now.
+    // No site calls its trampoline now, nor those of its groups.
     slot_free(held, ops);
+    let gone = crate::groups::take_with(held, ops);
+    for g in gone.iter().flatten() {
+        slot_free(held, g.ops());
+    }
     ops.clear(F_REMOVING);
     if ops.saved_func().is_some() {
         ops.set_func(ops.saved_func());
     }
-    if ops.has(F_DYNAMIC) {
-        arch::retire_dynamic(held, ops);
-    }
+    crate::groups::retire(held, gone, ops.has(F_DYNAMIC).then_some(ops));
     Ok(())
 }
 

@@ -8,7 +8,8 @@ use crate::cells::Locked;
 use crate::hash::{FnSet, FtraceHash, SetRef};
 use crate::publish::{PubSlot, Retired};
 use crate::sys::{
-    ftrace_list_end, ftrace_ops_list, CGlobal, CMutex, CoreGuard, Guard, Held, Keeps, TraceArray,
+    ftrace_list_end, ftrace_ops_list, CGlobal, CMutex, CoreGuard, Guard, Held, Keeps, NoPreempt,
+    TraceArray,
 };
 use crate::view::OpsView;
 use core::marker::PhantomData;
@@ -627,4 +628,64 @@ pub(crate) fn direct_peer<'d>(_d: &'d DirectGuard, ip: u64) -> Option<OpsRef<'d>
     // SAFETY: listed, so registered and live, and kept so while the direct
     // lock is held (see `DIRECT_LOCK`), which `_d` is for `'d`.
     found.map(|p| unsafe { OpsRef::from_raw(p) })
+}
+
+/// Ops the core makes for itself and publishes for lockless readers: the
+/// groups' ops, which the unwinder and kallsyms find by their trampolines.
+///
+/// # Invariants
+///
+/// A non-null word points to a live ops published by
+/// [`OpsTable::publish`], which stays live until a rude RCU-tasks grace
+/// period after [`OpsTable::remove`] took it out.
+pub(crate) struct OpsTable<const N: usize>([AtomicPtr<Ops>; N]);
+
+impl<const N: usize> OpsTable<N> {
+    /// No ops.
+    pub(crate) const fn new() -> Self {
+        OpsTable([const { AtomicPtr::new(ptr::null_mut()) }; N])
+    }
+
+    /// The published ops, live while preemption stays off (`_np`): their
+    /// removal waits for every CPU to schedule before they go.
+    pub(crate) fn iter<'k>(&self, _np: &'k NoPreempt) -> impl Iterator<Item = OpsRef<'k>> + '_ {
+        self.0.iter().filter_map(|w| {
+            let p = ptr::NonNull::new(w.load(Ordering::Acquire))?;
+            // INVARIANT: published and live until a rude grace period
+            // after its removal, which `_np` holds off for `'k`.
+            Some(OpsRef(p, PhantomData))
+        })
+    }
+
+    /// Publishes `ops`; `false` when the table is full.
+    ///
+    /// # Safety
+    ///
+    /// `ops` lives until a rude RCU-tasks grace period after its
+    /// [`OpsTable::remove`].
+    pub(crate) unsafe fn publish(&self, _held: &Held, ops: OpsRef<'_>) -> bool {
+        self.0.iter().any(|w| {
+            // INVARIANT: it lives as long (the contract).
+            w.compare_exchange(
+                ptr::null_mut(),
+                ops.as_ptr(),
+                Ordering::Release,
+                Ordering::Relaxed,
+            )
+            .is_ok()
+        })
+    }
+
+    /// Takes `ops` out; readers may still see it until the caller's rude
+    /// RCU-tasks wait.
+    pub(crate) fn remove(&self, _held: &Held, ops: OpsRef<'_>) {
+        for w in self.0.iter() {
+            let _ = w.compare_exchange(
+                ops.as_ptr(),
+                ptr::null_mut(),
+                Ordering::Release,
+                Ordering::Relaxed,
+            );
+        }
+    }
 }

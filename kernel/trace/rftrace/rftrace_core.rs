@@ -78,6 +78,7 @@ mod funcprobe;
 #[cfg(CONFIG_FUNCTION_GRAPH_TRACER)]
 mod gops;
 mod graphfile;
+mod groups;
 pub mod hash;
 mod initnames;
 mod layout;

@@ -59,7 +59,11 @@ pub(crate) fn slot_alloc(held: &Held, ops: OpsRef<'_>, tramp: Target) -> u32 {
     let Ok(mut s) = SLOTS.borrow(held) else {
         return 0;
     };
-    let ops = ops.as_ptr();
+    slot_alloc_in(&mut s, ops.as_ptr(), tramp)
+}
+
+/// [`slot_alloc`] in the slots `s`, for the ops at `ops`.
+fn slot_alloc_in(s: &mut KVec<Slot>, ops: *mut Ops, tramp: Target) -> u32 {
     if let Some(i) = s.iter().position(|x| x.ops == ops) {
         s[i].tramp = tramp;
         return i as u32 + 1;
@@ -212,10 +216,11 @@ pub(crate) fn update_scope(held: &Held, scope: &[SetRef<'_>]) -> Result {
     PLANNED.with(held, |planned| {
         fill_plan(held, planned)?;
         let mut b = BATCH_BUF.borrow(held)?;
-        let slots = SLOTS.borrow(held)?;
+        let mut slots = SLOTS.borrow(held)?;
         b.changes.clear();
-        let mut visit =
-            |cell: &'static Cell| -> Result { plan_site(held, &slots, cell, on, planned, &mut b) };
+        let mut visit = |cell: &'static Cell| -> Result {
+            plan_site(held, &mut slots, cell, on, planned, &mut b)
+        };
         if scope.is_empty() {
             for cell in table::all() {
                 visit(cell)?;
@@ -245,12 +250,12 @@ pub(crate) fn update_ips(held: &Held, ips: &[u64]) -> Result {
     PLANNED.with(held, |planned| {
         fill_plan(held, planned)?;
         let mut b = BATCH_BUF.borrow(held)?;
-        let slots = SLOTS.borrow(held)?;
+        let mut slots = SLOTS.borrow(held)?;
         b.changes.clear();
         for (i, &ip) in ips.iter().enumerate() {
             let cell = table::find(held, ip);
             if let Some(c) = cell.filter(|_| !ips[..i].contains(&ip)) {
-                plan_site(held, &slots, c, on, planned, &mut b)?;
+                plan_site(held, &mut slots, c, on, planned, &mut b)?;
             }
         }
         drop(slots);
@@ -286,6 +291,7 @@ fn fill_plan<'h>(held: &'h Held, planned: &mut KVec<Planned<'h>>) -> Result {
                     direct: flags & F_DIRECT != 0,
                     slot,
                     tramp: slot_target(&slots, slot),
+                    id: op.as_ptr() as usize,
                 },
                 GFP_KERNEL,
             )
@@ -304,7 +310,7 @@ pub(crate) fn any_manager(held: &Held) -> bool {
 /// else the change joins the batch (written when the batch is full).
 fn plan_site(
     held: &Held,
-    slots: &[Slot],
+    slots: &mut KVec<Slot>,
     cell: &'static Cell,
     on: bool,
     planned: &[Planned<'_>],
@@ -321,7 +327,9 @@ fn plan_site(
         list: list_tramp,
         regs: regs_tramp,
     };
-    let (new, next) = plan::plan_site(&site, on, planned, shared);
+    let (new, next) = plan::plan_site(&site, on, planned, shared, |mask, regs| {
+        group_target(held, slots, planned, mask, regs)
+    });
     let Some(cur) = current_target(slots, &site, list_tramp, regs_tramp) else {
         pr_err!("site {:#x}: lost track of its trampoline\n", ip);
         crate::sys::report_bug(EINVAL, ip);
@@ -342,6 +350,28 @@ fn plan_site(
         flush(held, b)?;
     }
     Ok(())
+}
+
+/// The trampoline and slot of the group of the planned ops of `mask`
+/// (full `pt_regs`: `regs`), made if need be: none when it cannot be had.
+fn group_target(
+    held: &Held,
+    slots: &mut KVec<Slot>,
+    planned: &[Planned<'_>],
+    mask: u64,
+    regs: bool,
+) -> Option<(Target, u32)> {
+    let mut ids = [0usize; crate::groups::MAX_MEMBERS];
+    let mut n = 0;
+    for (i, p) in planned.iter().enumerate().take(64) {
+        if mask & (1 << i) != 0 {
+            *ids.get_mut(n)? = p.id;
+            n += 1;
+        }
+    }
+    let (tramp, ops) = crate::groups::find_or_make(held, &ids[..n], regs)?;
+    let slot = slot_alloc_in(slots, ops, tramp);
+    (slot != 0).then_some((tramp, slot))
 }
 
 /// Whether enabling `ops` with filter `filter` would put two ops that may

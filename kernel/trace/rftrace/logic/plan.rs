@@ -93,6 +93,10 @@ pub struct Want {
     pub ipmodify: u32,
     /// The index of the first that wants it.
     pub first: Option<usize>,
+    /// Which of the first 64 want it (bit `i`: the ops at index `i`).
+    pub mask: u64,
+    /// Whether one past the first 64 wants it.
+    pub past_mask: bool,
 }
 
 /// What the ops of `ops` (in order) want of the site at `ip`.
@@ -104,6 +108,10 @@ pub fn want<'a, S: SiteSet + 'a>(ip: u64, ops: impl IntoIterator<Item = &'a OpsS
             w.regs |= o.regs;
             w.ipmodify += u32::from(o.ipmodify);
             w.first.get_or_insert(i);
+            match u32::try_from(i).ok().and_then(|i| 1u64.checked_shl(i)) {
+                Some(b) => w.mask |= b,
+                None => w.past_mask = true,
+            }
         }
     }
     w
@@ -150,6 +158,9 @@ pub struct Planned<S, T = u64> {
     pub slot: u32,
     /// Its own trampoline (the NOP: none).
     pub tramp: T,
+    /// Who it is (the kernel: the ops' address), for the groups made of
+    /// the ops on a site.
+    pub id: usize,
 }
 
 /// The shared trampolines.
@@ -161,17 +172,38 @@ pub struct Shared<T = u64> {
     pub regs: T,
 }
 
+/// The ops of `mask` (bit `i`: `planned[i]`) that a site wants, when
+/// none is a direct ops: the members of a group that may serve the site.
+pub fn group_members<S, T>(planned: &[Planned<S, T>], w: &Want) -> Option<u64> {
+    let direct = planned
+        .iter()
+        .enumerate()
+        .any(|(i, p)| p.direct && i < 64 && w.mask & (1 << i) != 0);
+    (w.refs >= 2 && !w.past_mask && !direct).then_some(w.mask)
+}
+
 /// The plan of one site: what it must call (the default: the NOP) and its next
 /// record, from its record now and the registered ops (`on`: tracing is
-/// enabled; off, every site goes back to the NOP).
+/// enabled; off, every site goes back to the NOP). Several ops on a site go
+/// through the shared list trampoline, unless `group` gives the trampoline
+/// and slot of a group of exactly those ops (their mask, and whether a full
+/// `pt_regs` is needed): the sites of a group call it directly.
 pub fn plan_site<S: SiteSet, T: Copy + PartialEq + Default>(
     site: &Site,
     on: bool,
     planned: &[Planned<S, T>],
     shared: Shared<T>,
+    mut group: impl FnMut(u64, bool) -> Option<(T, u32)>,
 ) -> (T, Site) {
     let w = want(site.ip, planned.iter().map(|p| &p.sites));
     let t = if on { target(&w) } else { Target::Nop };
+    let mut grouped = |regs: bool| {
+        let r = if regs { sf::REGS } else { 0 };
+        group_members(planned, &w)
+            .and_then(|m| group(m, regs))
+            .filter(|&(t, slot)| slot != 0 && t != T::default())
+            .map(|(t, slot)| (t, sf::ENABLED | sf::DIRECT_OPS | sf::GROUP | r, slot))
+    };
     let (call, mut nf, slot) = match t {
         Target::Nop => (T::default(), 0, 0),
         Target::Sole(i) => {
@@ -191,8 +223,8 @@ pub fn plan_site<S: SiteSet, T: Copy + PartialEq + Default>(
                 (shared.list, sf::ENABLED, 0)
             }
         }
-        Target::List => (shared.list, sf::ENABLED, 0),
-        Target::ListRegs => (shared.regs, sf::ENABLED | sf::REGS, 0),
+        Target::List => grouped(false).unwrap_or((shared.list, sf::ENABLED, 0)),
+        Target::ListRegs => grouped(true).unwrap_or((shared.regs, sf::ENABLED | sf::REGS, 0)),
     };
     if w.ipmodify > 0 && on {
         nf |= sf::IPMODIFY | sf::MODIFIED;
@@ -239,6 +271,7 @@ mod tests {
             direct: false,
             slot,
             tramp,
+            id: slot as usize,
         }
     }
 
@@ -280,20 +313,74 @@ mod tests {
     }
 
     #[test]
+    fn several_ops_go_to_their_group_when_one_is_given() {
+        let a = ops(&[10, 11], &[]);
+        let b = ops(&[10], &[]);
+        let mut c = ops(&[10], &[]);
+        c.regs = true;
+        let p = [planned(a, 0, 0), planned(b, 0, 0), planned(c, 0, 0)];
+        let mut asked = Vec::new();
+        let (call, next) = plan_site(&Site::new(10), true, &p, SHARED, |m, regs| {
+            asked.push((m, regs));
+            Some((0x5000, 7))
+        });
+        assert_eq!(asked, [(0b111, true)]);
+        assert_eq!(call, 0x5000);
+        assert!(next.has(sf::GROUP) && next.has(sf::DIRECT_OPS) && next.has(sf::REGS));
+        assert_eq!((next.slot(), next.refs), (7, 3));
+        // One ops alone is not a group's; no group given, the list it is.
+        let (call, next) = plan_site(&Site::new(11), true, &p, SHARED, |_, _| Some((0x5000, 7)));
+        assert_eq!((call, next.has(sf::GROUP)), (SHARED.list, false));
+        let (call, next) = plan_site(&Site::new(10), true, &p[..2], SHARED, |m, regs| {
+            assert_eq!((m, regs), (0b11, false));
+            None
+        });
+        assert_eq!(call, SHARED.list);
+        assert!(!next.has(sf::GROUP) && !next.has(sf::DIRECT_OPS));
+        // Off: no group is asked for.
+        let (call, _) = plan_site(&Site::new(10), false, &p, SHARED, |_, _| unreachable!());
+        assert_eq!(call, 0);
+    }
+
+    #[test]
+    fn a_direct_ops_keeps_a_site_off_groups() {
+        let a = ops(&[10], &[]);
+        let b = ops(&[10], &[]);
+        let mut p = [planned(a, 0, 0), planned(b, 0, 0)];
+        p[1].direct = true;
+        let (call, next) = plan_site(&Site::new(10), true, &p, SHARED, |_, _| unreachable!());
+        assert_eq!(call, SHARED.list);
+        assert!(!next.has(sf::GROUP));
+    }
+
+    #[test]
+    fn masks_stop_at_64_ops() {
+        let all = ops(&[], &[]);
+        let many: Vec<_> = (0..65).map(|_| planned(all, 0, 0)).collect();
+        let w = want(10, many.iter().map(|p| &p.sites));
+        assert_eq!((w.refs, w.mask, w.past_mask), (65, u64::MAX, true));
+        assert_eq!(group_members(&many, &w), None);
+        assert_eq!(
+            group_members(&many[..64], &want(10, many[..64].iter().map(|p| &p.sites))),
+            Some(u64::MAX)
+        );
+    }
+
+    #[test]
     fn sole_ops_gets_its_trampoline_and_slot() {
         let p = [planned(ops(&[10], &[]), 3, 0x5000)];
-        let (call, next) = plan_site(&Site::new(10), true, &p, SHARED);
+        let (call, next) = plan_site(&Site::new(10), true, &p, SHARED, |_, _| None);
         assert_eq!(call, 0x5000);
         assert_eq!(next.refs, 1);
         assert_eq!(next.slot(), 3);
         assert!(next.has(sf::ENABLED | sf::DIRECT_OPS | sf::TOUCHED));
         // Without a trampoline of its own: the shared one.
         let p = [planned(ops(&[10], &[]), 0, 0)];
-        let (call, next) = plan_site(&Site::new(10), true, &p, SHARED);
+        let (call, next) = plan_site(&Site::new(10), true, &p, SHARED, |_, _| None);
         assert_eq!((call, next.slot()), (SHARED.list, 0));
         // Off (the sysctl): back to the NOP; the count and what the
         // record has seen stay.
-        let (call, off) = plan_site(&next, false, &p, SHARED);
+        let (call, off) = plan_site(&next, false, &p, SHARED, |_, _| None);
         assert_eq!((call, off.refs), (0, 1));
         assert!(off.has(sf::TOUCHED) && !off.has(sf::ENABLED));
     }
@@ -303,10 +390,10 @@ mod tests {
         let mut r = ops(&[10], &[]);
         r.regs = true;
         let p = [planned(ops(&[], &[]), 1, 0x5000), planned(r, 2, 0x6000)];
-        let (call, next) = plan_site(&Site::new(10), true, &p, SHARED);
+        let (call, next) = plan_site(&Site::new(10), true, &p, SHARED, |_, _| None);
         assert_eq!((call, next.refs, next.slot()), (SHARED.regs, 2, 0));
         assert!(next.has(sf::REGS));
-        let (call, next) = plan_site(&Site::new(11), true, &p, SHARED);
+        let (call, next) = plan_site(&Site::new(11), true, &p, SHARED, |_, _| None);
         assert_eq!((call, next.slot()), (0x5000, 1));
     }
 
@@ -315,9 +402,9 @@ mod tests {
         let mut m = ops(&[10], &[]);
         m.ipmodify = true;
         let p = [planned(m, 0, 0)];
-        let (_, next) = plan_site(&Site::new(10), true, &p, SHARED);
+        let (_, next) = plan_site(&Site::new(10), true, &p, SHARED, |_, _| None);
         assert!(next.has(sf::IPMODIFY) && next.has(sf::MODIFIED));
-        let (_, off) = plan_site(&next, false, &p, SHARED);
+        let (_, off) = plan_site(&next, false, &p, SHARED, |_, _| None);
         assert!(!off.has(sf::IPMODIFY) && off.has(sf::MODIFIED));
     }
 
@@ -341,6 +428,7 @@ mod tests {
                     direct: false,
                     slot: u32::from(*s % 4),
                     tramp: 0x9000 + u64::from(*s % 4),
+                    id: usize::from(*s),
                 })
                 .collect();
             let w = want(ip, list.iter().map(|p| &p.sites));
@@ -352,7 +440,7 @@ mod tests {
                 Target::List => prop_assert!(wanting.len() > 1 && wanting.iter().all(|&i| !list[i].sites.regs)),
                 Target::ListRegs => prop_assert!(wanting.len() > 1 && wanting.iter().any(|&i| list[i].sites.regs)),
             }
-            let (call, next) = plan_site(&Site::new(ip), on, &list, SHARED);
+            let (call, next) = plan_site(&Site::new(ip), on, &list, SHARED, |_, _| None);
             prop_assert_eq!(next.ip, ip);
             prop_assert_eq!(next.refs as usize, wanting.len());
             prop_assert_eq!(call == 0, !on || wanting.is_empty());

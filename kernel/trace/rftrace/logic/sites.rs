@@ -32,6 +32,10 @@ pub mod flags {
     /// record stays in its group, [`DISABLED`] too, and every lookup and
     /// walk of the table passes over it.
     pub const GONE: u32 = 1 << 9;
+    /// With [`DIRECT_OPS`]: the trampoline its slot names is a group's,
+    /// which calls exactly the ops that want the site (listed as the
+    /// list dispatcher).
+    pub const GROUP: u32 = 1 << 10;
 }
 
 /// One call site. 16 bytes, as the C core's `struct dyn_ftrace`.

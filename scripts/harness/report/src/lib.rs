@@ -527,7 +527,7 @@ pub fn bench_table(c: &Samples, rust: Option<&Samples>) -> (String, String) {
     let mut tsv = String::from("case\tcore\tvalue\tunit\n");
     let _ = writeln!(
         table,
-        "{:<24} {:>12} {:>12} {:>8}  unit (median)",
+        "{:<38} {:>12} {:>12} {:>8}  unit (median)",
         "case", "C", "Rust", "Rust/C"
     );
     let mut cases: Vec<(&str, &str)> = c.iter().map(|(k, u, _)| (k.as_str(), u.as_str())).collect();
@@ -558,7 +558,7 @@ pub fn bench_table(c: &Samples, rust: Option<&Samples>) -> (String, String) {
         };
         let _ = writeln!(
             table,
-            "{case:<24} {:>12} {rcol:>12} {ratio:>8}  {unit}",
+            "{case:<38} {:>12} {rcol:>12} {ratio:>8}  {unit}",
             fmt(cm)
         );
         if let Some(v) = cm {

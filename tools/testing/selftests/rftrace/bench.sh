@@ -5,6 +5,62 @@
 T=/sys/kernel/tracing
 reps=${BENCH_REPS:-5}
 
+# Scale rows, over rftrace_many.ko (1,000 traced functions nothing calls;
+# tools/testing/selftests/rftrace/modules): K kprobe events on K distinct
+# functions of it enabled one after another, then disabled (the time of
+# both), alone and while the function tracer runs on every site; and the
+# module loaded and unloaded while the function tracer runs. TAG names the
+# configuration's rows; FULL=0 runs only attach-1000-kprobes.
+many=/opt/rftrace/modules/rftrace_many.ko
+scale_rows() { # TAG FULL
+	tag=$1 full=$2
+	[ -f "$many" ] || { echo "bench: $many not found"; exit 1; }
+	insmod "$many" || { echo "bench: cannot load rftrace_many.ko"; exit 1; }
+	: > /tmp/en1000
+	: > /tmp/en250
+	k=0
+	for fn in $(grep -o 'rftrace_many_[0-9]*' $T/available_filter_functions | sort -u | head -1000); do
+		echo "p:rm$k $fn" >> $T/kprobe_events || { echo "bench: kprobe on $fn"; exit 1; }
+		echo "$T/events/kprobes/rm$k/enable" >> /tmp/en1000
+		[ $k -lt 250 ] && echo "$T/events/kprobes/rm$k/enable" >> /tmp/en250
+		k=$((k + 1))
+	done
+	[ $k = 1000 ] || { echo "bench: $k functions of rftrace_many.ko listed"; exit 1; }
+	attach() { # ROW LIST
+		a=$(timed_write -f "$2" 1) && b=$(timed_write -f "$2" 0) ||
+			{ echo "bench: $1: enable failed"; exit 1; }
+		echo "SAMPLE $1$tag $((a + b)) us"
+	}
+	i=0
+	while [ $i -lt "$reps" ]; do
+		[ "$full" = 1 ] && attach attach-250-kprobes /tmp/en250
+		attach attach-1000-kprobes /tmp/en1000
+		i=$((i + 1))
+	done
+	if [ "$full" = 1 ]; then
+		echo function > $T/current_tracer
+		i=0
+		while [ $i -lt "$reps" ]; do
+			attach attach-1000-kprobes-under-function /tmp/en1000
+			i=$((i + 1))
+		done
+		echo nop > $T/current_tracer
+	fi
+	echo > $T/kprobe_events
+	rmmod rftrace_many
+	[ "$full" = 1 ] || return 0
+	echo function > $T/current_tracer
+	i=0
+	while [ $i -lt "$reps" ]; do
+		a=$(timed_write -x insmod "$many") && b=$(timed_write -x rmmod rftrace_many) ||
+			{ echo "bench: module load/unload failed"; exit 1; }
+		echo "SAMPLE module-1000-load-under-function$tag $a us"
+		echo "SAMPLE module-1000-unload-under-function$tag $b us"
+		i=$((i + 1))
+	done
+	echo nop > $T/current_tracer
+}
+
 # On the production configuration (BPF, direct calls), the rows of the
 # direct-call clients; everything else runs on the lab kernel (tiny).
 # A BPF fentry program (two instructions: r0 = 0; exit) on one function
@@ -31,6 +87,8 @@ if [ "$CONF" = production ]; then
 			awk '{ print "SAMPLE bpf-attach-38 " $1 + $2 " us" }'
 		i=$((i + 1))
 	done
+	# How the attach row grows with the number of sites.
+	scale_rows -production 0
 	exit 0
 fi
 mod=$(find /lib/modules -name ftrace-ops.ko | head -1)
@@ -125,4 +183,5 @@ while [ $i -lt "$reps" ]; do
 done
 echo nop > $T/current_tracer
 echo > $T/kprobe_events
+scale_rows "" 1
 exit 0

@@ -1,0 +1,235 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Site groups: the per-site dispatch of sites that several ops want.
+//!
+//! A site that one ops wants calls that ops' own trampoline; a site that
+//! several want would call the shared list trampoline, whose dispatcher
+//! tests every registered ops' sets at every call. Instead, the plan gives
+//! such a site the trampoline of a group made of exactly the ops that want
+//! it: the group's callback calls those ops, in list order, and tests no
+//! set. A group is an ops of the core's own (its trampoline made by the
+//! arch layer, `SAVE_REGS` when a member needs a full `pt_regs`), found in
+//! the plan by its members, kept while any of them is registered, and
+//! retired when one of them goes (`ops::shutdown`, after its sites have
+//! moved). Without a group (no memory, no room, a direct ops on the site,
+//! more than [`MAX_MEMBERS`] ops) the site goes through the list
+//! trampoline as before.
+
+use crate::arch::Target;
+use crate::cells::Locked;
+use crate::logic::recursion;
+use crate::registry::{
+    list, ops_fn, Fregs, HasOps, Ops, OpsFn, OpsRef, OpsTable, F_RCU, F_SAVE_REGS, F_STUB,
+};
+use crate::sys::{Held, NoPreempt};
+use crate::task::guarded as recursion_guarded;
+use kernel::ffi::c_ulong;
+use kernel::prelude::*;
+use kernel::types::Opaque;
+
+/// The most ops a group holds.
+pub(crate) const MAX_MEMBERS: usize = 8;
+/// The most groups at once (each has a trampoline).
+const MAX_GROUPS: usize = 64;
+
+/// A group of ops that sites share.
+#[repr(C)]
+pub(crate) struct Group {
+    /// First: the callback finds the group from its ops.
+    ops: Opaque<Ops>,
+    /// The members' addresses (identities: the callback calls the listed
+    /// ops whose address is here).
+    members: [usize; MAX_MEMBERS],
+    n: usize,
+    regs: bool,
+}
+
+// SAFETY: `Group` is `repr(C)` with its ops first; `group_call` is
+// installed only in the ops of a `Group` (`make`), which stays allocated
+// while its trampoline may run: it is freed only by `retire`, after the
+// waits, or leaked; `group_call` is code of its own.
+unsafe impl HasOps for Group {
+    const CALLBACK: OpsFn = group_call;
+}
+
+impl Group {
+    /// Its ops.
+    pub(crate) fn ops(&self) -> OpsRef<'_> {
+        OpsRef::of_opaque(&self.ops)
+    }
+
+    fn members(&self) -> &[usize] {
+        &self.members[..self.n.min(MAX_MEMBERS)]
+    }
+
+    /// Whether `o` is a member.
+    #[inline(always)]
+    fn has(&self, o: OpsRef<'_>) -> bool {
+        self.members().contains(&(o.as_ptr() as usize))
+    }
+}
+
+/// The groups.
+static GROUPS: Locked<Groups> = Locked::new([const { None }; MAX_GROUPS]);
+
+/// Room for the groups (a free place: `None`).
+pub(crate) type Groups = [Option<KBox<Group>>; MAX_GROUPS];
+/// Their ops, for the lockless lookups of trampolines.
+static PUBLISHED: OpsTable<MAX_GROUPS> = OpsTable::new();
+
+/// Whether RCU watches this CPU (notrace, callable anywhere).
+#[inline(always)]
+fn rcu_watching() -> bool {
+    crate::ffi::rcu_is_watching()
+}
+
+/// The callback of a group's trampoline: calls the registered members, as
+/// the list dispatcher would but without testing their sets. Hot path.
+extern "C" fn group_call(ip: c_ulong, parent_ip: c_ulong, op: OpsRef<'_>, fregs: Fregs<'_>) {
+    let Some(g) = op.container::<Group>() else {
+        return;
+    };
+    // The list's recursion bits, as the list dispatcher takes them;
+    // preemption off while held.
+    recursion_guarded(recursion::LIST_START, |np| {
+        let has_regs = fregs.has_pt_regs();
+        for m in list(np) {
+            if !g.has(m) {
+                continue;
+            }
+            let flags = m.flags();
+            if flags & F_STUB != 0 || (flags & F_SAVE_REGS != 0 && !has_regs) {
+                continue;
+            }
+            if flags & F_RCU != 0 && !rcu_watching() {
+                continue;
+            }
+            m.call(false, ip, parent_ip, fregs);
+        }
+    });
+}
+crate::nokprobe::nokprobe!(group_call);
+
+/// The trampoline and ops (its address: an identity for the slots) of the
+/// group of exactly `members` (ops addresses, in list order) whose
+/// trampoline saves a full `pt_regs` when `regs`; made if there is none
+/// (none when it cannot be had: the caller uses the list trampoline).
+pub(crate) fn find_or_make(
+    held: &Held,
+    members: &[usize],
+    regs: bool,
+) -> Option<(Target, *mut Ops)> {
+    if members.len() < 2 || members.len() > MAX_MEMBERS {
+        return None;
+    }
+    let mut all = GROUPS.borrow(held).ok()?;
+    if let Some(g) = all
+        .iter()
+        .flatten()
+        .find(|g| g.regs == regs && g.members() == members)
+    {
+        let o = g.ops();
+        return Some((Target::trampoline_of(o), o.as_ptr()));
+    }
+    make(held, &mut all, members, regs)
+}
+
+/// Makes the group of `members`, its trampoline and its listing.
+fn make(
+    held: &Held,
+    all: &mut Groups,
+    members: &[usize],
+    regs: bool,
+) -> Option<(Target, *mut Ops)> {
+    let place = all.iter_mut().find(|p| p.is_none())?;
+    let mut ops = crate::sys::zeroed_ops();
+    ops.func = ops_fn(group_call);
+    if regs {
+        ops.flags = F_SAVE_REGS;
+    }
+    let mut m = [0usize; MAX_MEMBERS];
+    m.get_mut(..members.len())?.copy_from_slice(members);
+    let g = KBox::new(
+        Group {
+            ops: Opaque::new(ops),
+            members: m,
+            n: members.len(),
+            regs,
+        },
+        GFP_KERNEL,
+    )
+    .ok()?;
+    let o = g.ops();
+    crate::arch::update_trampoline(held, o);
+    let tramp = Target::trampoline_of(o);
+    if tramp.is_nop() {
+        // No trampoline was made: nothing else refers to the group.
+        return None;
+    }
+    // SAFETY: the group's ops lives in its box, which `take_with` takes
+    // out of the list only after removing it from `PUBLISHED`, and which
+    // is freed only after the rude RCU-tasks wait of `retire` (or never).
+    if !unsafe { PUBLISHED.publish(held, o) } {
+        // Never: the table has room for every listed group. The trampoline
+        // no site calls is kept, and so is its ops.
+        core::mem::forget(g);
+        return None;
+    }
+    crate::arch::perf_trampoline(held, o, false);
+    let id = o.as_ptr();
+    *place = Some(g);
+    Some((tramp, id))
+}
+
+/// Takes the groups `ops` is a member of out of the list: `ops` is going,
+/// and no site calls their trampolines any more (the update that moved
+/// its sites covered every site of those groups, which all want `ops`).
+/// The caller frees their slots, then [`retire`]s them.
+pub(crate) fn take_with(held: &Held, ops: OpsRef<'_>) -> Groups {
+    let mut gone: Groups = [const { None }; MAX_GROUPS];
+    let Ok(mut all) = GROUPS.borrow(held) else {
+        return gone;
+    };
+    for (place, out) in all.iter_mut().zip(gone.iter_mut()) {
+        if place.as_ref().is_some_and(|g| g.has(ops)) {
+            *out = place.take();
+            if let Some(g) = out {
+                PUBLISHED.remove(held, g.ops());
+            }
+        }
+    }
+    gone
+}
+
+/// Frees groups taken out by [`take_with`] (whose slots are free), with
+/// `also` (an ops whose trampoline goes with them): waits until no CPU or
+/// task can be in their trampolines, then frees the trampolines and the
+/// groups. If tracing died meanwhile, sites may still call them: kept.
+pub(crate) fn retire(held: &Held, gone: Groups, also: Option<OpsRef<'_>>) {
+    if gone.iter().all(Option::is_none) && also.is_none() {
+        return;
+    }
+    let groups = gone.iter().flatten().map(|g| g.ops());
+    let freed = crate::arch::retire_dynamic(held, Iterator::chain(also.into_iter(), groups));
+    if !freed {
+        for g in gone {
+            core::mem::forget(g);
+        }
+    }
+}
+
+/// The group ops whose trampoline holds `a`, for the unwinder.
+pub(crate) fn trampoline_ops(np: &NoPreempt, a: u64) -> Option<OpsRef<'_>> {
+    PUBLISHED.iter(np).find(|op| {
+        let (at, size) = op.trampoline();
+        at != 0 && a >= at && a - at < size
+    })
+}
+
+/// The groups' trampolines, for kallsyms.
+pub(crate) fn trampolines(np: &NoPreempt) -> impl Iterator<Item = (u64, u64)> + '_ {
+    PUBLISHED
+        .iter(np)
+        .map(OpsRef::trampoline)
+        .filter(|&(at, _)| at != 0)
+}
