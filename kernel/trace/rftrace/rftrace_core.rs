@@ -10,7 +10,7 @@
 //! them ([`table`], [`hash`], [`publish`], [`tracefs`], [`seqfile`],
 //! [`task`], [`opsview`], [`shadow`], [`trarray`], [`tp`], [`names`],
 //! [`layout`], [`nokprobe`]); the ops layer ([`registry`], [`clients`],
-//! [`arch`], [`pidstate`], [`dispatch`], [`update`], [`ops`],
+//! [`arch`], [`groups`], [`pidstate`], [`dispatch`], [`update`], [`ops`],
 //! [`subops`], [`direct`], [`sysctl`]); its users ([`filter`], [`gops`],
 //! [`fgstacks`], [`fgraph`], [`pid`]); [`probe`], [`funcprobe`],
 //! [`mapper`], [`profile`]; the files ([`files`], [`filterfile`],
@@ -18,7 +18,7 @@
 //! [`initnames`], this root (the tracefs top level, the trace arrays'
 //! entry points) and [`entry`] (the C entry points whose arguments no
 //! type carries, and boot). All `unsafe` code is in the abstraction
-//! layer: the C the core calls (from [`ffi`] to [`arch`]) and [`entry`].
+//! layer: the C the core calls (from [`ffi`] to [`groups`]) and [`entry`].
 //!
 //! It serves the unchanged C callers through `include/linux/ftrace.h`;
 //! the x86_64 layer (arch/x86/kernel/rftrace/) writes the sites and owns
