@@ -19,7 +19,8 @@ use crate::arch::Target;
 use crate::cells::Locked;
 use crate::logic::recursion;
 use crate::registry::{
-    list, ops_fn, Fregs, HasOps, Ops, OpsFn, OpsRef, OpsTable, F_RCU, F_SAVE_REGS, F_STUB,
+    list, ops_fn, Fregs, HasOps, Ops, OpsFn, OpsRef, OpsTable, F_IPMODIFY, F_RCU, F_SAVE_REGS,
+    F_STUB,
 };
 use crate::sys::{Held, NoPreempt};
 use crate::task::guarded as recursion_guarded;
@@ -42,6 +43,7 @@ pub(crate) struct Group {
     members: [usize; MAX_MEMBERS],
     n: usize,
     regs: bool,
+    ipmodify: bool,
 }
 
 // SAFETY: `Group` is `repr(C)` with its ops first; `group_call` is
@@ -112,12 +114,14 @@ crate::nokprobe::nokprobe!(group_call);
 
 /// The trampoline and ops (its address: an identity for the slots) of the
 /// group of exactly `members` (ops addresses, in list order) whose
-/// trampoline saves a full `pt_regs` when `regs`; made if there is none
-/// (none when it cannot be had: the caller uses the list trampoline).
+/// trampoline saves a full `pt_regs` when `regs` and returns to the ip a
+/// member sets when `ipmodify`; made if there is none (none when it
+/// cannot be had: the caller uses the list trampoline).
 pub(crate) fn find_or_make(
     held: &Held,
     members: &[usize],
     regs: bool,
+    ipmodify: bool,
 ) -> Option<(Target, *mut Ops)> {
     if members.len() < 2 || members.len() > MAX_MEMBERS {
         return None;
@@ -126,12 +130,12 @@ pub(crate) fn find_or_make(
     if let Some(g) = all
         .iter()
         .flatten()
-        .find(|g| g.regs == regs && g.members() == members)
+        .find(|g| g.regs == regs && g.ipmodify == ipmodify && g.members() == members)
     {
         let o = g.ops();
         return Some((Target::trampoline_of(o), o.as_ptr()));
     }
-    make(held, &mut all, members, regs)
+    make(held, &mut all, members, regs, ipmodify)
 }
 
 /// Makes the group of `members`, its trampoline and its listing.
@@ -140,12 +144,16 @@ fn make(
     all: &mut Groups,
     members: &[usize],
     regs: bool,
+    ipmodify: bool,
 ) -> Option<(Target, *mut Ops)> {
     let place = all.iter_mut().find(|p| p.is_none())?;
     let mut ops = crate::sys::zeroed_ops();
     ops.func = ops_fn(group_call);
     if regs {
-        ops.flags = F_SAVE_REGS;
+        ops.flags |= F_SAVE_REGS;
+    }
+    if ipmodify {
+        ops.flags |= F_IPMODIFY;
     }
     let mut m = [0usize; MAX_MEMBERS];
     m.get_mut(..members.len())?.copy_from_slice(members);
@@ -155,6 +163,7 @@ fn make(
             members: m,
             n: members.len(),
             regs,
+            ipmodify,
         },
         GFP_KERNEL,
     )

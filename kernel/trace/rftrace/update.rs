@@ -362,14 +362,15 @@ fn group_target(
     regs: bool,
 ) -> Option<(Target, u32)> {
     let mut ids = [0usize; crate::groups::MAX_MEMBERS];
-    let mut n = 0;
+    let (mut n, mut ipmodify) = (0, false);
     for (i, p) in planned.iter().enumerate().take(64) {
         if mask & (1 << i) != 0 {
             *ids.get_mut(n)? = p.id;
             n += 1;
+            ipmodify |= p.sites.ipmodify;
         }
     }
-    let (tramp, ops) = crate::groups::find_or_make(held, &ids[..n], regs)?;
+    let (tramp, ops) = crate::groups::find_or_make(held, &ids[..n], regs, ipmodify)?;
     let slot = slot_alloc_in(slots, ops, tramp);
     (slot != 0).then_some((tramp, slot))
 }

@@ -740,9 +740,13 @@ pub extern "C" fn set_ftrace_ops_ro() {}
 // Labels of trampolines_64.S that delimit what a per-ops trampoline copies.
 extern "C" {
     fn ftrace_caller_op_ptr();
+    fn ftrace_caller_ip();
+    fn ftrace_caller_ip_end();
     fn ftrace_caller_end();
     fn ftrace_regs_caller_op_ptr();
+    fn ftrace_regs_caller_direct();
     fn ftrace_regs_caller_jmp();
+    fn ftrace_regs_caller_direct_end();
     fn ftrace_regs_caller_end();
 }
 
@@ -757,6 +761,12 @@ struct Template {
     call: usize,
     /// The 2-byte `jnz` to the direct-call path (full-regs trampoline).
     jnz: Option<usize>,
+    /// Code after the callback a per-ops trampoline jumps over, from the
+    /// first offset to the second; `true`: only for an ops that does not
+    /// move the ip (the copy of `regs->ip` to the return slot, in
+    /// `ftrace_caller`), `false`: always (the direct-call test of
+    /// `ftrace_regs_caller`: a per-ops trampoline is never direct).
+    skip: (usize, usize, bool),
 }
 
 fn addr(f: unsafe extern "C" fn()) -> u64 {
@@ -772,6 +782,11 @@ fn template(save_regs: bool) -> Template {
             op_load: (addr(ftrace_regs_caller_op_ptr) - start) as usize,
             call: (addr(bindings::ftrace_regs_call) - start) as usize,
             jnz: Some((addr(ftrace_regs_caller_jmp) - start) as usize),
+            skip: (
+                (addr(ftrace_regs_caller_direct) - start) as usize,
+                (addr(ftrace_regs_caller_direct_end) - start) as usize,
+                false,
+            ),
         }
     } else {
         let start = addr(bindings::ftrace_caller);
@@ -781,6 +796,11 @@ fn template(save_regs: bool) -> Template {
             op_load: (addr(ftrace_caller_op_ptr) - start) as usize,
             call: (addr(bindings::ftrace_call) - start) as usize,
             jnz: None,
+            skip: (
+                (addr(ftrace_caller_ip) - start) as usize,
+                (addr(ftrace_caller_ip_end) - start) as usize,
+                true,
+            ),
         }
     }
 }
@@ -788,6 +808,7 @@ fn template(save_regs: bool) -> Template {
 /// `movq disp32(%rip), %rdx`, without the displacement.
 const OP_LOAD: [u8; 3] = [0x48, 0x8b, 0x15];
 const JNZ8: u8 = 0x75;
+const JMP8: u8 = 0xeb;
 const NOP2: [u8; 2] = [0x66, 0x90];
 const RET_INT3: [u8; 2] = [0xc3, 0xcc];
 
@@ -838,11 +859,35 @@ fn drop_direct_jump(buf: &mut [u8], t: &Template) -> Option<()> {
     Some(())
 }
 
+/// A per-ops copy jumps over what its ops does not need (`t.skip`): a
+/// short `jmp` at its start, the rest left as it is, never run. The code
+/// keeps the template's layout, so the unwinder reads the trampoline with
+/// the template's unwind data.
+fn skip_unneeded(buf: &mut [u8], t: &Template, moves_ip: bool) -> Option<()> {
+    let (from, to, unless_ip) = t.skip;
+    if unless_ip && moves_ip {
+        return Some(());
+    }
+    let disp = i8::try_from(to.checked_sub(from + 2)?).ok()?;
+    buf.get_mut(from..from + 2)?
+        .copy_from_slice(&[JMP8, disp as u8]);
+    Some(())
+}
+
 /// Builds the code of a per-ops trampoline in `buf` (at address `at`):
 /// a copy of the template (its rip-relative operands already moved) that
-/// loads `ops` from the slot after its return and calls `func`. Returns
-/// `None` when the template is not as expected.
-fn build_trampoline(buf: &mut [u8], at: u64, t: &Template, ops: u64, func: u64) -> Option<()> {
+/// loads `ops` from the slot after its return and calls `func`;
+/// `moves_ip`: the ops may move the ip (`IPMODIFY`). Returns `None` when
+/// the template is not as expected.
+fn build_trampoline(
+    buf: &mut [u8],
+    at: u64,
+    t: &Template,
+    ops: u64,
+    func: u64,
+    moves_ip: bool,
+) -> Option<()> {
+    skip_unneeded(buf, t, moves_ip)?;
     let slot = (t.len + RET_ROOM).next_multiple_of(8);
     let ret = trampoline_return(at + t.len as u64)?;
     buf.get_mut(t.len..t.len + RET_ROOM)?.copy_from_slice(&ret);
@@ -910,7 +955,9 @@ unsafe fn create_trampoline(ops: *mut bindings::ftrace_ops) -> u64 {
     // SAFETY: `ops` is live.
     let func = unsafe { bindings::ftrace_ops_get_func(ops) }.map_or(0, |f| f as *const () as u64);
     let ops_addr = ops as u64;
-    if !copied || func == 0 || build_trampoline(buf, at, &t, ops_addr, func).is_none() {
+    // SAFETY: `ops` is live.
+    let moves_ip = unsafe { ops_flag(ops, bindings::FTRACE_OPS_FL_IPMODIFY) };
+    if !copied || func == 0 || build_trampoline(buf, at, &t, ops_addr, func, moves_ip).is_none() {
         pr_err!("cannot build a trampoline for ops {:#x}\n", ops_addr);
         // SAFETY: allocated above and not published.
         unsafe { bindings::execmem_free(mem) };

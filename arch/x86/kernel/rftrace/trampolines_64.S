@@ -112,9 +112,15 @@
 	movq	%rdx, RSP(%rsp)
 .endm
 
-/* Reload what rft_save_frame saved; callbacks may have changed it. */
-.macro rft_load_frame
+/*
+ * Reload what rft_save_frame saved; callbacks may have changed it.
+ * @bp: reload rbp too (the full-regs trampoline, or frame pointers, which
+ * the trampoline moved); else it is callee-saved and nothing set it.
+ */
+.macro rft_load_frame bp=1
+	.if \bp
 	movq	RBP(%rsp), %rbp
+	.endif
 	movq	RAX(%rsp), %rax
 	movq	R9(%rsp), %r9
 	movq	R8(%rsp), %r8
@@ -156,10 +162,22 @@ SYM_INNER_LABEL(ftrace_call, SYM_L_GLOBAL)
 	ANNOTATE_NOENDBR
 	call	ftrace_stub
 
-	/* Return to regs->ip. */
+	/*
+	 * Return to regs->ip, which an IPMODIFY callback may have moved. A
+	 * per-ops trampoline of an ops that does not modify the ip jumps over
+	 * this (ftrace_caller_ip .. ftrace_caller_ip_end).
+	 */
+SYM_INNER_LABEL(ftrace_caller_ip, SYM_L_GLOBAL)
+	ANNOTATE_NOENDBR
 	movq	RIP(%rsp), %rax
 	movq	%rax, REGS_TOP(%rsp)
+SYM_INNER_LABEL(ftrace_caller_ip_end, SYM_L_GLOBAL)
+	ANNOTATE_NOENDBR
+#ifdef CONFIG_FRAME_POINTER
 	rft_load_frame
+#else
+	rft_load_frame bp=0
+#endif
 	addq	$REGS_TOP, %rsp
 SYM_INNER_LABEL(ftrace_caller_end, SYM_L_GLOBAL)
 	ANNOTATE_NOENDBR
@@ -195,11 +213,6 @@ SYM_INNER_LABEL(ftrace_regs_call, SYM_L_GLOBAL)
 	ANNOTATE_NOENDBR
 	call	ftrace_stub
 
-	/* Flags and ip as the callback left them. */
-	movq	EFLAGS(%rsp), %rax
-	movq	%rax, REGS_TOP(%rsp)
-	movq	RIP(%rsp), %rax
-	movq	%rax, REGS_TOP+8(%rsp)
 	movq	RBX(%rsp), %rbx
 	movq	R10(%rsp), %r10
 	movq	R12(%rsp), %r12
@@ -207,12 +220,26 @@ SYM_INNER_LABEL(ftrace_regs_call, SYM_L_GLOBAL)
 	movq	R14(%rsp), %r14
 	movq	R15(%rsp), %r15
 
-	/* A direct trampoline to go through (arch_ftrace_set_direct_caller)? */
+	/* Flags and ip as the callback left them. */
+	movq	EFLAGS(%rsp), %rax
+	movq	%rax, REGS_TOP(%rsp)
+	movq	RIP(%rsp), %rax
+	movq	%rax, REGS_TOP+8(%rsp)
+
+	/*
+	 * A direct trampoline to go through (arch_ftrace_set_direct_caller)?
+	 * Never in a per-ops trampoline, which jumps over the test
+	 * (ftrace_regs_caller_direct .. ftrace_regs_caller_direct_end).
+	 */
+SYM_INNER_LABEL(ftrace_regs_caller_direct, SYM_L_GLOBAL)
+	ANNOTATE_NOENDBR
 	movq	ORIG_RAX(%rsp), %rax
 	testq	%rax, %rax
 SYM_INNER_LABEL(ftrace_regs_caller_jmp, SYM_L_GLOBAL)
 	ANNOTATE_NOENDBR
 	jnz	.Lrft_direct
+SYM_INNER_LABEL(ftrace_regs_caller_direct_end, SYM_L_GLOBAL)
+	ANNOTATE_NOENDBR
 
 	rft_load_frame
 	addq	$REGS_TOP, %rsp
