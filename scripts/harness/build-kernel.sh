@@ -57,30 +57,27 @@ for o in "${stale[@]}"; do
 done
 echo "  KERNEL  CORE=$CORE CONF=$CONF${KASAN:+ KASAN=1} (${out#$top/}, -j$jobs)"
 kmake -j"$jobs" bzImage modules
-# Install the modules when one changed since the last install.
-# The livepatch selftests' modules (tools/testing/selftests/livepatch/
-# test_modules), built against this kernel as an external module.
+# Test modules built against this kernel as external modules, from the
+# directory $1 of the source tree into $out/$2. An external module's BTF
+# is made against vmlinux, but Kbuild does not remake it when only
+# vmlinux changed: the older ones go first.
+ext_modules() { # source-dir out-dir
+	local dir=$out/$2
+	mkdir -p "$dir"
+	cp -u "$src/$1"/*.c "$src/$1/Makefile" "$dir/"
+	find "$dir" -name '*.ko' ! -newer "$out/vmlinux" -delete
+	kmake -j"$jobs" M="$dir" modules
+}
+# The livepatch selftests' modules.
 if grep -q '^CONFIG_LIVEPATCH=y' "$out/.config"; then
-	klp=$out/klp-test-modules
-	mkdir -p "$klp"
-	cp -u "$src"/tools/testing/selftests/livepatch/test_modules/*.c \
-		"$src"/tools/testing/selftests/livepatch/test_modules/Makefile "$klp/"
-	# An external module's BTF is made against vmlinux, but Kbuild does
-	# not remake it when only vmlinux changed: remove the older ones.
-	find "$klp" -name '*.ko' ! -newer "$out/vmlinux" -delete
-	kmake -j"$jobs" M="$klp" modules
+	ext_modules tools/testing/selftests/livepatch/test_modules klp-test-modules
 fi
-# The harness's own test modules (tools/testing/selftests/rftrace/modules),
-# likewise: rftrace_many.ko, 1,000 traced functions for the scale rows of
-# make bench.
+# The harness's own (rftrace_many.ko, 1,000 traced functions for the scale
+# rows of make bench).
 if grep -q '^CONFIG_MODULES=y' "$out/.config"; then
-	tm=$out/rftrace-test-modules
-	mkdir -p "$tm"
-	cp -u "$src"/tools/testing/selftests/rftrace/modules/*.c \
-		"$src"/tools/testing/selftests/rftrace/modules/Makefile "$tm/"
-	find "$tm" -name '*.ko' ! -newer "$out/vmlinux" -delete
-	kmake -j"$jobs" M="$tm" modules
+	ext_modules tools/testing/selftests/rftrace/modules rftrace-test-modules
 fi
+# Install the modules when one changed since the last install.
 stamp_file=$out/modroot/.stamp
 if [ ! -f "$stamp_file" ] || [ -n "$(find "$out" -name '*.ko' -newer "$stamp_file" -print -quit)" ]; then
 	rm -rf "$out/modroot"

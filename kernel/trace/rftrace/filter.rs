@@ -6,7 +6,7 @@
 //! The files that edit filters are in `filterfile` and `graphfile`.
 
 use crate::ffi::CStrArg;
-use crate::hash::FnSet;
+use crate::hash::{FnSet, SetRef};
 use crate::logic::glob::{Kind, Pattern};
 use crate::logic::sites::flags as sf;
 use crate::ops::{self, OpsRef};
@@ -149,12 +149,31 @@ pub(crate) fn commit(held: &Held, ops: OpsRef<'_>, notrace: bool, private: &FnSe
                 && !old.as_set().is_empty()
                 && !f.is_empty()
                 && n.is_empty();
+            // Then only the sites whose membership changed (a kprobe armed
+            // or disarmed: one), when there is memory to list them.
+            if both {
+                if let Some(ips) = changed_ips(old.as_set(), f) {
+                    return ops::update_ips(held, &ips);
+                }
+            }
             let scope = [old.as_set(), f];
             // Fails only when a site did not hold what its record said,
             // which killed tracing.
             ops::update_scope(held, if both { &scope } else { &[] })
         }
     }
+}
+
+/// The addresses in one of `a` and `b` but not in both (none without
+/// memory for the list).
+fn changed_ips(a: SetRef<'_>, b: SetRef<'_>) -> Option<KVec<u64>> {
+    let mut v = KVec::new();
+    for (x, y) in [(a, b), (b, a)] {
+        for ip in x.ips().filter(|&ip| !y.contains(ip)) {
+            v.push(ip, GFP_KERNEL).ok()?;
+        }
+    }
+    Some(v)
 }
 
 /// What a filter API call asks: a pattern, addresses to add or remove,

@@ -75,7 +75,7 @@ fn zalloc(size: usize) -> *mut c_void {
 ///
 /// `p` is null or an allocation of `zalloc` that nothing references any
 /// more.
-pub(crate) unsafe fn kfree<T>(p: *mut T) {
+unsafe fn kfree<T>(p: *mut T) {
     // SAFETY: null, which kfree ignores, or a kmalloc allocation of
     // `zalloc` that nothing references (the contract), so freed once.
     unsafe { bindings::kfree(p.cast()) };

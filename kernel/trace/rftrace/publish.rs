@@ -8,7 +8,7 @@
 //! update's plan borrows the registered ops' sets in ([`PlanRoom`]) and
 //! the slots of the function graph filter ([`GraphSlot`]).
 
-use crate::hash::{free_rcu, kfree, Entry, FnSet, FtraceHash, SetRef};
+use crate::hash::{free_rcu, Entry, FnSet, FtraceHash, SetRef};
 use crate::sys::{CMutex, Guard, Held};
 use core::ptr;
 use core::sync::atomic::{AtomicPtr, Ordering};
@@ -102,8 +102,9 @@ impl<'a> PubSlot<'a> {
 /// The most addresses [`PubSlot::unlink`] takes out at once.
 pub(crate) const UNLINK_MAX: usize = 8;
 
-/// Entries taken out of a published set: freed when dropped, after an
-/// RCU grace period (sleeps).
+/// Entries taken out of a published set: handed to RCU when dropped, which
+/// frees them after a grace period (the drop sleeps only when RCU has no
+/// memory to queue them, and then waits for the grace period itself).
 ///
 /// # Invariants
 ///
@@ -116,15 +117,12 @@ pub(crate) struct Unlinked {
 
 impl Drop for Unlinked {
     fn drop(&mut self) {
-        if self.n == 0 {
-            return;
-        }
-        // The readers of the set read it under RCU or with preemption
-        // off, which this grace period waits out.
-        crate::sys::synchronize_rcu();
         for &e in self.e.iter().take(self.n) {
-            // SAFETY: unlinked, and no reader is left (the invariants).
-            unsafe { kfree(e) };
+            // SAFETY: a `kmalloc` entry, unlinked (the invariants): only
+            // readers that started before may still stand on it, under RCU
+            // or with preemption off, which the grace period RCU frees it
+            // after waits out. Process context: it may sleep.
+            unsafe { kernel::bindings::kvfree_call_rcu(ptr::null_mut(), e.cast()) };
         }
     }
 }

@@ -9,7 +9,8 @@
 #include <linux/compiler.h>
 #include <linux/module.h>
 
-#define F(n) noinline int rftrace_many_##n(int x) { return x * 1##n + 1; }
+#define F(n) int rftrace_many_##n(int x);				\
+	noinline int rftrace_many_##n(int x) { return x * 1##n + 1; }
 #define F10(n) F(n##0) F(n##1) F(n##2) F(n##3) F(n##4) \
 	F(n##5) F(n##6) F(n##7) F(n##8) F(n##9)
 #define F100(n) F10(n##0) F10(n##1) F10(n##2) F10(n##3) F10(n##4) \
