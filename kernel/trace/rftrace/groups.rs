@@ -19,8 +19,8 @@ use crate::arch::Target;
 use crate::cells::Locked;
 use crate::logic::recursion;
 use crate::registry::{
-    list, ops_fn, Fregs, HasOps, Ops, OpsFn, OpsRef, OpsTable, F_IPMODIFY, F_RCU, F_SAVE_REGS,
-    F_STUB,
+    list, ops_fn, Fregs, HasOps, Ops, OpsFn, OpsRef, OpsTable, F_IPMODIFY, F_RCU, F_RECURSION,
+    F_SAVE_REGS, F_STUB,
 };
 use crate::sys::{Held, NoPreempt};
 use crate::task::guarded as recursion_guarded;
@@ -34,16 +34,24 @@ pub(crate) const MAX_MEMBERS: usize = 8;
 const MAX_GROUPS: usize = 64;
 
 /// A group of ops that sites share.
+///
+/// # Invariants
+///
+/// `members[..n]` are the addresses of registered ops, in list order,
+/// which stay live while the group's trampoline may run: a member that
+/// goes takes its groups out first ([`take_with`], in its shutdown) and
+/// is freed by its owner only after the waits that also let the groups go
+/// ([`retire`]); a static member is never freed.
 #[repr(C)]
 pub(crate) struct Group {
     /// First: the callback finds the group from its ops.
     ops: Opaque<Ops>,
-    /// The members' addresses (identities: the callback calls the listed
-    /// ops whose address is here).
     members: [usize; MAX_MEMBERS],
     n: usize,
     regs: bool,
     ipmodify: bool,
+    /// A member asks the core for recursion protection.
+    guard: bool,
 }
 
 // SAFETY: `Group` is `repr(C)` with its ops first; `group_call` is
@@ -65,9 +73,34 @@ impl Group {
     }
 
     /// Whether `o` is a member.
-    #[inline(always)]
     fn has(&self, o: OpsRef<'_>) -> bool {
         self.members().contains(&(o.as_ptr() as usize))
+    }
+
+    /// Calls the members for a hit of `ip` from `parent_ip` (`fregs`: the
+    /// trampoline's frame), as the list dispatcher calls the ops that want
+    /// a site. Hot path.
+    #[inline(always)]
+    fn call_members(&self, ip: c_ulong, parent_ip: c_ulong, fregs: Fregs<'_>) {
+        let has_regs = self.regs && fregs.has_pt_regs();
+        let n = self.n.min(MAX_MEMBERS);
+        // By index: a slice iterator is a call into `core` here.
+        for i in 0..n {
+            let Some(&m) = self.members.get(i) else {
+                break;
+            };
+            // SAFETY: a member, live while the group's trampoline runs,
+            // which it does during this call (the invariants).
+            let m = unsafe { OpsRef::from_raw(m as *mut Ops) };
+            let flags = m.flags();
+            if flags & F_STUB != 0 || (flags & F_SAVE_REGS != 0 && !has_regs) {
+                continue;
+            }
+            if flags & F_RCU != 0 && !rcu_watching() {
+                continue;
+            }
+            m.call(false, ip, parent_ip, fregs);
+        }
     }
 }
 
@@ -85,30 +118,22 @@ fn rcu_watching() -> bool {
     crate::ffi::rcu_is_watching()
 }
 
-/// The callback of a group's trampoline: calls the registered members, as
-/// the list dispatcher would but without testing their sets. Hot path.
+/// The callback of a group's trampoline: calls the members without
+/// testing their sets. Under the list's recursion bits when a member asks
+/// the core for recursion protection (as its own trampoline would call it
+/// through the assist callback); else directly, as each member's own
+/// trampoline would call it. Hot path.
 extern "C" fn group_call(ip: c_ulong, parent_ip: c_ulong, op: OpsRef<'_>, fregs: Fregs<'_>) {
     let Some(g) = op.container::<Group>() else {
         return;
     };
-    // The list's recursion bits, as the list dispatcher takes them;
-    // preemption off while held.
-    recursion_guarded(recursion::LIST_START, |np| {
-        let has_regs = fregs.has_pt_regs();
-        for m in list(np) {
-            if !g.has(m) {
-                continue;
-            }
-            let flags = m.flags();
-            if flags & F_STUB != 0 || (flags & F_SAVE_REGS != 0 && !has_regs) {
-                continue;
-            }
-            if flags & F_RCU != 0 && !rcu_watching() {
-                continue;
-            }
-            m.call(false, ip, parent_ip, fregs);
-        }
-    });
+    if g.guard {
+        recursion_guarded(recursion::LIST_START, |_| {
+            g.call_members(ip, parent_ip, fregs)
+        });
+    } else {
+        g.call_members(ip, parent_ip, fregs);
+    }
 }
 crate::nokprobe::nokprobe!(group_call);
 
@@ -157,6 +182,10 @@ fn make(
     }
     let mut m = [0usize; MAX_MEMBERS];
     m.get_mut(..members.len())?.copy_from_slice(members);
+    // The members are the listed ops of these addresses (the plan's).
+    let guard = list(held)
+        .filter(|o| members.contains(&(o.as_ptr() as usize)))
+        .any(|o| o.has(F_RECURSION));
     let g = KBox::new(
         Group {
             ops: Opaque::new(ops),
@@ -164,6 +193,7 @@ fn make(
             n: members.len(),
             regs,
             ipmodify,
+            guard,
         },
         GFP_KERNEL,
     )
