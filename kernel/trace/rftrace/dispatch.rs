@@ -34,14 +34,7 @@ pub extern "C" fn arch_ftrace_ops_list_func(
         // it.
         let has_regs = fregs.has_pt_regs();
         for op in list(np) {
-            let flags = op.flags();
-            if flags & F_STUB != 0 || (flags & F_SAVE_REGS != 0 && !has_regs) {
-                continue;
-            }
-            if flags & F_RCU != 0 && !rcu_watching() {
-                continue;
-            }
-            if op.wants(np, ip as u64) {
+            if op.callable(has_regs) && op.wants(np, ip as u64) {
                 op.call(false, ip, parent_ip, fregs);
             }
         }

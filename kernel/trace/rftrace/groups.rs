@@ -19,8 +19,7 @@ use crate::arch::Target;
 use crate::cells::Locked;
 use crate::logic::recursion;
 use crate::registry::{
-    list, ops_fn, Fregs, HasOps, Ops, OpsFn, OpsRef, OpsTable, F_IPMODIFY, F_RCU, F_RECURSION,
-    F_SAVE_REGS, F_STUB,
+    list, ops_fn, Fregs, HasOps, Ops, OpsFn, OpsRef, OpsTable, F_IPMODIFY, F_RECURSION, F_SAVE_REGS,
 };
 use crate::sys::{Held, NoPreempt};
 use crate::task::guarded as recursion_guarded;
@@ -92,14 +91,9 @@ impl Group {
             // SAFETY: a member, live while the group's trampoline runs,
             // which it does during this call (the invariants).
             let m = unsafe { OpsRef::from_raw(m as *mut Ops) };
-            let flags = m.flags();
-            if flags & F_STUB != 0 || (flags & F_SAVE_REGS != 0 && !has_regs) {
-                continue;
+            if m.callable(has_regs) {
+                m.call(false, ip, parent_ip, fregs);
             }
-            if flags & F_RCU != 0 && !rcu_watching() {
-                continue;
-            }
-            m.call(false, ip, parent_ip, fregs);
         }
     }
 }
@@ -111,12 +105,6 @@ static GROUPS: Locked<Groups> = Locked::new([const { None }; MAX_GROUPS]);
 pub(crate) type Groups = [Option<KBox<Group>>; MAX_GROUPS];
 /// Their ops, for the lockless lookups of trampolines.
 static PUBLISHED: OpsTable<MAX_GROUPS> = OpsTable::new();
-
-/// Whether RCU watches this CPU (notrace, callable anywhere).
-#[inline(always)]
-fn rcu_watching() -> bool {
-    crate::ffi::rcu_is_watching()
-}
 
 /// The callback of a group's trampoline: calls the members without
 /// testing their sets. Under the list's recursion bits when a member asks

@@ -101,15 +101,22 @@ pub(crate) fn startup(held: &Held, ops: OpsRef<'_>) -> Result {
         // no site calls the trampoline made above, nor a group made with
         // the ops. A dynamic ops' trampoline goes now, as in C; its owner
         // may free the ops on this error.
-        let gone = crate::groups::take_with(held, ops);
-        for g in gone.iter().flatten() {
-            slot_free(held, g.ops());
-        }
+        let gone = take_groups(held, ops);
         let made = add & F_DYNAMIC != 0 && ops.trampoline().0 != before_tramp;
         crate::groups::retire(held, gone, made.then_some(ops));
         return Err(e);
     }
     Ok(())
+}
+
+/// Takes the groups of `ops`, which is going and whose sites no longer call
+/// them, out of the list and their slots, for `groups::retire`.
+fn take_groups(held: &Held, ops: OpsRef<'_>) -> crate::groups::Groups {
+    let gone = crate::groups::take_with(held, ops);
+    for g in gone.iter().flatten() {
+        slot_free(held, g.ops());
+    }
+    gone
 }
 
 /// Unregisters `ops` (`ftrace_shutdown()`); when it returns, no CPU runs
@@ -140,10 +147,7 @@ pub(crate) fn shutdown(held: &Held, ops: OpsRef<'_>) -> Result {
     }
     // No site calls its trampoline now, nor those of its groups.
     slot_free(held, ops);
-    let gone = crate::groups::take_with(held, ops);
-    for g in gone.iter().flatten() {
-        slot_free(held, g.ops());
-    }
+    let gone = take_groups(held, ops);
     ops.clear(F_REMOVING);
     if ops.saved_func().is_some() {
         ops.set_func(ops.saved_func());

@@ -227,6 +227,17 @@ impl<'a> OpsRef<'a> {
         self.view().func()
     }
 
+    /// Whether a dispatcher calls it for a hit now: not a stub, a full
+    /// `pt_regs` in the frame (`has_regs`) if it needs one, RCU watching
+    /// if it needs that. Hot path.
+    #[inline(always)]
+    pub(crate) fn callable(self, has_regs: bool) -> bool {
+        let flags = self.flags();
+        flags & F_STUB == 0
+            && (flags & F_SAVE_REGS == 0 || has_regs)
+            && (flags & F_RCU == 0 || crate::ffi::rcu_is_watching())
+    }
+
     /// Calls its callback (`saved`: the one a pid filter stands in front
     /// of) for a hit of `ip` from `parent_ip`, with the trampoline's frame:
     /// what a trampoline does.
