@@ -12,8 +12,8 @@
 //! ops' owner registered; and the arch layer writes a site only after it
 //! checked that the site holds the call (or NOP) the change says it holds.
 
-use crate::archif::Change;
-use crate::registry::{OpsFn, OpsRef, F_ALLOC_TRAMP};
+use crate::archif::{Change, Member};
+use crate::registry::{Ops, OpsFn, OpsRef, F_ALLOC_TRAMP};
 use crate::sys::{addr, dead, Held, TextGuard};
 use core::ptr;
 use kernel::bindings;
@@ -23,10 +23,18 @@ use kernel::prelude::*;
 unsafe extern "C" {
     fn rftrace_arch_apply(changes: *const Change, n: usize, bad_ip: *mut u64) -> c_int;
     fn rftrace_arch_init_site(ip: u64, target: u64) -> c_int;
+    fn rftrace_arch_group_trampoline(ops: *mut Ops, members: *const Member, n: usize) -> c_int;
 }
 // Declared as the arch layer defines them (archif.rs).
-const _: (crate::archif::ApplyFn, crate::archif::InitSiteFn) =
-    (rftrace_arch_apply, rftrace_arch_init_site);
+const _: (
+    crate::archif::ApplyFn,
+    crate::archif::InitSiteFn,
+    crate::archif::GroupFn,
+) = (
+    rftrace_arch_apply,
+    rftrace_arch_init_site,
+    rftrace_arch_group_trampoline,
+);
 
 /// An address a call site may be made to call.
 ///
@@ -196,6 +204,33 @@ pub(crate) fn update_trampoline(_held: &Held, ops: OpsRef<'_>) {
     // it changes the ops' trampoline fields, which the core reads
     // atomically.
     unsafe { bindings::arch_ftrace_update_trampoline(ops.as_ptr()) };
+}
+
+/// The most members of a group trampoline (its slots).
+pub(crate) const GROUP_MEMBERS: usize = 8;
+
+/// Gives the group ops `ops` (the core's own, not yet published) a
+/// trampoline that calls each of `members` (registered ops, at most
+/// [`GROUP_MEMBERS`]) as its own trampoline would.
+pub(crate) fn group_trampoline(_held: &Held, ops: OpsRef<'_>, members: &[OpsRef<'_>]) -> Result {
+    let mut m = [Member { func: 0, ops: 0 }; GROUP_MEMBERS];
+    let n = members.len();
+    for (d, o) in m.iter_mut().zip(members) {
+        let f = crate::assist::ftrace_ops_get_func(*o).ok_or(EINVAL)?;
+        *d = Member {
+            func: f as *const () as u64,
+            ops: o.as_ptr() as u64,
+        };
+    }
+    let m = m.get(..n).ok_or(EINVAL)?;
+    // SAFETY: `ops` is live and unpublished, under `ftrace_lock` as the
+    // arch layer requires; the members are registered ops with the
+    // callbacks their own trampolines call, and they outlive the group's
+    // trampoline: a member that goes first moves every site off the group
+    // and retires it (`groups::take_with`, `groups::retire`), and a
+    // member's changed callback is written into it (`groups::refresh`).
+    let r = unsafe { rftrace_arch_group_trampoline(ops.as_ptr(), m.as_ptr(), m.len()) };
+    kernel::error::to_result(r)
 }
 
 /// The function the trampoline of `ops` calls (0: none or not known).

@@ -1,21 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! The list dispatcher the shared trampolines call, the assist callback,
-//! and the lookups of the trampolines the ops own. Hot path: no locks, no
-//! allocation, nothing traced or kprobed.
+//! The list dispatcher the shared trampolines call, and the lookups of
+//! the trampolines the ops own. Hot path: no locks, no allocation,
+//! nothing traced or kprobed.
 
 use crate::logic::recursion;
 use crate::registry::*;
 use crate::sys::{Keeps, NoPreempt, PreemptOff};
 use crate::task::guarded as recursion_guarded;
-use kernel::bindings;
 use kernel::ffi::{c_int, c_ulong, c_void};
-
-/// Whether RCU watches this CPU (notrace, callable anywhere).
-#[inline(always)]
-fn rcu_watching() -> bool {
-    crate::ffi::rcu_is_watching()
-}
 
 /// The callback of the shared trampolines when several ops, or an ops
 /// without its own trampoline, trace a site: calls every registered ops
@@ -41,36 +34,6 @@ pub extern "C" fn arch_ftrace_ops_list_func(
     });
 }
 crate::nokprobe::nokprobe!(arch_ftrace_ops_list_func);
-
-/// Wraps an ops' callback that asks for recursion protection or needs
-/// RCU watching.
-///
-extern "C" fn ftrace_ops_assist_func(
-    ip: c_ulong,
-    parent_ip: c_ulong,
-    ops: OpsRef<'_>,
-    fregs: Fregs<'_>,
-) {
-    // The recursion guard, inlined (the list bits, as C); preemption off
-    // while held.
-    recursion_guarded(recursion::LIST_START, |_| {
-        if !ops.has(F_RCU) || rcu_watching() {
-            ops.call(false, ip, parent_ip, fregs);
-        }
-    });
-}
-crate::nokprobe::nokprobe!(ftrace_ops_assist_func);
-
-/// What a trampoline dedicated to `ops` calls.
-#[no_mangle]
-pub extern "C" fn ftrace_ops_get_func(ops: OpsRef<'_>) -> bindings::ftrace_func_t {
-    // RECURSION asks the core for recursion protection.
-    if ops.has(F_RECURSION | F_RCU) {
-        ops_fn(ftrace_ops_assist_func)
-    } else {
-        ops.func()
-    }
-}
 
 /// Whether `ops` traces `ip` (fgraph.c asks this of its sub-ops).
 #[no_mangle]

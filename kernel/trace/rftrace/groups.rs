@@ -6,9 +6,11 @@
 //! several want would call the shared list trampoline, whose dispatcher
 //! tests every registered ops' sets at every call. Instead, the plan gives
 //! such a site the trampoline of a group made of exactly the ops that want
-//! it: the group's callback calls those ops, in list order, and tests no
-//! set. A group is an ops of the core's own (its trampoline made by the
-//! arch layer, `SAVE_REGS` when a member needs a full `pt_regs`), found in
+//! it: the group's trampoline calls those ops, in list order, each as its
+//! own trampoline would (its callback, or the assist callback for one
+//! that asks the core for recursion protection or RCU), and tests no set.
+//! A group is an ops of the core's own (its trampoline made by the arch
+//! layer, `SAVE_REGS` when a member needs a full `pt_regs`), found in
 //! the plan by its members, kept while any of them is registered, and
 //! retired when one of them goes (`ops::shutdown`, after its sites have
 //! moved). Without a group (no memory, no room, a direct ops on the site,
@@ -17,18 +19,14 @@
 
 use crate::arch::Target;
 use crate::cells::Locked;
-use crate::logic::recursion;
-use crate::registry::{
-    list, ops_fn, Fregs, HasOps, Ops, OpsFn, OpsRef, OpsTable, F_IPMODIFY, F_RECURSION, F_SAVE_REGS,
-};
+use crate::registry::{list, Ops, OpsRef, OpsTable, F_IPMODIFY, F_SAVE_REGS};
 use crate::sys::{Held, NoPreempt};
-use crate::task::guarded as recursion_guarded;
-use kernel::ffi::c_ulong;
+use kernel::bindings;
 use kernel::prelude::*;
 use kernel::types::Opaque;
 
-/// The most ops a group holds.
-pub(crate) const MAX_MEMBERS: usize = 8;
+/// The most ops a group holds (the arch layer's slots).
+pub(crate) const MAX_MEMBERS: usize = crate::arch::GROUP_MEMBERS;
 /// The most groups at once (each has a trampoline).
 const MAX_GROUPS: usize = 64;
 
@@ -40,25 +38,15 @@ const MAX_GROUPS: usize = 64;
 /// which stay live while the group's trampoline may run: a member that
 /// goes takes its groups out first ([`take_with`], in its shutdown) and
 /// is freed by its owner only after the waits that also let the groups go
-/// ([`retire`]); a static member is never freed.
-#[repr(C)]
+/// ([`retire`]); a static member is never freed. The trampoline calls
+/// what each member's own trampoline calls: made so, and repointed when
+/// that changes ([`refresh`]).
 pub(crate) struct Group {
-    /// First: the callback finds the group from its ops.
     ops: Opaque<Ops>,
     members: [usize; MAX_MEMBERS],
     n: usize,
     regs: bool,
     ipmodify: bool,
-    /// A member asks the core for recursion protection.
-    guard: bool,
-}
-
-// SAFETY: `Group` is `repr(C)` with its ops first; `group_call` is
-// installed only in the ops of a `Group` (`make`), which stays allocated
-// while its trampoline may run: it is freed only by `retire`, after the
-// waits, or leaked; `group_call` is code of its own.
-unsafe impl HasOps for Group {
-    const CALLBACK: OpsFn = group_call;
 }
 
 impl Group {
@@ -75,27 +63,6 @@ impl Group {
     fn has(&self, o: OpsRef<'_>) -> bool {
         self.members().contains(&(o.as_ptr() as usize))
     }
-
-    /// Calls the members for a hit of `ip` from `parent_ip` (`fregs`: the
-    /// trampoline's frame), as the list dispatcher calls the ops that want
-    /// a site. Hot path.
-    #[inline(always)]
-    fn call_members(&self, ip: c_ulong, parent_ip: c_ulong, fregs: Fregs<'_>) {
-        let has_regs = self.regs && fregs.has_pt_regs();
-        let n = self.n.min(MAX_MEMBERS);
-        // By index: a slice iterator is a call into `core` here.
-        for i in 0..n {
-            let Some(&m) = self.members.get(i) else {
-                break;
-            };
-            // SAFETY: a member, live while the group's trampoline runs,
-            // which it does during this call (the invariants).
-            let m = unsafe { OpsRef::from_raw(m as *mut Ops) };
-            if m.callable(has_regs) {
-                m.call(false, ip, parent_ip, fregs);
-            }
-        }
-    }
 }
 
 /// The groups.
@@ -105,25 +72,6 @@ static GROUPS: Locked<Groups> = Locked::new([const { None }; MAX_GROUPS]);
 pub(crate) type Groups = [Option<KBox<Group>>; MAX_GROUPS];
 /// Their ops, for the lockless lookups of trampolines.
 static PUBLISHED: OpsTable<MAX_GROUPS> = OpsTable::new();
-
-/// The callback of a group's trampoline: calls the members without
-/// testing their sets. Under the list's recursion bits when a member asks
-/// the core for recursion protection (as its own trampoline would call it
-/// through the assist callback); else directly, as each member's own
-/// trampoline would call it. Hot path.
-extern "C" fn group_call(ip: c_ulong, parent_ip: c_ulong, op: OpsRef<'_>, fregs: Fregs<'_>) {
-    let Some(g) = op.container::<Group>() else {
-        return;
-    };
-    if g.guard {
-        recursion_guarded(recursion::LIST_START, |_| {
-            g.call_members(ip, parent_ip, fregs)
-        });
-    } else {
-        g.call_members(ip, parent_ip, fregs);
-    }
-}
-crate::nokprobe::nokprobe!(group_call);
 
 /// The trampoline and ops (its address: an identity for the slots) of the
 /// group of exactly `members` (ops addresses, in list order) whose
@@ -161,7 +109,8 @@ fn make(
 ) -> Option<(Target, *mut Ops)> {
     let place = all.iter_mut().find(|p| p.is_none())?;
     let mut ops = crate::sys::zeroed_ops();
-    ops.func = ops_fn(group_call);
+    // Never called: the trampoline calls the members.
+    ops.func = Some(bindings::ftrace_stub);
     if regs {
         ops.flags |= F_SAVE_REGS;
     }
@@ -170,10 +119,6 @@ fn make(
     }
     let mut m = [0usize; MAX_MEMBERS];
     m.get_mut(..members.len())?.copy_from_slice(members);
-    // The members are the listed ops of these addresses (the plan's).
-    let guard = list(held)
-        .filter(|o| members.contains(&(o.as_ptr() as usize)))
-        .any(|o| o.has(F_RECURSION));
     let g = KBox::new(
         Group {
             ops: Opaque::new(ops),
@@ -181,18 +126,28 @@ fn make(
             n: members.len(),
             regs,
             ipmodify,
-            guard,
         },
         GFP_KERNEL,
     )
     .ok()?;
-    let o = g.ops();
-    crate::arch::update_trampoline(held, o);
-    let tramp = Target::trampoline_of(o);
-    if tramp.is_nop() {
-        // No trampoline was made: nothing else refers to the group.
+    // The members are the listed ops of these addresses (the plan's), in
+    // list order.
+    let mut listed = [None; MAX_MEMBERS];
+    let mut n = 0;
+    for o in list(held).filter(|o| members.contains(&(o.as_ptr() as usize))) {
+        *listed.get_mut(n)? = Some(o);
+        n += 1;
+    }
+    let mut calls = [g.ops(); MAX_MEMBERS];
+    for (c, o) in calls.iter_mut().zip(listed.iter().flatten()) {
+        *c = *o;
+    }
+    if n != members.len() {
         return None;
     }
+    let o = g.ops();
+    crate::arch::group_trampoline(held, o, calls.get(..n)?).ok()?;
+    let tramp = Target::trampoline_of(o);
     // SAFETY: the group's ops lives in its box, which `take_with` takes
     // out of the list only after removing it from `PUBLISHED`, and which
     // is freed only after the rude RCU-tasks wait of `retire` (or never).
@@ -206,6 +161,17 @@ fn make(
     let id = o.as_ptr();
     *place = Some(g);
     Some((tramp, id))
+}
+
+/// Points the groups of `ops` at what its own trampoline calls now: its
+/// callback changed while it is registered (the pid filter).
+pub(crate) fn refresh(held: &Held, ops: OpsRef<'_>) {
+    let Ok(all) = GROUPS.borrow(held) else {
+        return;
+    };
+    for g in all.iter().flatten().filter(|g| g.has(ops)) {
+        crate::arch::update_trampoline(held, g.ops());
+    }
 }
 
 /// Takes the groups `ops` is a member of out of the list: `ops` is going,

@@ -64,6 +64,7 @@ pub(crate) fn update_pid_funcs(held: &Held) {
         op.set_func(f);
         if !op.has(bindings::FTRACE_OPS_FL_DIRECT as c_ulong) {
             crate::arch::update_trampoline(held, op);
+            crate::groups::refresh(held, op);
         }
     }
     // The graph core's counterpart.

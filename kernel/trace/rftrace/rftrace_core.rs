@@ -94,6 +94,7 @@ mod arch;
 /// The interface to the x86_64 layer, shared with it.
 #[path = "../../../arch/x86/kernel/rftrace/archif.rs"]
 mod archif;
+mod assist;
 mod cells;
 mod clients;
 mod direct;

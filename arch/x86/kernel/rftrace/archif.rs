@@ -28,3 +28,20 @@ pub(crate) type ApplyFn = unsafe extern "C" fn(*const Change, usize, *mut u64) -
 /// `rftrace_arch_init_site(ip, target)`: sets a site of code that does not
 /// run yet (see the arch layer).
 pub(crate) type InitSiteFn = unsafe extern "C" fn(u64, u64) -> c_int;
+
+/// One member of a site group: the callback its own trampoline would call
+/// and its ops.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct Member {
+    /// The callback.
+    pub func: u64,
+    /// The ops (`struct ftrace_ops *`).
+    pub ops: u64,
+}
+
+/// `rftrace_arch_group_trampoline(ops, members, n)`: gives the group ops
+/// `ops` a trampoline that calls the `n` members directly (see the arch
+/// layer).
+pub(crate) type GroupFn =
+    unsafe extern "C" fn(*mut kernel::bindings::ftrace_ops, *const Member, usize) -> c_int;

@@ -38,13 +38,13 @@ mod view;
 
 #[cfg(CONFIG_FTRACE_CORE_RUST_GENERIC)]
 use archif::Change;
-use insn::{Decoded, Emulate, INT3, NOP5, SITE_SIZE};
+use insn::{Decoded, Emulate, GroupLayout, INT3, NOP5, SITE_SIZE};
 
 const __LOG_PREFIX: &[u8] = b"ftrace\0";
 
 /// One site of a batch: where, what must be there now, what comes.
 #[repr(C)]
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, Default)]
 struct Poke {
     ip: u64,
     /// Where a CPU that traps on the site continues: the call target of
@@ -141,11 +141,16 @@ crate::nokprobe::nokprobe!(rftrace_int3_handler);
 
 /// Reads the 5 bytes at `ip`.
 fn read_site(ip: u64) -> Option<[u8; SITE_SIZE]> {
-    let mut b = [0u8; SITE_SIZE];
+    read_bytes(ip)
+}
+
+/// Reads the `N` bytes at `ip`.
+fn read_bytes<const N: usize>(ip: u64) -> Option<[u8; N]> {
+    let mut b = [0u8; N];
     // SAFETY: `copy_from_kernel_nofault` checks the source and fails
-    // rather than faulting; the destination is a local buffer.
+    // rather than faulting; the destination is a local buffer of `N` bytes.
     let r = unsafe {
-        bindings::copy_from_kernel_nofault(b.as_mut_ptr().cast(), ip as *const c_void, SITE_SIZE)
+        bindings::copy_from_kernel_nofault(b.as_mut_ptr().cast(), ip as *const c_void, N)
     };
     (r == 0).then_some(b)
 }
@@ -743,18 +748,35 @@ extern "C" {
     fn ftrace_caller_ip();
     fn ftrace_caller_ip_end();
     fn ftrace_caller_end();
+    fn ftrace_caller_more();
+    fn ftrace_caller_slot0();
+    fn ftrace_caller_slot1();
+    fn ftrace_caller_tail();
+    fn ftrace_caller_more_end();
     fn ftrace_regs_caller_op_ptr();
     fn ftrace_regs_caller_direct();
     fn ftrace_regs_caller_jmp();
     fn ftrace_regs_caller_direct_end();
     fn ftrace_regs_caller_end();
+    fn ftrace_regs_caller_more();
+    fn ftrace_regs_caller_slot0();
+    fn ftrace_regs_caller_slot1();
+    fn ftrace_regs_caller_tail();
+    fn ftrace_regs_caller_more_end();
 }
+
+/// Slots of a group trampoline (`RFT_GROUP_SLOTS` in trampolines_64.S).
+const GROUP_SLOTS: usize = 8;
 
 /// Where things are in a trampoline's code, as offsets from its start.
 struct Template {
     start: u64,
-    /// Bytes copied: everything before the final `ret`.
+    /// Where a copy's own return goes: the template's final `ret`.
     len: usize,
+    /// Bytes copied: up to the end of the group calls, after the `ret`.
+    copy: usize,
+    /// The group calls.
+    group: GroupLayout,
     /// The 7-byte `movq function_trace_op(%rip), %rdx`.
     op_load: usize,
     /// The 5-byte callback call.
@@ -776,11 +798,21 @@ fn addr(f: unsafe extern "C" fn()) -> u64 {
 fn template(save_regs: bool) -> Template {
     if save_regs {
         let start = addr(bindings::ftrace_regs_caller);
+        let call = (addr(bindings::ftrace_regs_call) - start) as usize;
         Template {
             start,
             len: (addr(ftrace_regs_caller_end) - start) as usize,
+            copy: (addr(ftrace_regs_caller_more_end) - start) as usize,
+            group: GroupLayout {
+                call,
+                entry: (addr(ftrace_regs_caller_more) - start) as usize,
+                slot0: (addr(ftrace_regs_caller_slot0) - start) as usize,
+                slot1: (addr(ftrace_regs_caller_slot1) - start) as usize,
+                tail: (addr(ftrace_regs_caller_tail) - start) as usize,
+                slots: GROUP_SLOTS,
+            },
             op_load: (addr(ftrace_regs_caller_op_ptr) - start) as usize,
-            call: (addr(bindings::ftrace_regs_call) - start) as usize,
+            call,
             jnz: Some((addr(ftrace_regs_caller_jmp) - start) as usize),
             skip: (
                 (addr(ftrace_regs_caller_direct) - start) as usize,
@@ -790,11 +822,21 @@ fn template(save_regs: bool) -> Template {
         }
     } else {
         let start = addr(bindings::ftrace_caller);
+        let call = (addr(bindings::ftrace_call) - start) as usize;
         Template {
             start,
             len: (addr(ftrace_caller_end) - start) as usize,
+            copy: (addr(ftrace_caller_more_end) - start) as usize,
+            group: GroupLayout {
+                call,
+                entry: (addr(ftrace_caller_more) - start) as usize,
+                slot0: (addr(ftrace_caller_slot0) - start) as usize,
+                slot1: (addr(ftrace_caller_slot1) - start) as usize,
+                tail: (addr(ftrace_caller_tail) - start) as usize,
+                slots: GROUP_SLOTS,
+            },
             op_load: (addr(ftrace_caller_op_ptr) - start) as usize,
-            call: (addr(bindings::ftrace_call) - start) as usize,
+            call,
             jnz: None,
             skip: (
                 (addr(ftrace_caller_ip) - start) as usize,
@@ -874,21 +916,32 @@ fn skip_unneeded(buf: &mut [u8], t: &Template, moves_ip: bool) -> Option<()> {
     Some(())
 }
 
+/// What a per-ops trampoline calls: the ops' callback (at the callback
+/// call), or the members of a site group (through the group calls).
+#[derive(Clone, Copy)]
+enum Calls<'a> {
+    Func(u64),
+    Group(&'a [(u64, u64)]),
+}
+
 /// Builds the code of a per-ops trampoline in `buf` (at address `at`):
 /// a copy of the template (its rip-relative operands already moved) that
-/// loads `ops` from the slot after its return and calls `func`;
-/// `moves_ip`: the ops may move the ip (`IPMODIFY`). Returns `None` when
-/// the template is not as expected.
+/// loads `ops` from the slot after its code and makes `calls`; `moves_ip`:
+/// the ops may move the ip (`IPMODIFY`). Returns `None` when the template
+/// is not as expected.
 fn build_trampoline(
     buf: &mut [u8],
     at: u64,
     t: &Template,
     ops: u64,
-    func: u64,
+    calls: Calls<'_>,
     moves_ip: bool,
 ) -> Option<()> {
     skip_unneeded(buf, t, moves_ip)?;
-    let slot = (t.len + RET_ROOM).next_multiple_of(8);
+    if t.len + RET_ROOM > t.group.entry {
+        return None;
+    }
+    let slot = t.copy.next_multiple_of(8);
     let ret = trampoline_return(at + t.len as u64)?;
     buf.get_mut(t.len..t.len + RET_ROOM)?.copy_from_slice(&ret);
     buf.get_mut(slot..slot + 8)?
@@ -900,25 +953,33 @@ fn build_trampoline(
     let next = at + (t.op_load + 7) as u64;
     let disp = i32::try_from((at + slot as u64) as i64 - next as i64).ok()?;
     load[3..].copy_from_slice(&disp.to_le_bytes());
-    // The trampoline counts the call depth itself before this call, so it
-    // calls the function, not its call-depth thunk.
-    let call = insn::call(at + t.call as u64, func)?;
-    buf.get_mut(t.call..t.call + SITE_SIZE)?
-        .copy_from_slice(&call);
-    Some(())
+    match calls {
+        Calls::Func(func) => {
+            // The trampoline counts the call depth itself before this call,
+            // so it calls the function, not its call-depth thunk.
+            let call = insn::call(at + t.call as u64, func)?;
+            buf.get_mut(t.call..t.call + SITE_SIZE)?
+                .copy_from_slice(&call);
+            Some(())
+        }
+        Calls::Group(members) => insn::fill_group(buf, at, &t.group, members),
+    }
 }
 
 /// Size of a per-ops trampoline for template `t`.
 fn trampoline_size(t: &Template) -> usize {
-    (t.len + RET_ROOM).next_multiple_of(8) + 8
+    t.copy.next_multiple_of(8) + 8
 }
 
-/// Creates the trampoline of `ops`. Returns its address, or 0.
+/// Creates the trampoline of `ops` that makes `calls` (`None`: the ops'
+/// callback, as `ftrace_ops_get_func()` gives it). Returns its address,
+/// or 0.
 ///
 /// # Safety
 ///
-/// `ops` is a registered ops, under `ftrace_lock`.
-unsafe fn create_trampoline(ops: *mut bindings::ftrace_ops) -> u64 {
+/// `ops` is a registered ops (or the core's group ops), under
+/// `ftrace_lock`.
+unsafe fn create_trampoline(ops: *mut bindings::ftrace_ops, group: Option<&[(u64, u64)]>) -> u64 {
     // SAFETY: per the function's contract.
     let t = template(unsafe { ops_flag(ops, bindings::FTRACE_OPS_FL_SAVE_REGS) });
     let size = trampoline_size(&t);
@@ -934,30 +995,36 @@ unsafe fn create_trampoline(ops: *mut bindings::ftrace_ops) -> u64 {
     // SAFETY: copies the template, which is kernel text; fails instead of
     // faulting.
     let copied =
-        unsafe { bindings::copy_from_kernel_nofault(mem, t.start as *const c_void, t.len) } == 0;
+        unsafe { bindings::copy_from_kernel_nofault(mem, t.start as *const c_void, t.copy) } == 0;
     let copied = copied && drop_direct_jump(buf, &t).is_some();
     if copied {
         // The copy runs elsewhere: its rip-relative operands (the per-CPU
-        // call-depth count, the ops load, the callback call) are moved to
-        // reach what they reached from the template.
-        // SAFETY: `buf` holds the `t.len` bytes just copied from the
+        // call-depth count, the ops load, the callback calls) are moved to
+        // reach what they reached from the template; its jumps inside
+        // itself stay.
+        // SAFETY: `buf` holds the `t.copy` bytes just copied from the
         // template at `t.start`, and `at` is where they will run.
         unsafe {
             bindings::text_poke_apply_relocation(
                 buf.as_mut_ptr(),
                 at as *const u8,
-                t.len,
+                t.copy,
                 t.start as *mut u8,
-                t.len,
+                t.copy,
             )
         };
     }
-    // SAFETY: `ops` is live.
-    let func = unsafe { bindings::ftrace_ops_get_func(ops) }.map_or(0, |f| f as *const () as u64);
+    let calls = match group {
+        Some(members) => Some(Calls::Group(members)),
+        // SAFETY: `ops` is live.
+        None => unsafe { bindings::ftrace_ops_get_func(ops) }
+            .map(|f| Calls::Func(f as *const () as u64)),
+    };
     let ops_addr = ops as u64;
     // SAFETY: `ops` is live.
     let moves_ip = unsafe { ops_flag(ops, bindings::FTRACE_OPS_FL_IPMODIFY) };
-    if !copied || func == 0 || build_trampoline(buf, at, &t, ops_addr, func, moves_ip).is_none() {
+    let built = calls.and_then(|c| build_trampoline(buf, at, &t, ops_addr, c, moves_ip));
+    if !copied || built.is_none() {
         pr_err!("cannot build a trampoline for ops {:#x}\n", ops_addr);
         // SAFETY: allocated above and not published.
         unsafe { bindings::execmem_free(mem) };
@@ -990,7 +1057,7 @@ pub unsafe extern "C" fn arch_ftrace_update_trampoline(ops: *mut bindings::ftrac
     let t = template(regs);
     if tramp == 0 {
         // SAFETY: as above.
-        let at = unsafe { create_trampoline(ops) };
+        let at = unsafe { create_trampoline(ops, None) };
         if at != 0 {
             // SAFETY: as above.
             unsafe { view::OpsView::from_raw(ops) }.set_trampoline(at, trampoline_size(&t) as u64);
@@ -1003,25 +1070,103 @@ pub unsafe extern "C" fn arch_ftrace_update_trampoline(ops: *mut bindings::ftrac
         return;
     }
     let ip = tramp + t.call as u64;
-    // SAFETY: `ops` is live.
-    let Some(func) = (unsafe { bindings::ftrace_ops_get_func(ops) }) else {
+    let mut pokes = [None; GROUP_SLOTS];
+    if insn::jmp(ip, tramp + t.group.entry as u64) == read_site(ip) {
+        // A group's: point each member's call at what its own trampoline
+        // calls now.
+        for (i, p) in pokes.iter_mut().enumerate() {
+            let Some((start, _)) = t.group.slot(i) else {
+                break;
+            };
+            let Some(member) = read_bytes(tramp + start as u64).and_then(|h| insn::slot_ops(i, &h))
+            else {
+                break;
+            };
+            // SAFETY: a member of the group, live while its trampoline
+            // may run (the generic core's group rules).
+            let f = unsafe { bindings::ftrace_ops_get_func(member as *mut bindings::ftrace_ops) };
+            *p = t
+                .group
+                .slot_call(i)
+                .and_then(|c| repoint(tramp + c as u64, f));
+        }
+    } else {
+        // SAFETY: `ops` is live.
+        pokes[0] = repoint(ip, unsafe { bindings::ftrace_ops_get_func(ops) });
+    }
+    let mut q = [Poke::default(); GROUP_SLOTS];
+    let mut n = 0;
+    for p in pokes.into_iter().flatten() {
+        q[n] = p;
+        n += 1;
+    }
+    if n == 0 {
         return;
-    };
-    let (Some(old), Some(new)) = (read_site(ip), insn::call(ip, func as *const () as u64)) else {
-        return;
-    };
-    let Some(p) = Poke::new(ip, old, new) else {
-        return;
-    };
+    }
     // SAFETY: `text_mutex` is a valid global mutex, not held here.
     unsafe { bindings::mutex_lock(ptr::addr_of_mut!(bindings::text_mutex)) };
     // SAFETY: `text_mutex` is held; the trampoline may be running, which is
     // what the int3 protocol is for.
-    if unsafe { write_batch(&mut [p]) }.is_err() {
-        pr_err!("trampoline call at {:#x} changed under us\n", ip);
+    if unsafe { write_batch(&mut q[..n]) }.is_err() {
+        pr_err!("trampoline call at {:#x} changed under us\n", tramp);
     }
     // SAFETY: taken above.
     unsafe { bindings::mutex_unlock(ptr::addr_of_mut!(bindings::text_mutex)) };
+}
+
+/// The rewrite of the trampoline call at `ip` to `func`, if it calls
+/// something else now.
+fn repoint(ip: u64, func: bindings::ftrace_func_t) -> Option<Poke> {
+    let new = insn::call(ip, func? as *const () as u64)?;
+    let old = read_site(ip)?;
+    if old == new || !matches!(insn::decode(ip, &old), Decoded::Call(_)) {
+        return None;
+    }
+    Poke::new(ip, old, new)
+}
+
+/// Gives the site group `ops` (an ops of the generic core's own, not yet
+/// published: no CPU runs its trampoline) a trampoline that calls the `n`
+/// members at `members` one after the other, each with its ops, the site,
+/// its parent and the frame, as each member's own trampoline would.
+/// Returns 0, or `-ENOMEM` (no memory, or the template is not as
+/// expected), `-EINVAL` (no room for `n`), `-EBUSY` (it has one).
+///
+/// # Safety
+///
+/// `ops` is a valid ops and `members` points to `n` members whose ops
+/// and callbacks outlive the trampoline (the generic core's group rules),
+/// under `ftrace_lock`.
+#[cfg(CONFIG_FTRACE_CORE_RUST_GENERIC)]
+#[no_mangle]
+pub unsafe extern "C" fn rftrace_arch_group_trampoline(
+    ops: *mut bindings::ftrace_ops,
+    members: *const archif::Member,
+    n: usize,
+) -> c_int {
+    if n == 0 || n > GROUP_SLOTS {
+        return EINVAL.to_errno();
+    }
+    // SAFETY: per the function's contract, for every `view` here.
+    let v = unsafe { view::OpsView::from_raw(ops) };
+    if v.trampoline().0 != 0 {
+        return EBUSY.to_errno();
+    }
+    // SAFETY: per the function's contract.
+    let members = unsafe { core::slice::from_raw_parts(members, n) };
+    let mut m = [(0u64, 0u64); GROUP_SLOTS];
+    for (d, s) in m.iter_mut().zip(members) {
+        *d = (s.func, s.ops);
+    }
+    // SAFETY: per the function's contract.
+    let at = unsafe { create_trampoline(ops, Some(&m[..n])) };
+    if at == 0 {
+        return ENOMEM.to_errno();
+    }
+    // SAFETY: as above.
+    let regs = unsafe { ops_flag(ops, bindings::FTRACE_OPS_FL_SAVE_REGS) };
+    v.set_trampoline(at, trampoline_size(&template(regs)) as u64);
+    0
 }
 
 /// The function a trampoline calls: for `enabled_functions`.
@@ -1327,4 +1472,8 @@ pub extern "C" fn rftrace_arch_site_target(ip: u64) -> u64 {
 // The functions the generic core calls have the types it declares them
 // with (archif.rs).
 #[cfg(CONFIG_FTRACE_CORE_RUST_GENERIC)]
-const _: (archif::ApplyFn, archif::InitSiteFn) = (rftrace_arch_apply, rftrace_arch_init_site);
+const _: (archif::ApplyFn, archif::InitSiteFn, archif::GroupFn) = (
+    rftrace_arch_apply,
+    rftrace_arch_init_site,
+    rftrace_arch_group_trampoline,
+);

@@ -23,12 +23,14 @@
  * itself a 5-byte call that the core rewrites at run time.
  *
  * Per-ops trampolines are copies of the code from ftrace_caller (or
- * ftrace_regs_caller) up to its *_end label, followed by a ret and the
- * ops pointer; the copy loads that pointer instead of function_trace_op
- * (the 7-byte load at *_op_ptr) and calls the ops' function. So the code
- * up to *_end must be position independent apart from that load and the
- * callback call, and ftrace_regs_caller_jmp must be a 2-byte jnz (the
- * copy replaces it with a 2-byte NOP).
+ * ftrace_regs_caller) up to its *_more_end label, with a return of their
+ * own at *_end and the ops pointer after the code; the copy loads that
+ * pointer instead of function_trace_op (the 7-byte load at *_op_ptr) and
+ * calls the ops' function, or, for a site group, jumps to the group
+ * calls (*_more) that call each member. So the code copied must be
+ * position independent apart from that load and the calls, and
+ * ftrace_regs_caller_jmp must be a 2-byte jnz (the copy replaces it with
+ * a 2-byte NOP).
  */
 
 #include <linux/export.h>
@@ -130,6 +132,60 @@
 	movq	RDI(%rsp), %rdi
 .endm
 
+/*
+ * The calls of a site group (kernel/trace/rftrace/groups.rs): a group's
+ * trampoline is a per-ops copy whose callback call (ftrace_call,
+ * ftrace_regs_call) is a jmp to this, which calls each member's callback
+ * with the member's ops, the same site, parent and frame, then goes back
+ * to just after the callback call. The copy writes the members' ops into
+ * the movabs and their callbacks into the calls, and a jmp to the tail
+ * after the last used slot. Slot 0's call is counted by the call-depth
+ * account before the callback call; every other slot counts its own. The
+ * site and the parent stay in rbx and r12, callee-saved, because a
+ * callback may change the parent's slot on the stack (the graph tracer).
+ * Never entered in the template itself: after its ret, with the unwind
+ * state of the callback call (UNWIND_HINT_SAVE there, RESTORE here),
+ * which the copies share (the ORC unwinder reads a copy with the
+ * template's data, at the same offset).
+ *
+ * @name: the trampoline; @back: where to go after the calls.
+ */
+#define RFT_GROUP_SLOTS 8
+
+.macro rft_group_calls name, back
+	.globl	\name\()_more
+\name\()_more:
+	/* The state of the callback call (its UNWIND_HINT_SAVE). */
+	UNWIND_HINT_RESTORE
+	ANNOTATE_NOENDBR
+	pushq	%rbx
+	pushq	%r12
+	movq	%rdi, %rbx
+	movq	%rsi, %r12
+	.globl	\name\()_slot0
+\name\()_slot0:
+	movabsq	$0, %rdx
+	leaq	16(%rsp), %rcx
+	call	ftrace_stub
+	.globl	\name\()_slot1
+\name\()_slot1:
+	.rept	RFT_GROUP_SLOTS - 1
+	movq	%rbx, %rdi
+	movq	%r12, %rsi
+	movabsq	$0, %rdx
+	leaq	16(%rsp), %rcx
+	CALL_DEPTH_ACCOUNT
+	call	ftrace_stub
+	.endr
+	.globl	\name\()_tail
+\name\()_tail:
+	popq	%r12
+	popq	%rbx
+	jmp	\back
+	.globl	\name\()_more_end
+\name\()_more_end:
+.endm
+
 SYM_TYPED_FUNC_START(ftrace_stub)
 	CALL_DEPTH_ACCOUNT
 	RET
@@ -160,6 +216,7 @@ SYM_INNER_LABEL(ftrace_caller_op_ptr, SYM_L_GLOBAL)
 	CALL_DEPTH_ACCOUNT
 SYM_INNER_LABEL(ftrace_call, SYM_L_GLOBAL)
 	ANNOTATE_NOENDBR
+	UNWIND_HINT_SAVE
 	call	ftrace_stub
 
 	/*
@@ -182,6 +239,9 @@ SYM_INNER_LABEL(ftrace_caller_ip_end, SYM_L_GLOBAL)
 SYM_INNER_LABEL(ftrace_caller_end, SYM_L_GLOBAL)
 	ANNOTATE_NOENDBR
 	RET
+	/* Room for a copy's own return (a jmp to the return thunk). */
+	.skip	5, 0xcc
+	rft_group_calls ftrace_caller, ftrace_caller_ip
 SYM_FUNC_END(ftrace_caller)
 STACK_FRAME_NON_STANDARD_FP(ftrace_caller)
 
@@ -211,7 +271,9 @@ SYM_INNER_LABEL(ftrace_regs_caller_op_ptr, SYM_L_GLOBAL)
 	CALL_DEPTH_ACCOUNT
 SYM_INNER_LABEL(ftrace_regs_call, SYM_L_GLOBAL)
 	ANNOTATE_NOENDBR
+	UNWIND_HINT_SAVE
 	call	ftrace_stub
+.Lrft_regs_back:
 
 	movq	RBX(%rsp), %rbx
 	movq	R10(%rsp), %r10
@@ -272,6 +334,7 @@ SYM_INNER_LABEL(ftrace_regs_caller_end, SYM_L_GLOBAL)
 	ALTERNATIVE __stringify(RET), \
 		    __stringify(ANNOTATE_UNRET_SAFE; ret; int3), \
 		    X86_FEATURE_CALL_DEPTH
+	rft_group_calls ftrace_regs_caller, .Lrft_regs_back
 SYM_FUNC_END(ftrace_regs_caller)
 STACK_FRAME_NON_STANDARD_FP(ftrace_regs_caller)
 

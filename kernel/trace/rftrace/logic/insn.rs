@@ -119,6 +119,109 @@ pub fn emulate(ip: u64, new: &[u8; SITE_SIZE]) -> Option<Emulate> {
     }
 }
 
+/// Where a site group's calls are in a trampoline copy (offsets from its
+/// start; `trampolines_64.S`, `rft_group_calls`): the callback call, the
+/// group entry, slot 0 (`movabs $ops, %rdx`; `lea`; `call`), slots 1 and
+/// on (`mov`; `mov`; `movabs $ops, %rdx`; `lea`; the call-depth count;
+/// `call`), all of one size, and the tail that goes back.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GroupLayout {
+    pub call: usize,
+    pub entry: usize,
+    pub slot0: usize,
+    pub slot1: usize,
+    pub tail: usize,
+    /// Slots in all, slot 0 included.
+    pub slots: usize,
+}
+
+const MOVABS_RDX: [u8; 2] = [0x48, 0xba];
+/// Where the `movabs` is in slot 0 and in the others.
+const MOVABS_AT: [usize; 2] = [0, 6];
+
+impl GroupLayout {
+    /// Slot `i`: its start and end.
+    pub fn slot(&self, i: usize) -> Option<(usize, usize)> {
+        if i == 0 {
+            return Some((self.slot0, self.slot1));
+        }
+        let size = (self.tail.checked_sub(self.slot1)?).checked_div(self.slots.checked_sub(1)?)?;
+        let start = self.slot1 + (i - 1) * size;
+        (i < self.slots).then_some((start, start + size))
+    }
+
+    /// Where the call of slot `i` is.
+    pub fn slot_call(&self, i: usize) -> Option<usize> {
+        self.slot(i)?.1.checked_sub(SITE_SIZE)
+    }
+
+    /// Whether the offsets are in order and the slots fill the room
+    /// between slot 1 and the tail evenly.
+    pub fn is_sane(&self) -> bool {
+        self.call + SITE_SIZE <= self.entry
+            && self.entry <= self.slot0
+            && self.slot0 < self.slot1
+            && self.slot1 < self.tail
+            && self.slots >= 2
+            && (self.tail - self.slot1) % (self.slots - 1) == 0
+            && (self.tail - self.slot1) / (self.slots - 1) >= MOVABS_AT[1] + 10 + SITE_SIZE
+            && self.slot1 - self.slot0 >= 10 + SITE_SIZE
+    }
+}
+
+/// The ops slot `i` of a filled group trampoline calls with, from the
+/// slot's first [`SLOT_HEAD`] bytes: `None` for a slot the group does not
+/// use (a `jmp` to the tail) or bytes that are no slot.
+pub fn slot_ops(i: usize, head: &[u8; SLOT_HEAD]) -> Option<u64> {
+    let m = MOVABS_AT[usize::from(i > 0)];
+    if (i > 0 && head[0] == JMP) || head[m..m + 2] != MOVABS_RDX {
+        return None;
+    }
+    let mut imm = [0u8; 8];
+    imm.copy_from_slice(&head[m + 2..m + 10]);
+    Some(u64::from_le_bytes(imm))
+}
+
+/// Bytes of a slot that hold its ops.
+pub const SLOT_HEAD: usize = MOVABS_AT[1] + 10;
+
+/// Fills the copy `buf` of a trampoline at address `at` (the copy of a
+/// template with layout `l`, its relative operands already moved) as a
+/// group trampoline calling `members` (callback, ops) in order: a `jmp`
+/// from the callback call to the group entry, each member's ops and call
+/// in its slot, a `jmp` to the tail after the last. `None` (with `buf` in
+/// any state) when the bytes are not the template's or a target is out of
+/// reach.
+pub fn fill_group(buf: &mut [u8], at: u64, l: &GroupLayout, members: &[(u64, u64)]) -> Option<()> {
+    let n = members.len();
+    if !l.is_sane() || n == 0 || n > l.slots {
+        return None;
+    }
+    let place = |buf: &mut [u8], off: usize, bytes: [u8; SITE_SIZE], was: u8| {
+        let b = buf.get_mut(off..off + SITE_SIZE)?;
+        (b[0] == was).then(|| b.copy_from_slice(&bytes))
+    };
+    let to_entry = jmp(at + l.call as u64, at + l.entry as u64)?;
+    place(buf, l.call, to_entry, CALL)?;
+    for (i, &(func, ops)) in members.iter().enumerate() {
+        let (start, _) = l.slot(i)?;
+        let m = start + MOVABS_AT[usize::from(i > 0)];
+        let imm = buf.get_mut(m..m + 10)?;
+        if imm[..2] != MOVABS_RDX {
+            return None;
+        }
+        imm[2..].copy_from_slice(&ops.to_le_bytes());
+        let c = l.slot_call(i)?;
+        place(buf, c, call(at + c as u64, func)?, CALL)?;
+    }
+    if n < l.slots {
+        let (start, _) = l.slot(n)?;
+        let was = *buf.get(start)?;
+        place(buf, start, jmp(at + start as u64, at + l.tail as u64)?, was)?;
+    }
+    Some(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -211,5 +314,124 @@ mod tests {
             let (old, new) = match which { 0 => (NOP5, ca), 1 => (ca, NOP5), 2 => (ca, cb), _ => (NOP5, NOP5) };
             check_states(old, new);
         }
+    }
+
+    /// A template with the layout of `rft_group_calls`: slot 0 of 20
+    /// bytes, the others of `size` (26 without the call-depth count).
+    fn template(slots: usize, size: usize) -> (std::vec::Vec<u8>, GroupLayout) {
+        let mut b = std::vec![0xccu8; 0x40];
+        b[0x20..0x25].copy_from_slice(&[0xe8, 0, 0, 0, 0]);
+        let entry = b.len();
+        b.extend_from_slice(&[0x53, 0x41, 0x54, 0x48, 0x89, 0xfb, 0x49, 0x89, 0xf4]);
+        let slot0 = b.len();
+        b.extend_from_slice(&[0x48, 0xba, 0, 0, 0, 0, 0, 0, 0, 0]);
+        b.extend_from_slice(&[0x48, 0x8d, 0x4c, 0x24, 0x10, 0xe8, 0, 0, 0, 0]);
+        let slot1 = b.len();
+        for _ in 1..slots {
+            b.extend_from_slice(&[0x48, 0x89, 0xdf, 0x4c, 0x89, 0xe6]);
+            b.extend_from_slice(&[0x48, 0xba, 0, 0, 0, 0, 0, 0, 0, 0]);
+            b.extend_from_slice(&[0x48, 0x8d, 0x4c, 0x24, 0x10]);
+            b.extend(core::iter::repeat(0x90).take(size - 26));
+            b.extend_from_slice(&[0xe8, 0, 0, 0, 0]);
+        }
+        let tail = b.len();
+        b.extend_from_slice(&[0x41, 0x5c, 0x5b, 0xeb, 0x00]);
+        let l = GroupLayout {
+            call: 0x20,
+            entry,
+            slot0,
+            slot1,
+            tail,
+            slots,
+        };
+        (b, l)
+    }
+
+    fn call_at(b: &[u8], at: u64, off: usize) -> Decoded {
+        let mut s = [0u8; SITE_SIZE];
+        s.copy_from_slice(&b[off..off + SITE_SIZE]);
+        decode(at + off as u64, &s)
+    }
+
+    #[test]
+    fn fills_groups() {
+        let at = 0xffff_ffff_a000_0000u64;
+        for (slots, size) in [(8, 26), (8, 35), (2, 26)] {
+            for n in 1..=slots {
+                let (mut b, l) = template(slots, size);
+                assert!(l.is_sane());
+                let members: std::vec::Vec<(u64, u64)> = (0..n as u64)
+                    .map(|i| (0xffff_ffff_8100_0000 + i * 16, 0xffff_8880_0000_1000 + i))
+                    .collect();
+                assert_eq!(fill_group(&mut b, at, &l, &members), Some(()));
+                assert_eq!(b[l.call], 0xe9);
+                let rel = i32::from_le_bytes([
+                    b[l.call + 1],
+                    b[l.call + 2],
+                    b[l.call + 3],
+                    b[l.call + 4],
+                ]);
+                assert_eq!(l.call as i64 + 5 + rel as i64, l.entry as i64);
+                for (i, &(f, o)) in members.iter().enumerate() {
+                    let (start, end) = l.slot(i).unwrap_or((0, 0));
+                    let m = start + if i == 0 { 0 } else { 6 };
+                    assert_eq!(b[m..m + 2], MOVABS_RDX);
+                    assert_eq!(
+                        u64::from_le_bytes(b[m + 2..m + 10].try_into().unwrap_or([0; 8])),
+                        o
+                    );
+                    assert_eq!(call_at(&b, at, end - 5), Decoded::Call(f));
+                }
+                if n < slots {
+                    let (start, _) = l.slot(n).unwrap_or((0, 0));
+                    assert_eq!(b[start], 0xe9);
+                    let head: [u8; SLOT_HEAD] = b[start..start + SLOT_HEAD]
+                        .try_into()
+                        .unwrap_or([0; SLOT_HEAD]);
+                    assert_eq!(slot_ops(n, &head), None);
+                    let rel = i32::from_le_bytes([
+                        b[start + 1],
+                        b[start + 2],
+                        b[start + 3],
+                        b[start + 4],
+                    ]);
+                    assert_eq!(start as i64 + 5 + rel as i64, l.tail as i64);
+                } else {
+                    assert_eq!(&b[l.tail..l.tail + 3], &[0x41, 0x5c, 0x5b]);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn refuses_what_is_not_the_template() {
+        let at = 0xffff_ffff_a000_0000u64;
+        let m = [(0xffff_ffff_8100_0000, 1), (0xffff_ffff_8100_0010, 2)];
+        let (b0, l) = template(8, 26);
+        let mut b = b0.clone();
+        assert_eq!(fill_group(&mut b, at, &l, &[]), None);
+        let nine = [(0xffff_ffff_8100_0000u64, 1u64); 9];
+        assert_eq!(fill_group(&mut b, at, &l, &nine), None);
+        let mut b = b0.clone();
+        b[l.call] = 0x90;
+        assert_eq!(fill_group(&mut b, at, &l, &m), None);
+        let mut b = b0.clone();
+        b[l.slot1 + 6] = 0x90;
+        assert_eq!(fill_group(&mut b, at, &l, &m), None);
+        let mut b = b0.clone();
+        b[l.slot1 - 5] = 0x90;
+        assert_eq!(fill_group(&mut b, at, &l, &m), None);
+        let mut b = b0.clone();
+        assert_eq!(
+            fill_group(&mut b, 0x1000, &l, &[(0x0000_7fff_0000_0000, 1)]),
+            None
+        );
+        let uneven = GroupLayout {
+            tail: l.tail - 1,
+            ..l
+        };
+        assert!(!uneven.is_sane());
+        let mut b = b0;
+        assert_eq!(fill_group(&mut b, at, &uneven, &m), None);
     }
 }
