@@ -754,6 +754,7 @@ extern "C" {
     fn ftrace_caller_tail();
     fn ftrace_caller_more_end();
     fn ftrace_regs_caller_op_ptr();
+    fn ftrace_regs_caller_ip();
     fn ftrace_regs_caller_direct();
     fn ftrace_regs_caller_jmp();
     fn ftrace_regs_caller_direct_end();
@@ -783,12 +784,13 @@ struct Template {
     call: usize,
     /// The 2-byte `jnz` to the direct-call path (full-regs trampoline).
     jnz: Option<usize>,
-    /// Code after the callback a per-ops trampoline jumps over, from the
-    /// first offset to the second; `true`: only for an ops that does not
-    /// move the ip (the copy of `regs->ip` to the return slot, in
-    /// `ftrace_caller`), `false`: always (the direct-call test of
-    /// `ftrace_regs_caller`: a per-ops trampoline is never direct).
-    skip: (usize, usize, bool),
+    /// Code after the callback a per-ops trampoline jumps over: from the
+    /// first offset to the third for an ops that does not move the ip
+    /// (the copy of `regs->ip` to the return slot, and in
+    /// `ftrace_regs_caller` the direct-call test after it), from the
+    /// second (if any) for one that does (the direct-call test: a per-ops
+    /// trampoline is never direct).
+    skip: (usize, Option<usize>, usize),
 }
 
 fn addr(f: unsafe extern "C" fn()) -> u64 {
@@ -815,9 +817,9 @@ fn template(save_regs: bool) -> Template {
             call,
             jnz: Some((addr(ftrace_regs_caller_jmp) - start) as usize),
             skip: (
-                (addr(ftrace_regs_caller_direct) - start) as usize,
+                (addr(ftrace_regs_caller_ip) - start) as usize,
+                Some((addr(ftrace_regs_caller_direct) - start) as usize),
                 (addr(ftrace_regs_caller_direct_end) - start) as usize,
-                false,
             ),
         }
     } else {
@@ -840,8 +842,8 @@ fn template(save_regs: bool) -> Template {
             jnz: None,
             skip: (
                 (addr(ftrace_caller_ip) - start) as usize,
+                None,
                 (addr(ftrace_caller_ip_end) - start) as usize,
-                true,
             ),
         }
     }
@@ -906,10 +908,12 @@ fn drop_direct_jump(buf: &mut [u8], t: &Template) -> Option<()> {
 /// keeps the template's layout, so the unwinder reads the trampoline with
 /// the template's unwind data.
 fn skip_unneeded(buf: &mut [u8], t: &Template, moves_ip: bool) -> Option<()> {
-    let (from, to, unless_ip) = t.skip;
-    if unless_ip && moves_ip {
-        return Some(());
-    }
+    let (ip, always, to) = t.skip;
+    let from = match (moves_ip, always) {
+        (false, _) => ip,
+        (true, Some(from)) => from,
+        (true, None) => return Some(()),
+    };
     let disp = i8::try_from(to.checked_sub(from + 2)?).ok()?;
     buf.get_mut(from..from + 2)?
         .copy_from_slice(&[JMP8, disp as u8]);

@@ -285,13 +285,17 @@ SYM_INNER_LABEL(ftrace_regs_call, SYM_L_GLOBAL)
 	/* Flags and ip as the callback left them. */
 	movq	EFLAGS(%rsp), %rax
 	movq	%rax, REGS_TOP(%rsp)
+SYM_INNER_LABEL(ftrace_regs_caller_ip, SYM_L_GLOBAL)
+	ANNOTATE_NOENDBR
 	movq	RIP(%rsp), %rax
 	movq	%rax, REGS_TOP+8(%rsp)
 
 	/*
 	 * A direct trampoline to go through (arch_ftrace_set_direct_caller)?
 	 * Never in a per-ops trampoline, which jumps over the test
-	 * (ftrace_regs_caller_direct .. ftrace_regs_caller_direct_end).
+	 * (ftrace_regs_caller_direct .. ftrace_regs_caller_direct_end), and
+	 * over the ip copy before it too when its ops does not move the ip
+	 * (from ftrace_regs_caller_ip).
 	 */
 SYM_INNER_LABEL(ftrace_regs_caller_direct, SYM_L_GLOBAL)
 	ANNOTATE_NOENDBR
