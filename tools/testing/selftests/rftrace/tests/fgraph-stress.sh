@@ -81,7 +81,15 @@ done
 # Checks one snapshot; prints "opens closes leaves" or FAIL lines.
 check() {
 	awk '
-	function bad(m) { print "FAIL line " NR ": " m ": " $0; nbad++ }
+	# On the first failure, the lines of that task before it (its
+	# history on every CPU) say what the depths were.
+	function bad(m) {
+		print "FAIL line " FNR ": " m ": " $0
+		if (nbad++ == 0 && (k in nh))
+			for (j = nh[k] - 20; j < nh[k]; j++)
+				if (j >= 0 && ((k, j % 20) in hist)) print "  before: " hist[k, j % 20]
+	}
+	function note(k) { hist[k, nh[k] % 20] = FNR ": " $0; nh[k]++ }
 	# A call inside the open entry on top of the task is one level deeper;
 	# more when an interrupt came in while the graph core was entering or
 	# leaving a function of the task (its depth was already counted).
@@ -91,6 +99,20 @@ check() {
 		if (ind < stk[k, sp[k]] + 2) bad("call at indent " ind " inside an open entry at " stk[k, sp[k]])
 		if (ind > stk[k, sp[k]] + 2) gaps++
 	}
+	# First pass: the line where each CPU first appears. The buffers
+	# overwrite their oldest pages, each CPU its own: the output (merged
+	# by time) holds the events of a CPU only from its first line on, so
+	# before the first line of the last CPU a task that ran on that CPU meanwhile
+	# (migrated in the middle of a call, and back) can miss entries or
+	# returns that were there. The open entries of the tasks are forgotten at
+	# that line, as at LOST events.
+	NR == FNR {
+		if (match($0, /^ *[0-9]+\)/) && !(substr($0, 1, RLENGTH) in first))
+			first[substr($0, 1, RLENGTH)] = FNR
+		next
+	}
+	FNR == 1 { for (c in first) if (first[c] > start) start = first[c] }
+	FNR == start { for (k in sp) sp[k] = 0 }
 	/LOST/ { for (k in sp) sp[k] = 0; next }
 	/=>/ && /^ *[0-9]+\)/ {
 		cpu = $1; n = split($NF, a, "-"); cur[cpu] = a[n]; next
@@ -120,11 +142,12 @@ check() {
 			inside(k, ind)
 			leaves++
 		}
+		note(k)
 	}
 	END {
 		if (nbad > 0) exit 1
 		print opens + 0, closes + 0, leaves + 0, ndur + 0, gaps + 0
-	}' "$1"
+	}' "$1" "$1"
 }
 
 start=$(cut -d. -f1 /proc/uptime)
