@@ -79,14 +79,25 @@
 
 /*
  * Reserve the pt_regs frame and fill in what every callback may use: the
- * argument registers, rax and rbp, orig_ax = 0, ip = the return address
- * of the site's call (site + 5) and sp = the stack pointer the traced
- * function had at its entry. Leaves the first two callback arguments in
- * rdi and rsi.
+ * argument registers, ip = the return address of the site's call (site +
+ * 5) and sp = the stack pointer the traced function had at its entry, and
+ * with frame pointers rbp, the traced function's frame. Leaves the first
+ * two callback arguments in rdi and rsi.
+ *
+ * That is the whole ftrace_regs of an entry (@args=1, ftrace_caller): the
+ * parameter registers, sp, ip and the frame pointer. rax is not among
+ * them: at a function's entry it holds nothing the function reads (the
+ * kernel is built with -mskip-rax-setup, so not even a variadic callee
+ * reads %al), and the return value registers belong to the exit's frame
+ * (return_to_handler's own). orig_ax only says whether a direct call
+ * follows, which only ftrace_regs_caller tests. Without frame pointers
+ * rbp is an ordinary callee-saved register, nothing the frame promises.
+ * The full pt_regs (@args=0, ftrace_regs_caller) saves all of them,
+ * orig_ax = 0.
  *
  * @pushed: bytes pushed by the trampoline before this (the saved flags).
  */
-.macro rft_save_frame pushed
+.macro rft_save_frame pushed, args=0
 	rft_fp_frames \pushed
 	subq	$FRAME_SIZE, %rsp
 	movq	%rdi, RDI(%rsp)
@@ -95,15 +106,21 @@
 	movq	%rcx, RCX(%rsp)
 	movq	%r8, R8(%rsp)
 	movq	%r9, R9(%rsp)
+	.if !\args
 	movq	%rax, RAX(%rsp)
+	.endif
 #ifdef CONFIG_FRAME_POINTER
 	/* rbp is the trampoline's frame now; the traced function's is below it. */
 	movq	REGS_TOP-8(%rsp), %rax
 	movq	%rax, RBP(%rsp)
 #else
+	.if !\args
 	movq	%rbp, RBP(%rsp)
+	.endif
 #endif
+	.if !\args
 	movq	$0, ORIG_RAX(%rsp)
+	.endif
 
 	/* Above the frame: [pushed bytes], site + 5, the traced function's return address. */
 	movq	REGS_TOP+\pushed(%rsp), %rdi
@@ -118,12 +135,15 @@
  * Reload what rft_save_frame saved; callbacks may have changed it.
  * @bp: reload rbp too (the full-regs trampoline, or frame pointers, which
  * the trampoline moved); else it is callee-saved and nothing set it.
+ * @ax: reload rax (the full-regs trampoline; see rft_save_frame).
  */
-.macro rft_load_frame bp=1
+.macro rft_load_frame bp=1, ax=1
 	.if \bp
 	movq	RBP(%rsp), %rbp
 	.endif
+	.if \ax
 	movq	RAX(%rsp), %rax
+	.endif
 	movq	R9(%rsp), %r9
 	movq	R8(%rsp), %r8
 	movq	RCX(%rsp), %rcx
@@ -204,7 +224,7 @@ SYM_FUNC_END(__fentry__)
 EXPORT_SYMBOL(__fentry__)
 
 SYM_FUNC_START(ftrace_caller)
-	rft_save_frame 0
+	rft_save_frame 0, args=1
 	CALL_DEPTH_ACCOUNT
 
 SYM_INNER_LABEL(ftrace_caller_op_ptr, SYM_L_GLOBAL)
@@ -231,9 +251,9 @@ SYM_INNER_LABEL(ftrace_caller_ip, SYM_L_GLOBAL)
 SYM_INNER_LABEL(ftrace_caller_ip_end, SYM_L_GLOBAL)
 	ANNOTATE_NOENDBR
 #ifdef CONFIG_FRAME_POINTER
-	rft_load_frame
+	rft_load_frame ax=0
 #else
-	rft_load_frame bp=0
+	rft_load_frame bp=0, ax=0
 #endif
 	addq	$REGS_TOP, %rsp
 SYM_INNER_LABEL(ftrace_caller_end, SYM_L_GLOBAL)
