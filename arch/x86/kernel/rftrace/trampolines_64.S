@@ -184,11 +184,13 @@
 	movq	%rsi, %r12
 	.globl	\name\()_slot0
 \name\()_slot0:
+	ANNOTATE_NOENDBR
 	movabsq	$0, %rdx
 	leaq	16(%rsp), %rcx
 	call	ftrace_stub
 	.globl	\name\()_slot1
 \name\()_slot1:
+	ANNOTATE_NOENDBR
 	.rept	RFT_GROUP_SLOTS - 1
 	movq	%rbx, %rdi
 	movq	%r12, %rsi
@@ -199,6 +201,7 @@
 	.endr
 	.globl	\name\()_tail
 \name\()_tail:
+	ANNOTATE_NOENDBR
 	popq	%r12
 	popq	%rbx
 	jmp	\back
