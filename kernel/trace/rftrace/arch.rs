@@ -173,13 +173,11 @@ impl<'a> UnrunSites<'a> {
         self.0
     }
 
-    /// Makes the site at `ip`, one of these, a NOP: 1 when it wrote it, 0
-    /// when it was one, or an error (the site holds neither the compiler's
-    /// call nor the NOP, or is not one of these).
-    pub(crate) fn make_nop(&self, ip: u64) -> Result<bool> {
-        if self.0.binary_search(&ip).is_err() {
-            return Err(EINVAL);
-        }
+    /// Makes the `i`-th site a NOP: true when it wrote it, false when it
+    /// was one, or an error (the site holds neither the compiler's call
+    /// nor the NOP, or there is no `i`-th site).
+    pub(crate) fn make_nop(&self, i: usize) -> Result<bool> {
+        let ip = *self.0.get(i).ok_or(EINVAL)?;
         // SAFETY: a site of code no CPU runs yet, still writable (the
         // invariants); the arch layer checks its bytes before it writes.
         let r = unsafe { rftrace_arch_init_site(ip, 0) };

@@ -93,8 +93,9 @@ pub(crate) fn add_sites(
 ) -> Result<(usize, usize)> {
     let g = Group::new(m, sites.ips())?;
     let mut written = 0;
-    for c in g.sites.iter() {
-        let add = match sites.make_nop(c.ip()) {
+    // The group's records are the sites, in their order.
+    for (i, c) in g.sites.iter().enumerate() {
+        let add = match sites.make_nop(i) {
             Ok(w) => {
                 written += usize::from(w);
                 if m.is_null() {
@@ -108,7 +109,11 @@ pub(crate) fn add_sites(
                 sf::DISABLED
             }
         };
-        c.update(held, |s| s.flags |= add);
+        // The kernel's records start as they are made (16,000 and more
+        // at boot).
+        if add != 0 {
+            c.update(held, |s| s.flags |= add);
+        }
     }
     let n = g.sites.len();
     table::publish(held, g);
