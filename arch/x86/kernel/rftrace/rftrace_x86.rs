@@ -798,59 +798,82 @@ struct Template {
     skip: (usize, Option<usize>, usize),
 }
 
-fn addr(f: unsafe extern "C" fn()) -> u64 {
+fn addr(f: Label) -> u64 {
     f as *const () as u64
 }
 
+/// A template's labels (trampolines_64.S).
+type Label = unsafe extern "C" fn();
+
+/// The labels of both templates alike, and what only one has.
+struct Labels {
+    start: Label,
+    call: Label,
+    end: Label,
+    more: Label,
+    slot0: Label,
+    slot1: Label,
+    tail: Label,
+    more_end: Label,
+    op_ptr: Label,
+    ip: Label,
+    /// `ftrace_regs_caller`: the direct-call test and its jnz.
+    direct: Option<(Label, Label)>,
+    /// Where the ip copy (and the direct test) ends.
+    after: Label,
+}
+
 fn template(save_regs: bool) -> Template {
-    if save_regs {
-        let start = addr(bindings::ftrace_regs_caller);
-        let call = (addr(bindings::ftrace_regs_call) - start) as usize;
-        Template {
-            start,
-            len: (addr(ftrace_regs_caller_end) - start) as usize,
-            copy: (addr(ftrace_regs_caller_more_end) - start) as usize,
-            group: GroupLayout {
-                call,
-                entry: (addr(ftrace_regs_caller_more) - start) as usize,
-                slot0: (addr(ftrace_regs_caller_slot0) - start) as usize,
-                slot1: (addr(ftrace_regs_caller_slot1) - start) as usize,
-                tail: (addr(ftrace_regs_caller_tail) - start) as usize,
-                slots: GROUP_SLOTS,
-            },
-            op_load: (addr(ftrace_regs_caller_op_ptr) - start) as usize,
-            call,
-            jnz: Some((addr(ftrace_regs_caller_jmp) - start) as usize),
-            skip: (
-                (addr(ftrace_regs_caller_ip) - start) as usize,
-                Some((addr(ftrace_regs_caller_direct) - start) as usize),
-                (addr(ftrace_regs_caller_direct_end) - start) as usize,
-            ),
+    let l = if save_regs {
+        Labels {
+            start: bindings::ftrace_regs_caller,
+            call: bindings::ftrace_regs_call,
+            end: ftrace_regs_caller_end,
+            more: ftrace_regs_caller_more,
+            slot0: ftrace_regs_caller_slot0,
+            slot1: ftrace_regs_caller_slot1,
+            tail: ftrace_regs_caller_tail,
+            more_end: ftrace_regs_caller_more_end,
+            op_ptr: ftrace_regs_caller_op_ptr,
+            ip: ftrace_regs_caller_ip,
+            direct: Some((ftrace_regs_caller_direct, ftrace_regs_caller_jmp)),
+            after: ftrace_regs_caller_direct_end,
         }
     } else {
-        let start = addr(bindings::ftrace_caller);
-        let call = (addr(bindings::ftrace_call) - start) as usize;
-        Template {
-            start,
-            len: (addr(ftrace_caller_end) - start) as usize,
-            copy: (addr(ftrace_caller_more_end) - start) as usize,
-            group: GroupLayout {
-                call,
-                entry: (addr(ftrace_caller_more) - start) as usize,
-                slot0: (addr(ftrace_caller_slot0) - start) as usize,
-                slot1: (addr(ftrace_caller_slot1) - start) as usize,
-                tail: (addr(ftrace_caller_tail) - start) as usize,
-                slots: GROUP_SLOTS,
-            },
-            op_load: (addr(ftrace_caller_op_ptr) - start) as usize,
-            call,
-            jnz: None,
-            skip: (
-                (addr(ftrace_caller_ip) - start) as usize,
-                None,
-                (addr(ftrace_caller_ip_end) - start) as usize,
-            ),
+        Labels {
+            start: bindings::ftrace_caller,
+            call: bindings::ftrace_call,
+            end: ftrace_caller_end,
+            more: ftrace_caller_more,
+            slot0: ftrace_caller_slot0,
+            slot1: ftrace_caller_slot1,
+            tail: ftrace_caller_tail,
+            more_end: ftrace_caller_more_end,
+            op_ptr: ftrace_caller_op_ptr,
+            ip: ftrace_caller_ip,
+            direct: None,
+            after: ftrace_caller_ip_end,
         }
+    };
+    let start = addr(l.start);
+    let off = |f: Label| (addr(f) - start) as usize;
+    let call = off(l.call);
+    Template {
+        start,
+        len: off(l.end),
+        copy: off(l.more_end),
+        group: GroupLayout {
+            call,
+            entry: off(l.more),
+            slot0: off(l.slot0),
+            slot1: off(l.slot1),
+            tail: off(l.tail),
+            slots: GROUP_SLOTS,
+        },
+        op_load: off(l.op_ptr),
+        call,
+        jnz: l.direct.map(|(_, jmp)| off(jmp)),
+        skip: (off(l.ip), l.direct.map(|(test, _)| off(test)), off(l.after)),
     }
 }
 

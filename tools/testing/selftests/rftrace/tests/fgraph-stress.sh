@@ -102,10 +102,10 @@ check() {
 	# First pass: the line where each CPU first appears. The buffers
 	# overwrite their oldest pages, each CPU its own: the output (merged
 	# by time) holds the events of a CPU only from its first line on, so
-	# before the first line of the last CPU a task that ran on that CPU meanwhile
-	# (migrated in the middle of a call, and back) can miss entries or
-	# returns that were there. The open entries of the tasks are forgotten at
-	# that line, as at LOST events.
+	# before the first line of the last CPU a task that ran on that CPU
+	# meanwhile (migrated in the middle of a call, and back) can miss
+	# entries or returns that were there. The open entries of the tasks
+	# are forgotten at that line, as at LOST events.
 	NR == FNR {
 		if (match($0, /^ *[0-9]+\)/) && !(substr($0, 1, RLENGTH) in first))
 			first[substr($0, 1, RLENGTH)] = FNR
