@@ -56,9 +56,9 @@ impl<T: Sync> Forever<T> {
 /// # Invariants
 ///
 /// `0` is null or from `KBox::into_raw`, owned by this. It changes only
-/// in [`RcuBox::update`], with `ftrace_lock` held, and the value it
+/// in [`RcuBox::swap`], with `ftrace_lock` held, and the value it
 /// replaces is freed only after a grace period that began after the
-/// change.
+/// change (it becomes a [`Retired`]).
 pub(crate) struct RcuBox<T>(AtomicPtr<T>);
 
 impl<T: Sync> RcuBox<T> {
@@ -83,18 +83,91 @@ impl<T: Sync> RcuBox<T> {
         held: &Held,
         f: impl FnOnce(Option<&T>) -> Result<Option<KBox<T>>>,
     ) -> Result {
+        // Dropped, the replaced value waits for its readers.
+        self.swap(held, f).map(drop)
+    }
+
+    /// [`RcuBox::update`], giving back the replaced value to be freed
+    /// after a grace period the caller shares with others.
+    pub(crate) fn swap(
+        &self,
+        held: &Held,
+        f: impl FnOnce(Option<&T>) -> Result<Option<KBox<T>>>,
+    ) -> Result<Option<Retired<T>>> {
         // The current value stays for the call of `f`, which cannot keep
         // the reference.
         let new = f(self.get(held))?;
         let raw = new.map_or(ptr::null_mut(), KBox::into_raw);
         let old = self.0.swap(raw, Ordering::AcqRel);
-        if !old.is_null() {
-            synchronize_rcu();
-            // SAFETY: ours (the invariants), unpublished above, and every
-            // reader that could see it has left its read side.
-            drop(unsafe { KBox::from_raw(old) });
+        // SAFETY: ours (the invariants), unpublished just now under
+        // `ftrace_lock`; readers of before may still hold it.
+        Ok(ptr::NonNull::new(old).map(|p| unsafe { Retired::new(p) }))
+    }
+}
+
+/// A value taken out of where lockless readers find it (an [`RcuBox`],
+/// the site table): readers that found it before may use it until a
+/// grace period has passed. [`Retired::free`] frees several after one
+/// wait; dropped alone, it waits itself (sleeps).
+///
+/// # Invariants
+///
+/// `0` came from `KBox::into_raw`, is published nowhere any more, and is
+/// referred to only by readers that found it before it was unpublished,
+/// each inside an RCU read side or holding preemption off.
+pub(crate) struct Retired<T>(ptr::NonNull<T>);
+
+impl<T> Retired<T> {
+    /// # Safety
+    ///
+    /// `p` came from `KBox::into_raw`, its owner has just unpublished it,
+    /// and nothing but readers of before refers to it.
+    pub(crate) unsafe fn new(p: ptr::NonNull<T>) -> Self {
+        // INVARIANT: the contract.
+        Retired(p)
+    }
+
+    /// Frees `self` now that a grace period `_gp` has passed since it
+    /// was unpublished.
+    fn free_after(self, _gp: &Grace) {
+        let p = core::mem::ManuallyDrop::new(self).0;
+        // SAFETY: from `KBox::into_raw` and unpublished (the invariants);
+        // `_gp` outlasted every reader that could still see it.
+        drop(unsafe { KBox::from_raw(p.as_ptr()) });
+    }
+
+    /// Frees `a` and `b` (any of them absent) after one grace period
+    /// (sleeps when there is one to free).
+    pub(crate) fn free<U>(a: Option<Retired<T>>, b: Option<Retired<U>>) {
+        if a.is_none() && b.is_none() {
+            return;
         }
-        Ok(())
+        let gp = Grace::wait();
+        if let Some(a) = a {
+            a.free_after(&gp);
+        }
+        if let Some(b) = b {
+            b.free_after(&gp);
+        }
+    }
+}
+
+impl<T> Drop for Retired<T> {
+    fn drop(&mut self) {
+        let gp = Grace::wait();
+        // A copy of the pointer: the value is not used again.
+        Retired(self.0).free_after(&gp);
+    }
+}
+
+/// A grace period has passed since it was made: every value unpublished
+/// before that can go.
+struct Grace(());
+
+impl Grace {
+    fn wait() -> Grace {
+        synchronize_rcu();
+        Grace(())
     }
 }
 

@@ -5,7 +5,7 @@
 //! still names them, and kallsyms lists them, until the module goes.
 //! Kept only when a tracer was registered as the memory went, as C does.
 
-use crate::cells::RcuBox;
+use crate::cells::{RcuBox, Retired};
 use crate::names;
 use crate::sys::{Held, ReadSide};
 use kernel::bindings;
@@ -20,7 +20,7 @@ struct Func {
 }
 
 /// The freed init functions of one module.
-struct Module {
+pub(crate) struct Module {
     /// The module, as C passed it; only compared, never followed.
     key: usize,
     /// Its name, NUL-terminated.
@@ -28,8 +28,11 @@ struct Module {
     funcs: KVec<Func>,
 }
 
+/// Every module's names.
+pub(crate) type Names = KVec<Arc<Module>>;
+
 /// Every module's; replaced whole (modules come and go seldom).
-static MAPS: RcuBox<KVec<Arc<Module>>> = RcuBox::new();
+static MAPS: RcuBox<Names> = RcuBox::new();
 
 /// Records the names of the functions of the sites `ips` of module `key`,
 /// whose init memory is being freed. Best effort, as in C: a name that
@@ -85,9 +88,10 @@ pub(crate) fn save(held: &Held, key: usize, ips: impl Iterator<Item = u64>) {
     });
 }
 
-/// Forgets module `key`'s names (it is going away).
-pub(crate) fn forget(held: &Held, key: usize) {
-    let _ = MAPS.update(held, |old| {
+/// Forgets module `key`'s names (it is going away), giving back what to
+/// free after a grace period.
+pub(crate) fn forget(held: &Held, key: usize) -> Option<Retired<Names>> {
+    MAPS.swap(held, |old| {
         let Some(old) = old.filter(|o| o.iter().any(|m| m.key == key)) else {
             return Err(ENOENT);
         };
@@ -100,7 +104,9 @@ pub(crate) fn forget(held: &Held, key: usize) {
         } else {
             Some(KBox::new(rest, GFP_KERNEL)?)
         })
-    });
+    })
+    .ok()
+    .flatten()
 }
 
 /// A freed function's symbol: its name and module's (NUL-terminated),

@@ -7,6 +7,7 @@
 //! is freed.
 
 use crate::arch::UnrunSites;
+use crate::cells::Retired;
 use crate::ffi::ModuleRef;
 use crate::logic::sites::flags as sf;
 use crate::ops;
@@ -63,11 +64,14 @@ pub extern "C" fn ftrace_module_enable(m: ModuleRef<'_>) {
 pub extern "C" fn ftrace_release_mod(m: *mut bindings::module) {
     crate::probe::scrub_module(m);
     let guard = CoreGuard::lock();
-    crate::initnames::forget(guard.held(), m as usize);
-    if let Some(g) = table::of_module(m) {
-        table::replace(guard.held(), g, None);
+    let names = crate::initnames::forget(guard.held(), m as usize);
+    let group = table::of_module(m).and_then(|g| table::unlink(guard.held(), g, None));
+    if group.is_some() {
         update_counts();
     }
+    // One wait for the readers of both, without the lock (as C waits).
+    drop(guard);
+    Retired::free(names, group);
 }
 
 pub(crate) fn update_counts() {

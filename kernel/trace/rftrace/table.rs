@@ -7,6 +7,7 @@
 //! shrinks is replaced by a copy. A record's address never changes; its
 //! state (refs, flags) is only touched under `ftrace_lock`.
 
+use crate::cells::Retired;
 use crate::logic::sites::{self, Site, SiteIp};
 use crate::sys::Held;
 use core::ptr;
@@ -214,10 +215,19 @@ pub(crate) fn publish(held: &Held, g: KBox<Group>) {
 /// Unlinks `old` from the table, putting `new` (if any) in its place, and
 /// frees `old` after a grace period (sleeps).
 pub(crate) fn replace(held: &Held, old: &'static Group, new: Option<KBox<Group>>) {
+    // Dropped, it waits for the readers that may still see it.
+    drop(unlink(held, old, new));
+}
+
+/// [`replace`], giving back the unlinked group to be freed after a grace
+/// period the caller shares with others.
+pub(crate) fn unlink(
+    held: &Held,
+    old: &'static Group,
+    new: Option<KBox<Group>>,
+) -> Option<Retired<Group>> {
     let old_ptr = ptr::from_ref(old).cast_mut();
-    let Some(slot) = link_to(held, old_ptr) else {
-        return;
-    };
+    let slot = link_to(held, old_ptr)?;
     let next = old.next.load(Ordering::Acquire);
     let new_ptr = match new {
         Some(g) => {
@@ -227,14 +237,13 @@ pub(crate) fn replace(held: &Held, old: &'static Group, new: Option<KBox<Group>>
         }
         None => next,
     };
-    slot.store(new_ptr, Ordering::Release);
+    // The table's own pointer (`old_ptr` as `link_to` found it).
+    let raw = slot.swap(new_ptr, Ordering::AcqRel);
     TOTAL.fetch_sub(old.live_len(), Ordering::Relaxed);
-    // Waits for the readers that may still see `old`.
-    crate::sys::synchronize_rcu();
     // SAFETY: found in the table, so published: it came from
-    // `KBox::into_raw`; unlinked under `ftrace_lock`, and no reader is
-    // left, so nothing else can reach it.
-    drop(unsafe { KBox::from_raw(old_ptr) });
+    // `KBox::into_raw`; unlinked just now under `ftrace_lock`, so only
+    // readers of before can still reach it.
+    ptr::NonNull::new(raw).map(|p| unsafe { Retired::new(p) })
 }
 
 /// The group of module `m`.
