@@ -32,6 +32,7 @@ mod archif;
 mod insn;
 #[path = "../../../../kernel/trace/rftrace/nokprobe.rs"]
 mod nokprobe;
+mod runs;
 #[allow(dead_code)]
 #[path = "../../../../kernel/trace/rftrace/opsview.rs"]
 mod view;
@@ -39,6 +40,7 @@ mod view;
 #[cfg(CONFIG_FTRACE_CORE_RUST_GENERIC)]
 use archif::Change;
 use insn::{Decoded, Emulate, GroupLayout, INT3, NOP5, SITE_SIZE};
+use runs::Runs;
 
 const __LOG_PREFIX: &[u8] = b"ftrace\0";
 
@@ -144,6 +146,14 @@ fn read_site(ip: u64) -> Option<[u8; SITE_SIZE]> {
     read_bytes(ip)
 }
 
+/// Reads the site at `ip`, which a batch has just written.
+fn written_site(ip: u64) -> [u8; SITE_SIZE] {
+    // SAFETY: the batch read the site before it wrote it (`read_site`), so
+    // it is mapped text; text with sites is freed only after the core has
+    // dropped them, which it cannot do while it has a batch writing.
+    unsafe { ptr::read_volatile(ip as *const [u8; SITE_SIZE]) }
+}
+
 /// Reads the `N` bytes at `ip`.
 fn read_bytes<const N: usize>(ip: u64) -> Option<[u8; N]> {
     let mut b = [0u8; N];
@@ -155,108 +165,6 @@ fn read_bytes<const N: usize>(ip: u64) -> Option<[u8; N]> {
     (r == 0).then_some(b)
 }
 
-const PAGE_SIZE: usize = bindings::PAGE_SIZE;
-
-/// The writes of one phase of a batch, gathered into runs (writes at most
-/// [`RUN_GAP`] bytes apart, a page at most) and written with one
-/// `text_poke()` each: the kernel's own way of writing live text, through
-/// a mapping only the writing CPU sees (the poking mm, with interrupts
-/// off), so no writable alias of kernel text exists that another CPU could
-/// use. A run holds the live bytes between its writes too, written back
-/// unchanged: every writer of kernel text holds `text_mutex`, which the
-/// batch holds, so nothing else changes them meanwhile.
-///
-/// The price, measured on the production configuration under TCG: a
-/// switch of all 22,822 sites takes 1.8 to 2.0 s of guest time, where the
-/// writable `vmap()` alias this replaced took 0.26 to 0.31 s; runs of a
-/// whole page cost the same as runs of nearby sites (each `text_poke()`
-/// switches the mm and flushes the TLB twice).
-struct Runs<'a> {
-    buf: &'a mut [u8; PAGE_SIZE],
-    start: u64,
-    len: usize,
-}
-
-impl<'a> Runs<'a> {
-    fn new(buf: &'a mut [u8; PAGE_SIZE]) -> Self {
-        Runs {
-            buf,
-            start: 0,
-            len: 0,
-        }
-    }
-
-    /// Adds the write of `bytes` at `addr`, above every write added since
-    /// the last [`Runs::flush`].
-    ///
-    /// # Safety
-    ///
-    /// `text_mutex` is held and `addr..addr + bytes.len()` lies within a
-    /// call site of the batch being written.
-    unsafe fn add(&mut self, addr: u64, bytes: &[u8]) {
-        let end = addr + bytes.len() as u64;
-        let run_end = self.start + self.len as u64;
-        if self.len > 0
-            && (addr < run_end || addr - run_end > RUN_GAP || end - self.start > PAGE_SIZE as u64)
-        {
-            // SAFETY: per the function's contract.
-            unsafe { self.flush() };
-        }
-        if self.len == 0 {
-            self.start = addr;
-        }
-        let mut off = (addr - self.start) as usize;
-        if off > self.len {
-            let gap = &mut self.buf[self.len..off];
-            let from = self.start + self.len as u64;
-            // SAFETY: `copy_from_kernel_nofault` checks the source and
-            // fails instead of faulting; `gap` is writable for its length.
-            let r = unsafe {
-                bindings::copy_from_kernel_nofault(
-                    gap.as_mut_ptr().cast(),
-                    from as *const c_void,
-                    gap.len(),
-                )
-            };
-            if r != 0 {
-                // The bytes between cannot be read: a run of its own.
-                // SAFETY: per the function's contract.
-                unsafe { self.flush() };
-                self.start = addr;
-                off = 0;
-            }
-        }
-        self.buf[off..off + bytes.len()].copy_from_slice(bytes);
-        self.len = off + bytes.len();
-    }
-
-    /// Writes the run gathered so far.
-    ///
-    /// # Safety
-    ///
-    /// `text_mutex` is held; the run was gathered by [`Runs::add`].
-    unsafe fn flush(&mut self) {
-        let n = core::mem::replace(&mut self.len, 0);
-        if n > 0 {
-            // SAFETY: `text_mutex` is held; `start..start + n` is live
-            // text (call sites of the batch and the text between them,
-            // within two pages) and `buf` holds its `n` new bytes.
-            unsafe { bindings::text_poke(self.start as *mut c_void, self.buf.as_ptr().cast(), n) };
-        }
-    }
-}
-
-/// The most bytes between two writes that one run covers: the text
-/// between is written back as it is (read under `text_mutex`, which every
-/// writer of kernel text holds). A `text_poke()` per run costs far more
-/// than copying a kilobyte; on the tiny kernel, enabling the function
-/// tracer on every site took 81 to 143 ms with runs of 64 bytes, 88 to
-/// 104 with 1,024, and no less with a page.
-const RUN_GAP: u64 = 1024;
-
-/// The page a batch's runs are gathered in.
-static RUN_BUF: TextLocked<[u8; PAGE_SIZE]> = TextLocked(UnsafeCell::new([0; PAGE_SIZE]));
-
 /// Makes every CPU serialize its instruction stream.
 fn sync_cores() {
     // SAFETY: callable from any sleepable context.
@@ -267,6 +175,10 @@ fn sync_cores() {
 /// duplicates, from their `old` to their `new` bytes, checking first that
 /// every site holds its `old` bytes. Returns the index of the first site
 /// that does not; nothing is written then.
+///
+/// A site that does not hold its `new` bytes afterwards (the writes
+/// failed: C's `text_poke()` would `BUG()`) kills tracing, so that
+/// nothing rewrites sites again, and is reported.
 ///
 /// # Safety
 ///
@@ -285,9 +197,8 @@ unsafe fn write_batch(pokes: &mut [Poke]) -> core::result::Result<(), usize> {
         pokes: pokes.as_ptr(),
         len: pokes.len(),
     };
-    // SAFETY: `text_mutex` is held, and nothing else of this batch
-    // borrows the buffer.
-    let mut runs = Runs::new(unsafe { RUN_BUF.get() });
+    // SAFETY: `text_mutex` is held until the batch returns.
+    let mut runs = unsafe { Runs::new() };
     ACTIVE.store(ptr::from_ref(&active).cast_mut(), Ordering::Release);
 
     let mut tails = false;
@@ -330,6 +241,16 @@ unsafe fn write_batch(pokes: &mut [Poke]) -> core::result::Result<(), usize> {
     sync_cores();
     // No CPU runs the handler for this batch any more (see the handler).
     ACTIVE.store(ptr::null_mut(), Ordering::Release);
+    if let Some(p) = pokes.iter().find(|p| written_site(p.ip) != p.new) {
+        pr_crit!(
+            "site {:#x} holds {:02x?} after the write of {:02x?}; tracing stops\n",
+            p.ip,
+            written_site(p.ip),
+            p.new
+        );
+        // SAFETY: callable in any context; it only sets flags.
+        unsafe { bindings::ftrace_kill() };
+    }
     Ok(())
 }
 
