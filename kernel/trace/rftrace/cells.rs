@@ -10,7 +10,9 @@ use crate::sys::{synchronize_rcu, Held, KeepsRcuBox};
 use core::cell::UnsafeCell;
 use core::ptr;
 use core::sync::atomic::{AtomicPtr, Ordering};
+use kernel::bindings;
 use kernel::prelude::*;
+use kernel::types::Opaque;
 
 /// A value made once, published to lockless readers and kept for ever
 /// (the profiler's per-CPU tables): a `OnceLock` of `KBox`es, leaked.
@@ -107,8 +109,8 @@ impl<T: Sync> RcuBox<T> {
 
 /// A value taken out of where lockless readers find it (an [`RcuBox`],
 /// the site table): readers that found it before may use it until a
-/// grace period has passed. [`Retired::free`] frees several after one
-/// wait; dropped alone, it waits itself (sleeps).
+/// grace period has passed. [`Retired::defer`] has RCU free it once one
+/// has; dropped, it waits itself (sleeps).
 ///
 /// # Invariants
 ///
@@ -135,21 +137,62 @@ impl<T> Retired<T> {
         // `_gp` outlasted every reader that could still see it.
         drop(unsafe { KBox::from_raw(p.as_ptr()) });
     }
+}
 
-    /// Frees `a` and `b` (any of them absent) after one grace period
-    /// (sleeps when there is one to free).
-    pub(crate) fn free<U>(a: Option<Retired<T>>, b: Option<Retired<U>>) {
-        if a.is_none() && b.is_none() {
+impl<T: Send> Retired<T> {
+    /// Frees `self` once a grace period has passed, without waiting for
+    /// it: RCU calls [`reclaim`] back. Without memory for that, it waits
+    /// and frees it now (sleeps).
+    pub(crate) fn defer(self) {
+        let note = Deferred {
+            head: Opaque::uninit(),
+            value: self,
+        };
+        // Failed, the note is dropped, and with it the value: it waits.
+        let Ok(note) = KBox::new(note, GFP_KERNEL) else {
             return;
-        }
-        let gp = Grace::wait();
-        if let Some(a) = a {
-            a.free_after(&gp);
-        }
-        if let Some(b) = b {
-            b.free_after(&gp);
-        }
+        };
+        let raw = KBox::into_raw(note);
+        // SAFETY: `raw` is a live `Deferred<T>` owned by this call, given
+        // to RCU once here; its head is its first field (`repr(C)`), so
+        // `reclaim::<T>` gets the note's address back, after a grace
+        // period that begins now, after the value was unpublished.
+        unsafe {
+            bindings::call_rcu(
+                Opaque::raw_get(ptr::addr_of!((*raw).head)),
+                Some(reclaim::<T>),
+            )
+        };
     }
+}
+
+/// A retired value on its way through RCU's callbacks.
+///
+/// # Invariants
+///
+/// Given to `call_rcu()` once, with `head` for its head, from
+/// `KBox::into_raw`.
+#[repr(C)]
+struct Deferred<T> {
+    /// First: RCU hands its address back to [`reclaim`].
+    head: Opaque<bindings::callback_head>,
+    value: Retired<T>,
+}
+
+/// Frees a [`Deferred`] and its value: RCU calls it once a grace period
+/// has passed since [`Retired::defer`] (in softirq context or an RCU
+/// callback thread; the values' drops only free memory).
+///
+/// # Safety
+///
+/// Called by RCU for a head that [`Retired::defer`] gave to `call_rcu()`.
+unsafe extern "C" fn reclaim<T: Send>(head: *mut bindings::callback_head) {
+    // SAFETY: `head` is the head of a `Deferred<T>`, at its start, from
+    // `KBox::into_raw` (the invariants), and RCU calls back once.
+    let note = unsafe { KBox::from_raw(head.cast::<Deferred<T>>()) };
+    let Deferred { value, .. } = KBox::into_inner(note);
+    // The grace period `call_rcu()` promised has passed.
+    value.free_after(&Grace(()));
 }
 
 impl<T> Drop for Retired<T> {
@@ -161,7 +204,8 @@ impl<T> Drop for Retired<T> {
 }
 
 /// A grace period has passed since it was made: every value unpublished
-/// before that can go.
+/// before that can go. Made only by [`Grace::wait`] and, for the value
+/// whose grace period RCU waited for, by [`reclaim`].
 struct Grace(());
 
 impl Grace {

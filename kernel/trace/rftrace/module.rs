@@ -7,7 +7,6 @@
 //! is freed.
 
 use crate::arch::UnrunSites;
-use crate::cells::Retired;
 use crate::ffi::ModuleRef;
 use crate::logic::sites::flags as sf;
 use crate::ops;
@@ -69,9 +68,15 @@ pub extern "C" fn ftrace_release_mod(m: *mut bindings::module) {
     if group.is_some() {
         update_counts();
     }
-    // One wait for the readers of both, without the lock (as C waits).
+    // Freed once the readers that may still see them are gone; unloading
+    // does not wait for that (C waits, here, for one grace period).
     drop(guard);
-    Retired::free(names, group);
+    if let Some(n) = names {
+        n.defer();
+    }
+    if let Some(g) = group {
+        g.defer();
+    }
 }
 
 pub(crate) fn update_counts() {

@@ -95,6 +95,11 @@ pub(crate) struct Group {
     gone: AtomicUsize,
 }
 
+// SAFETY: `module` is an identity, compared and handed to C, never
+// followed by the group; everything else is owned data and atomics. A
+// group may be freed on another CPU (`Retired::defer`).
+unsafe impl Send for Group {}
+
 static FIRST: AtomicPtr<Group> = AtomicPtr::new(ptr::null_mut());
 
 /// Total number of records, for `dyn_ftrace_total_info`.
