@@ -117,6 +117,7 @@ impl<T: Sync> RcuBox<T> {
 /// `0` came from `KBox::into_raw`, is published nowhere any more, and is
 /// referred to only by readers that found it before it was unpublished,
 /// each inside an RCU read side or holding preemption off.
+#[must_use]
 pub(crate) struct Retired<T>(ptr::NonNull<T>);
 
 impl<T> Retired<T> {

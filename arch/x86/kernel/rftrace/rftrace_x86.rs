@@ -156,14 +156,6 @@ fn read_site(ip: u64) -> Option<[u8; SITE_SIZE]> {
     read_bytes(ip)
 }
 
-/// Reads the site at `ip`, which a batch has just written.
-fn written_site(ip: u64) -> [u8; SITE_SIZE] {
-    // SAFETY: the batch read the site before it wrote it (`read_site`), so
-    // it is mapped text; text with sites is freed only after the core has
-    // dropped them, which it cannot do while it has a batch writing.
-    unsafe { ptr::read_volatile(ip as *const [u8; SITE_SIZE]) }
-}
-
 /// Reads the `N` bytes at `ip`.
 fn read_bytes<const N: usize>(ip: u64) -> Option<[u8; N]> {
     let mut b = [0u8; N];
@@ -251,11 +243,15 @@ unsafe fn write_batch(pokes: &mut [Poke]) -> core::result::Result<(), usize> {
     sync_cores();
     // No CPU runs the handler for this batch any more (see the handler).
     ACTIVE.store(ptr::null_mut(), Ordering::Release);
-    if let Some(p) = pokes.iter().find(|p| written_site(p.ip) != p.new) {
+    if let Some((p, now)) = pokes
+        .iter()
+        .map(|p| (p, read_site(p.ip)))
+        .find(|(p, now)| *now != Some(p.new))
+    {
         pr_crit!(
             "site {:#x} holds {:02x?} after the write of {:02x?}; tracing stops\n",
             p.ip,
-            written_site(p.ip),
+            now,
             p.new
         );
         // SAFETY: callable in any context; it only sets flags.

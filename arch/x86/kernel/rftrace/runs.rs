@@ -69,8 +69,8 @@ static PIECES: TextLocked<[Piece; MAX_PIECES]> =
     TextLocked(UnsafeCell::new([NO_PIECE; MAX_PIECES]));
 
 /// One step's writes, in rising address order, flushed run by run.
-pub(crate) struct Runs<'a> {
-    pieces: &'a mut [Piece; MAX_PIECES],
+pub(crate) struct Runs {
+    pieces: &'static mut [Piece; MAX_PIECES],
     n: usize,
     /// The first byte of the run.
     start: u64,
@@ -78,7 +78,7 @@ pub(crate) struct Runs<'a> {
     end: u64,
 }
 
-impl Runs<'static> {
+impl Runs {
     /// The runs of one step.
     ///
     /// # Safety
@@ -94,9 +94,7 @@ impl Runs<'static> {
             end: 0,
         }
     }
-}
 
-impl Runs<'_> {
     /// Adds the write of `bytes` (1 to [`SITE_SIZE`] of them) at `addr`,
     /// above every write added since the last [`Runs::flush`].
     ///
