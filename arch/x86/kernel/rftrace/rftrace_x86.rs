@@ -39,39 +39,10 @@ mod view;
 
 #[cfg(CONFIG_FTRACE_CORE_RUST_GENERIC)]
 use archif::Change;
-use insn::{Decoded, Emulate, GroupLayout, INT3, NOP5, SITE_SIZE};
-use runs::Runs;
+use insn::{Decoded, GroupLayout, INT3, NOP5, SITE_SIZE};
+use runs::{write_step, Poke};
 
 const __LOG_PREFIX: &[u8] = b"ftrace\0";
-
-/// One site of a batch: where, what must be there now, what comes.
-#[repr(C)]
-#[derive(Clone, Copy, Default)]
-struct Poke {
-    ip: u64,
-    /// Where a CPU that traps on the site continues: the call target of
-    /// the new instruction, or 0 to step over it (a NOP).
-    emulate_call: u64,
-    old: [u8; SITE_SIZE],
-    new: [u8; SITE_SIZE],
-}
-
-impl Poke {
-    /// A rewrite of the site at `ip` from `old` to `new`; `None` when `new`
-    /// is neither a call nor the NOP.
-    fn new(ip: u64, old: [u8; SITE_SIZE], new: [u8; SITE_SIZE]) -> Option<Self> {
-        let emulate_call = match insn::emulate(ip, &new)? {
-            Emulate::Skip => 0,
-            Emulate::Call(t) => t,
-        };
-        Some(Poke {
-            ip,
-            emulate_call,
-            old,
-            new,
-        })
-    }
-}
 
 /// The batch the `int3` handler consults while it is being written.
 struct Active {
@@ -199,31 +170,17 @@ unsafe fn write_batch(pokes: &mut [Poke]) -> core::result::Result<(), usize> {
         pokes: pokes.as_ptr(),
         len: pokes.len(),
     };
-    // SAFETY: `text_mutex` is held until the batch returns.
-    let mut runs = unsafe { Runs::new() };
     ACTIVE.store(ptr::from_ref(&active).cast_mut(), Ordering::Release);
-
-    let mut tails = false;
-    for p in pokes.iter() {
-        let [first, tail, _] = insn::phases(&p.old, &p.new);
-        if let Some(w) = first {
-            // SAFETY: `text_mutex` is held; the site is one of the batch.
-            unsafe { runs.add(p.ip + w.offset as u64, w.bytes) };
-        }
-        tails |= tail.is_some();
-    }
-    // SAFETY: as above.
-    unsafe { runs.flush() };
+    // SAFETY: `text_mutex` is held; every site holds its `old` bytes
+    // (checked above), and each step is written after the ones before it.
+    unsafe { write_step(pokes, 0) };
     sync_cores();
-    if tails {
-        for p in pokes.iter() {
-            if let [_, Some(w), _] = insn::phases(&p.old, &p.new) {
-                // SAFETY: as above.
-                unsafe { runs.add(p.ip + w.offset as u64, w.bytes) };
-            }
-        }
+    if pokes
+        .iter()
+        .any(|p| insn::phases(&p.old, &p.new)[1].is_some())
+    {
         // SAFETY: as above.
-        unsafe { runs.flush() };
+        unsafe { write_step(pokes, 1) };
         sync_cores();
     }
     // Every changed site now runs through its int3: from this record's
@@ -232,14 +189,8 @@ unsafe fn write_batch(pokes: &mut [Poke]) -> core::result::Result<(), usize> {
     for p in pokes.iter() {
         perf_text_poke(p);
     }
-    for p in pokes.iter() {
-        if let [_, _, Some(w)] = insn::phases(&p.old, &p.new) {
-            // SAFETY: as above.
-            unsafe { runs.add(p.ip + w.offset as u64, w.bytes) };
-        }
-    }
     // SAFETY: as above.
-    unsafe { runs.flush() };
+    unsafe { write_step(pokes, 2) };
     sync_cores();
     // No CPU runs the handler for this batch any more (see the handler).
     ACTIVE.store(ptr::null_mut(), Ordering::Release);

@@ -77,6 +77,7 @@ pub struct Write<'a> {
 ///
 /// A phase is `None` when it has nothing to write. Returns `None` for all
 /// three when `old == new`.
+#[inline]
 pub fn phases<'a>(old: &[u8; SITE_SIZE], new: &'a [u8; SITE_SIZE]) -> [Option<Write<'a>>; 3] {
     if old == new {
         return [None, None, None];
