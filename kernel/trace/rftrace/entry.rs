@@ -335,19 +335,6 @@ pub unsafe extern "C" fn ftrace_module_init(m: ModuleRef<'_>) {
     module::add_module(m, &sites);
 }
 
-/// Whether `ip` is in the kernel's text or init text (C's
-/// `is_kernel_text() || is_kernel_inittext()`).
-fn is_kernel_text(ip: u64) -> bool {
-    // Linker symbols: only their addresses are taken.
-    let (st, et, si, ei) = (
-        ptr::addr_of!(bindings::_stext) as u64,
-        ptr::addr_of!(bindings::_etext) as u64,
-        ptr::addr_of!(bindings::_sinittext) as u64,
-        ptr::addr_of!(bindings::_einittext) as u64,
-    );
-    (st..et).contains(&ip) || (si..ei).contains(&ip)
-}
-
 /// Boot: take the call sites of `__mcount_loc`, make them NOPs, start the
 /// table.
 ///
@@ -369,7 +356,7 @@ pub unsafe extern "C" fn ftrace_init() {
     // Only entries in the kernel's text (or init text) are sites; what
     // else the table holds (zeros of replaced weak functions, moved by
     // KASLR) is skipped, as in C.
-    let n = logic::sites::retain(locs, is_kernel_text);
+    let n = logic::sites::retain(locs, crate::ktext::image);
     let locs = &mut locs[..n];
     let n = if logic::sites::is_sorted_unique(locs) {
         locs.len()

@@ -25,11 +25,7 @@ fn within(a: u64, start: *const c_char, end: *const c_char) -> bool {
 
 /// Which kind of text `a` is in.
 fn place(a: u64) -> Place {
-    if within(
-        a,
-        ptr::addr_of!(bindings::_sinittext).cast(),
-        ptr::addr_of!(bindings::_einittext).cast(),
-    ) {
+    if crate::ktext::init().contains(&a) {
         Place::Init
     } else if within(
         a,

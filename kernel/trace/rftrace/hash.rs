@@ -9,12 +9,12 @@
 //! A null pointer is the empty set. Sets that readers may be using are
 //! never changed in place (but for [`PubSlot::unlink`], which readers can
 //! walk through): a new set is built and published ([`PubSlot::swap`]),
-//! and the old one freed an RCU grace period after its [`Retired`] drops.
+//! and the old one freed an RCU grace period after its [`RetiredSet`] drops.
 //!
 //! A [`SetRef`] carries the lifetime of what keeps its set: the writers'
 //! lock or a preempt-off section. The one rule the types do not carry: a
 //! writer that retires a set does not use a [`SetRef`] it read of it
-//! before, once the [`Retired`] has dropped (the writers here read, copy,
+//! before, once the [`RetiredSet`] has dropped (the writers here read, copy,
 //! publish, and drop the old set last).
 
 use core::marker::PhantomData;

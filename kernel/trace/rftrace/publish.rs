@@ -4,7 +4,7 @@
 //! (an ops' filter or notrace pointer, a graph filter global) that
 //! readers load locklessly (under RCU or with preemption off) and that
 //! one writer at a time replaces ([`PubSlot`]); a set taken out is freed
-//! after a grace period ([`Retired`], [`Unlinked`]). Also the room an
+//! after a grace period ([`RetiredSet`], [`Unlinked`]). Also the room an
 //! update's plan borrows the registered ops' sets in ([`PlanRoom`]) and
 //! the slots of the function graph filter ([`GraphSlot`]).
 
@@ -46,11 +46,11 @@ impl<'a> PubSlot<'a> {
 
     /// Publishes `new` (none: the empty set); the old set is freed once
     /// every reader that may see it has gone (when the result drops).
-    pub(crate) fn swap(self, new: Option<FnSet>) -> Retired {
+    pub(crate) fn swap(self, new: Option<FnSet>) -> RetiredSet {
         let new = new.map_or(ptr::null_mut(), FnSet::into_raw);
         // INVARIANT: `new` was private; from now on only readers and the
         // slot's writers see it. The old set is unpublished.
-        Retired(self.0.swap(new, Ordering::AcqRel))
+        RetiredSet(self.0.swap(new, Ordering::AcqRel))
     }
 
     /// Takes `ips` (each in the set, once: the caller checked) out of the
@@ -128,19 +128,23 @@ impl Drop for Unlinked {
 }
 
 /// A set taken out of its slot: freed after an RCU grace period when
-/// dropped (readers may still be walking it).
+/// dropped (readers may still be walking it). Unlike a
+/// [`crate::cells::Retired`] (a Rust box, which has no RCU head: dropped,
+/// it waits; deferred, it needs a note), a set carries its own RCU head
+/// (C's `struct ftrace_hash`), so dropping one hands it to `call_rcu()`
+/// and never sleeps.
 ///
 /// # Invariants
 ///
 /// `0` is null or a valid set no longer published, that nothing but
 /// readers which started before it was unpublished can reference.
 #[must_use]
-pub(crate) struct Retired(*mut FtraceHash);
+pub(crate) struct RetiredSet(*mut FtraceHash);
 
-impl Retired {
+impl RetiredSet {
     /// Nothing retired.
     pub(crate) fn none() -> Self {
-        Retired(ptr::null_mut())
+        RetiredSet(ptr::null_mut())
     }
 
     /// The set until it is freed (readers, and the writer that took it
@@ -151,7 +155,7 @@ impl Retired {
     }
 }
 
-impl Drop for Retired {
+impl Drop for RetiredSet {
     fn drop(&mut self) {
         free_rcu(self.as_set().get());
     }

@@ -6,7 +6,7 @@
 
 use crate::cells::Locked;
 use crate::hash::{FnSet, FtraceHash, SetRef};
-use crate::publish::{PubSlot, Retired};
+use crate::publish::{PubSlot, RetiredSet};
 use crate::sys::{
     ftrace_list_end, ftrace_ops_list, CGlobal, CMutex, CoreGuard, Guard, Held, Keeps, NoPreempt,
     TraceArray,
@@ -465,10 +465,10 @@ impl<'a> OpsRef<'a> {
     /// Publishes `new` (none: empty) as its filter (or notrace) set; the
     /// old one is freed a grace period after the result drops (a set
     /// read before is not used after: see `hash`).
-    pub(crate) fn swap_set(self, held: &Held, notrace: bool, new: Option<FnSet>) -> Retired {
+    pub(crate) fn swap_set(self, held: &Held, notrace: bool, new: Option<FnSet>) -> RetiredSet {
         match self.set_slot_mut(held, notrace) {
             Some(s) => s.swap(new),
-            None => Retired::none(),
+            None => RetiredSet::none(),
         }
     }
 

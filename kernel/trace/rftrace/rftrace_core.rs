@@ -9,7 +9,7 @@
 //! [`cells`] (the core's own state cells), with the leaf modules beside
 //! them ([`table`], [`hash`], [`publish`], [`tracefs`], [`seqfile`],
 //! [`task`], [`opsview`], [`shadow`], [`trarray`], [`tp`], [`names`],
-//! [`layout`], [`nokprobe`]); the ops layer ([`registry`], [`clients`],
+//! [`layout`], [`nokprobe`], [`ktext`]); the ops layer ([`registry`], [`clients`],
 //! [`arch`], [`groups`], [`pidstate`], [`dispatch`], [`update`], [`ops`],
 //! [`subops`], [`direct`], [`sysctl`]); its users ([`filter`], [`gops`],
 //! [`fgstacks`], [`fgraph`], [`pid`]); [`probe`], [`funcprobe`],
@@ -81,6 +81,9 @@ mod graphfile;
 mod groups;
 pub mod hash;
 mod initnames;
+// Each crate uses the part it needs.
+#[allow(dead_code)]
+mod ktext;
 mod layout;
 mod lookup;
 mod mapper;

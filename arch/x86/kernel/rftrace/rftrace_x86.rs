@@ -30,6 +30,10 @@ mod archif;
 // without return thunks.
 #[cfg_attr(not(CONFIG_MITIGATION_RETHUNK), allow(dead_code))]
 mod insn;
+// Each crate uses the part it needs.
+#[allow(dead_code)]
+#[path = "../../../../kernel/trace/rftrace/ktext.rs"]
+mod ktext;
 #[path = "../../../../kernel/trace/rftrace/nokprobe.rs"]
 mod nokprobe;
 mod runs;
@@ -117,9 +121,7 @@ crate::nokprobe::nokprobe!(rftrace_int3_handler);
 /// traced C function, costs a fifth of the batch), anywhere else through
 /// the fault-checking copy.
 fn read_site(ip: u64) -> Option<[u8; SITE_SIZE]> {
-    // Linker symbols; only their addresses are used.
-    let text = ptr::addr_of!(bindings::_stext) as u64..ptr::addr_of!(bindings::_etext) as u64;
-    if text.contains(&ip) && ip.saturating_add(SITE_SIZE as u64) <= text.end {
+    if ktext::holds(&ktext::core(), ip, SITE_SIZE) {
         // SAFETY: five bytes within the kernel's core text, which stays
         // mapped and readable for as long as the kernel runs.
         return Some(unsafe { ptr::read_unaligned(ip as *const [u8; SITE_SIZE]) });
@@ -1331,15 +1333,12 @@ pub unsafe extern "C" fn rftrace_arch_apply(
 #[cfg(CONFIG_FTRACE_CORE_RUST_GENERIC)]
 #[no_mangle]
 pub unsafe extern "C" fn rftrace_arch_init_site(ip: u64, target: u64) -> c_int {
-    // The kernel's own text is mapped for sure: read it directly (16,800
-    // sites at boot); anything else through the fault-checking copy.
-    // Linker symbols; only their addresses are used.
-    let text = ptr::addr_of!(bindings::_stext) as u64..ptr::addr_of!(bindings::_etext) as u64;
-    let init =
-        ptr::addr_of!(bindings::_sinittext) as u64..ptr::addr_of!(bindings::_einittext) as u64;
-    let in_kernel = |a: u64| text.contains(&a) || init.contains(&a);
-    let cur = if in_kernel(ip) && in_kernel(ip + SITE_SIZE as u64 - 1) {
-        // SAFETY: 5 bytes of kernel text, checked to lie inside it.
+    // The kernel's init text is read directly (its sites are set at boot,
+    // while it is mapped); everything else as [`read_site`] reads it.
+    let cur = if ktext::holds(&ktext::init(), ip, SITE_SIZE) {
+        // SAFETY: 5 bytes of the image's init text, mapped until
+        // `free_initmem()`: the contract says no CPU ran this code yet,
+        // so this is boot, before the init text is freed.
         unsafe { ptr::read_unaligned(ip as *const [u8; SITE_SIZE]) }
     } else {
         let Some(b) = read_site(ip) else {
