@@ -6,7 +6,7 @@
 //! The files that edit filters are in `filterfile` and `graphfile`.
 
 use crate::ffi::CStrArg;
-use crate::hash::{FnSet, SetRef};
+use crate::hash::{FnSet, SetRef, LINK_MAX};
 use crate::logic::glob::{Kind, Pattern};
 use crate::logic::sites::flags as sf;
 use crate::ops::{self, OpsRef};
@@ -216,6 +216,16 @@ fn set_hash(ops: OpsRef<'_>, e: Edit<'_>) -> Result {
             return r;
         }
     }
+    if !e.remove
+        && !e.reset
+        && !e.notrace
+        && e.pattern.is_none()
+        && (1..=LINK_MAX).contains(&e.ips.len())
+    {
+        if let Some(r) = add_in_place(ops, e.ips) {
+            return r;
+        }
+    }
     let mut h = if e.reset {
         FnSet::new()?
     } else {
@@ -321,6 +331,64 @@ fn remove_in_place(ops: OpsRef<'_>, ips: &[c_ulong]) -> Option<Result> {
     // filter under RCU or with preemption off.
     drop(gone);
     Some(r)
+}
+
+/// `ftrace_set_filter_ip()` and friends adding a few addresses to a
+/// filter that holds some already: an entry each, linked into the
+/// published filter itself, where the copying path copies the whole
+/// filter twice (kprobes arm one function at a time: with a thousand
+/// armed, each arm copied a thousand entries, and a running function
+/// tracer traced every allocation of them). Only the sites added can
+/// change. `None` leaves the change to the copying path: a sub-ops, any
+/// ops when sub-ops are managed, an IPMODIFY or direct ops (the copy is
+/// where their conflicts and call addresses are checked), an empty filter
+/// (it traces every function: adding makes it trace these only), and a
+/// filter whose buckets would grow too long (the copy gets more). The
+/// caller holds the ops' regex lock; at most [`LINK_MAX`] addresses.
+fn add_in_place(ops: OpsRef<'_>, ips: &[c_ulong]) -> Option<Result> {
+    if ops.has(ops::F_SUBOP) || ops.flags() & (ops::F_IPMODIFY | ops::F_DIRECT) != 0 {
+        return None;
+    }
+    let mut at = [0u64; LINK_MAX];
+    for (a, &ip) in at.iter_mut().zip(ips) {
+        *a = crate::table::ftrace_location(ip) as u64;
+        if *a == 0 {
+            return Some(Err(EINVAL));
+        }
+    }
+    let at = &at[..ips.len().min(LINK_MAX)];
+    let g = CoreGuard::lock();
+    let held = g.held();
+    if ops::any_manager(held) {
+        return None;
+    }
+    let mut slot = ops.set_slot_mut(held, false)?;
+    // The addresses not in the filter yet, each once (one already there
+    // is no change, as the copying path adds it).
+    let mut new = [0u64; LINK_MAX];
+    let mut n = 0;
+    {
+        let orig = slot.load();
+        if !orig.room_to_link(at.len()) {
+            return None;
+        }
+        for (i, &ip) in at.iter().enumerate() {
+            if !at[..i].contains(&ip) && !orig.contains(ip) {
+                *new.get_mut(n)? = ip;
+                n += 1;
+            }
+        }
+    }
+    let new = &new[..n];
+    if new.is_empty() {
+        return Some(Ok(()));
+    }
+    if let Err(e) = slot.link(new) {
+        return Some(Err(e));
+    }
+    // Only these sites can change; the update fails only when tracing
+    // died.
+    Some(ops::update_ips(held, new))
 }
 
 /// Sets (`reset`) or extends the filter (`notrace`: the notrace set) of

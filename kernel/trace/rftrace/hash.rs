@@ -8,7 +8,8 @@
 //!
 //! A null pointer is the empty set. Sets that readers may be using are
 //! never changed in place (but for [`PubSlot::unlink`], which readers can
-//! walk through): a new set is built and published ([`PubSlot::swap`]),
+//! walk through, and [`PubSlot::link`], whose entries readers find whole
+//! or not at all): a new set is built and published ([`PubSlot::swap`]),
 //! and the old one freed an RCU grace period after its [`RetiredSet`] drops.
 //!
 //! A [`SetRef`] carries the lifetime of what keeps its set: the writers'
@@ -19,7 +20,7 @@
 
 use core::marker::PhantomData;
 use core::ptr;
-use core::sync::atomic::{AtomicUsize, Ordering};
+use core::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
 use kernel::bindings;
 use kernel::error::{code::ENOMEM, Result};
 use kernel::ffi::{c_ulong, c_void};
@@ -43,6 +44,11 @@ pub(crate) const FL_MOD: c_ulong = 1;
 pub(crate) const DEFAULT_BITS: u32 = 10;
 /// Most buckets a committed set gets.
 pub(crate) const MAX_BITS: u32 = 12;
+/// The most addresses [`FtraceHash::link_published`] adds at once.
+pub(crate) const LINK_MAX: usize = 8;
+/// Entries a bucket of a published set may hold on average before an
+/// addition copies the set into more buckets rather than linking in place.
+const LINK_LOAD: usize = 4;
 
 pub(crate) type Entry = bindings::ftrace_func_entry;
 
@@ -215,6 +221,57 @@ impl FtraceHash {
         }
         self.count.fetch_add(1, Ordering::Relaxed);
         e
+    }
+
+    /// Links a new entry for each of `ips` while readers may be walking
+    /// the set: each entry is complete before the release store that makes
+    /// it reachable, so a reader finds it whole or not at all. All or
+    /// nothing: every entry is allocated before the first is linked, and
+    /// `ENOMEM` leaves the set as it was.
+    ///
+    /// # Safety
+    ///
+    /// The caller alone changes the set; no address of `ips` is in it, and
+    /// none is there twice. At most [`LINK_MAX`] addresses are taken.
+    pub(crate) unsafe fn link_published(&self, ips: &[u64]) -> Result {
+        let ips = &ips[..ips.len().min(LINK_MAX)];
+        let mut fresh = [ptr::null_mut::<Entry>(); LINK_MAX];
+        for (f, &ip) in fresh.iter_mut().zip(ips) {
+            let e = zalloc(core::mem::size_of::<Entry>()).cast::<Entry>();
+            if e.is_null() {
+                for &e in fresh.iter() {
+                    // SAFETY: null or made above and linked nowhere.
+                    unsafe { kfree(e) };
+                }
+                return Err(ENOMEM);
+            }
+            // SAFETY: `e` is fresh, zeroed, ours.
+            unsafe { (*e).ip = ip as c_ulong };
+            *f = e;
+        }
+        for (&e, &ip) in fresh.iter().zip(ips) {
+            // SAFETY: `e` is a fresh entry no reader sees yet; the bucket
+            // array has `1 << size_bits` heads; the caller alone changes
+            // the set (the contract), so the bucket's `first` and the
+            // `pprev` links are read and written by this writer only,
+            // while readers read `first` and `next` only.
+            unsafe {
+                let head = self.head(ip);
+                let node = ptr::addr_of_mut!((*e).hlist);
+                let first = (*head).first;
+                (*node).next = first;
+                (*node).pprev = ptr::addr_of_mut!((*head).first);
+                if !first.is_null() {
+                    (*first).pprev = ptr::addr_of_mut!((*node).next);
+                }
+                // The publication: the entry's address and link above are
+                // ordered before it (C's `hlist_add_head_rcu()`).
+                AtomicPtr::from_ptr(ptr::addr_of_mut!((*head).first))
+                    .store(node, Ordering::Release);
+            }
+        }
+        self.count.fetch_add(ips.len(), Ordering::Relaxed);
+        Ok(())
     }
 
     /// Unlinks entry `e` while readers may be walking the set: a reader
@@ -531,6 +588,16 @@ impl<'a> SetRef<'a> {
     /// How many addresses it holds.
     pub(crate) fn count(self) -> usize {
         self.0.map_or(0, FtraceHash::count)
+    }
+
+    /// Whether `n` more entries may be linked into it in place
+    /// ([`FtraceHash::link_published`]): it holds entries already, and its
+    /// buckets stay short enough.
+    pub(crate) fn room_to_link(self, n: usize) -> bool {
+        self.0.is_some_and(|h| {
+            let buckets = 1usize << h.size_bits.min(MAX_BITS as c_ulong);
+            h.count() > 0 && h.count().saturating_add(n) <= LINK_LOAD * buckets
+        })
     }
 
     /// Whether it stands for cached `:mod:` entries.

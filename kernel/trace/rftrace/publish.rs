@@ -12,7 +12,10 @@ use crate::hash::{free_rcu, Entry, FnSet, FtraceHash, SetRef};
 use crate::sys::{CMutex, Guard, Held};
 use core::ptr;
 use core::sync::atomic::{AtomicPtr, Ordering};
-use kernel::error::{code::ENOMEM, Result};
+use kernel::error::{
+    code::{EINVAL, ENOMEM},
+    Result,
+};
 use kernel::prelude::*;
 
 /// Where a published set lives (an ops' filter or notrace pointer, a graph
@@ -79,6 +82,23 @@ impl<'a> PubSlot<'a> {
             }
         }
         gone
+    }
+
+    /// Adds `ips` (none in the set, no two alike, at most
+    /// [`crate::hash::LINK_MAX`]) to the published set in place: an entry
+    /// allocated for each, no copy of the set. A reader finds each entry
+    /// whole or not at all. `ENOMEM` changes nothing; `EINVAL` when no
+    /// set is published (the empty set stands for every function: adding
+    /// to it is a change of meaning, which the copying path makes).
+    pub(crate) fn link(&mut self, ips: &[u64]) -> Result {
+        let Some(h) = self.load().get() else {
+            return Err(EINVAL);
+        };
+        // SAFETY: the slot's writers are excluded (the invariants), and
+        // the caller gives addresses not in the set, each once; readers are
+        // RCU (preempt-off) readers, which `link_published` lets find an
+        // entry whole or not at all.
+        unsafe { h.link_published(ips) }
     }
 
     /// Makes the entries whose address `gone` says yes to match nothing,
