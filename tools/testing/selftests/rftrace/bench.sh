@@ -4,6 +4,12 @@
 . /harness/job
 T=/sys/kernel/tracing
 reps=${BENCH_REPS:-5}
+# Rows whose time ends on timer ticks (the tracer switch waits for RCU
+# grace periods, a module's unload for RCU-tasks: whole ticks of 4 ms,
+# 4 to 10 of them from one sample to the next) take three times the
+# samples: each is a fraction of a second, and a median of five of them
+# moved by 0.1 to 0.2 between runs of the same kernels.
+waits=$((reps * 3))
 
 # Scale rows, over rftrace_many.ko (1,000 traced functions nothing calls;
 # tools/testing/selftests/rftrace/modules): K kprobe events on K distinct
@@ -51,7 +57,7 @@ scale_rows() { # TAG FULL
 	[ "$full" = 1 ] || return 0
 	echo function > $T/current_tracer
 	i=0
-	while [ $i -lt "$reps" ]; do
+	while [ $i -lt "$waits" ]; do
 		a=$(timed_write -x insmod "$many") && b=$(timed_write -x rmmod rftrace_many) ||
 			{ echo "bench: module load/unload failed"; exit 1; }
 		echo "SAMPLE module-1000-load-under-function$tag $a us"
@@ -169,7 +175,7 @@ set -- $(cat $T/dyn_ftrace_total_info)
 recs=$1 pages=${2#pages:}
 echo SAMPLE bytes-per-site "$((pages * 4096 / recs))" bytes
 i=0
-while [ $i -lt "$reps" ]; do
+while [ $i -lt "$waits" ]; do
 	echo SAMPLE enable-all-sites "$(timed_write $T/current_tracer function)" us
 	echo SAMPLE disable-all-sites "$(timed_write $T/current_tracer nop)" us
 	i=$((i + 1))
