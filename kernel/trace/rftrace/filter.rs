@@ -206,23 +206,14 @@ fn set_hash(ops: OpsRef<'_>, e: Edit<'_>) -> Result {
         return Err(ENODEV);
     }
     let regex = ops.lock_regex();
-    if e.remove
-        && !e.reset
-        && !e.notrace
-        && e.pattern.is_none()
-        && (1..=UNLINK_MAX).contains(&e.ips.len())
-    {
-        if let Some(r) = remove_in_place(ops, e.ips) {
-            return r;
-        }
-    }
-    if !e.remove
-        && !e.reset
-        && !e.notrace
-        && e.pattern.is_none()
-        && (1..=LINK_MAX).contains(&e.ips.len())
-    {
-        if let Some(r) = add_in_place(ops, e.ips) {
+    // A few addresses added to or taken from the filter: in place.
+    if !e.reset && !e.notrace && e.pattern.is_none() && !e.ips.is_empty() {
+        let r = if e.remove {
+            (e.ips.len() <= UNLINK_MAX).then(|| remove_in_place(ops, e.ips))
+        } else {
+            (e.ips.len() <= LINK_MAX).then(|| add_in_place(ops, e.ips))
+        };
+        if let Some(Some(r)) = r {
             return r;
         }
     }
@@ -255,6 +246,32 @@ fn set_hash(ops: OpsRef<'_>, e: Edit<'_>) -> Result {
     commit(CoreGuard::lock().held(), ops, e.notrace, &h)
 }
 
+/// What a change of a few addresses in a published filter works on:
+/// `ftrace_lock`, the call sites of the first `N` addresses of `ips` and
+/// how many they are. `None` when the filter of `ops` is not changed in
+/// place (a sub-ops stays one; managed sub-ops rebuild their managers'
+/// filters); `EINVAL` for an address in no function with a site.
+fn in_place<const N: usize>(
+    ops: OpsRef<'_>,
+    ips: &[c_ulong],
+) -> Option<Result<(CoreGuard, [u64; N], usize)>> {
+    if ops.has(ops::F_SUBOP) {
+        return None;
+    }
+    let mut at = [0u64; N];
+    for (a, &ip) in at.iter_mut().zip(ips) {
+        *a = crate::table::ftrace_location(ip) as u64;
+        if *a == 0 {
+            return Some(Err(EINVAL));
+        }
+    }
+    let g = CoreGuard::lock();
+    if ops::any_manager(g.held()) {
+        return None;
+    }
+    Some(Ok((g, at, ips.len().min(N))))
+}
+
 /// `ftrace_set_filter_ip()` and friends removing a few addresses: done in
 /// the published filter itself, so that it needs no memory. Callers take
 /// an address off on their way out (kprobes' disarm, an unregistration),
@@ -267,23 +284,12 @@ fn set_hash(ops: OpsRef<'_>, e: Edit<'_>) -> Result {
 /// empties (it then traces every function, a change of every site). The
 /// caller holds the ops' regex lock; at most [`UNLINK_MAX`] addresses.
 fn remove_in_place(ops: OpsRef<'_>, ips: &[c_ulong]) -> Option<Result> {
-    // A sub-ops stays one.
-    if ops.has(ops::F_SUBOP) {
-        return None;
-    }
-    let mut at = [0u64; UNLINK_MAX];
-    for (a, &ip) in at.iter_mut().zip(ips) {
-        *a = crate::table::ftrace_location(ip) as u64;
-        if *a == 0 {
-            return Some(Err(EINVAL));
-        }
-    }
-    let at = &at[..ips.len().min(UNLINK_MAX)];
-    let g = CoreGuard::lock();
+    let (g, at, n) = match in_place::<UNLINK_MAX>(ops, ips)? {
+        Ok(v) => v,
+        Err(e) => return Some(Err(e)),
+    };
     let held = g.held();
-    if ops::any_manager(held) {
-        return None;
-    }
+    let at = &at[..n];
     let mut slot = ops.set_slot_mut(held, false)?;
     let (count, cached) = {
         let orig = slot.load();
@@ -346,22 +352,15 @@ fn remove_in_place(ops: OpsRef<'_>, ips: &[c_ulong]) -> Option<Result> {
 /// filter whose buckets would grow too long (the copy gets more). The
 /// caller holds the ops' regex lock; at most [`LINK_MAX`] addresses.
 fn add_in_place(ops: OpsRef<'_>, ips: &[c_ulong]) -> Option<Result> {
-    if ops.has(ops::F_SUBOP) || ops.flags() & (ops::F_IPMODIFY | ops::F_DIRECT) != 0 {
+    if ops.flags() & (ops::F_IPMODIFY | ops::F_DIRECT) != 0 {
         return None;
     }
-    let mut at = [0u64; LINK_MAX];
-    for (a, &ip) in at.iter_mut().zip(ips) {
-        *a = crate::table::ftrace_location(ip) as u64;
-        if *a == 0 {
-            return Some(Err(EINVAL));
-        }
-    }
-    let at = &at[..ips.len().min(LINK_MAX)];
-    let g = CoreGuard::lock();
+    let (g, at, n) = match in_place::<LINK_MAX>(ops, ips)? {
+        Ok(v) => v,
+        Err(e) => return Some(Err(e)),
+    };
     let held = g.held();
-    if ops::any_manager(held) {
-        return None;
-    }
+    let at = &at[..n];
     let mut slot = ops.set_slot_mut(held, false)?;
     // The addresses not in the filter yet, each once (one already there
     // is no change, as the copying path adds it).
