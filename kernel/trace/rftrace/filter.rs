@@ -207,13 +207,14 @@ fn set_hash(ops: OpsRef<'_>, e: Edit<'_>) -> Result {
     }
     let regex = ops.lock_regex();
     // A few addresses added to or taken from the filter: in place.
-    if !e.reset && !e.notrace && e.pattern.is_none() && !e.ips.is_empty() {
+    let max = if e.remove { UNLINK_MAX } else { LINK_MAX };
+    if !e.reset && !e.notrace && e.pattern.is_none() && (1..=max).contains(&e.ips.len()) {
         let r = if e.remove {
-            (e.ips.len() <= UNLINK_MAX).then(|| remove_in_place(ops, e.ips))
+            remove_in_place(ops, e.ips)
         } else {
-            (e.ips.len() <= LINK_MAX).then(|| add_in_place(ops, e.ips))
+            add_in_place(ops, e.ips)
         };
-        if let Some(Some(r)) = r {
+        if let Some(r) = r {
             return r;
         }
     }

@@ -141,6 +141,11 @@ impl FtraceHash {
         self.count.load(Ordering::Relaxed)
     }
 
+    /// How many buckets it has.
+    fn buckets(&self) -> usize {
+        1usize << self.size_bits.min(MAX_BITS as c_ulong)
+    }
+
     /// The head of `ip`'s bucket.
     #[inline(always)]
     fn head(&self, ip: u64) -> *mut bindings::hlist_head {
@@ -206,21 +211,41 @@ impl FtraceHash {
             return e;
         }
         init(e);
-        // SAFETY: `e` is fresh; the bucket array has `1 << size_bits`
-        // heads; the caller alone changes the set (the contract).
+        // SAFETY: `e` is fresh and ours: its address is set before it is
+        // linked; the caller alone changes the set (the contract).
         unsafe {
             (*e).ip = ip as c_ulong;
-            let head = self.head(ip);
+            self.link(e);
+        }
+        e
+    }
+
+    /// Links the complete entry `e` at the head of its bucket, readers
+    /// or not: its address and link are ordered before the release store
+    /// that makes it reachable (C's `hlist_add_head_rcu()`), so a reader
+    /// walking the bucket finds it whole or not at all.
+    ///
+    /// # Safety
+    ///
+    /// `e` is a `zalloc` entry, its address set, in no set; the caller
+    /// alone changes the set, so the bucket's `first` and the `pprev`
+    /// links are written by this writer only (readers read `first` and
+    /// `next`).
+    unsafe fn link(&self, e: *mut Entry) {
+        // SAFETY: per the function's contract; the bucket array has
+        // `1 << size_bits` heads, and `e`'s bucket is one of them.
+        unsafe {
+            let head = self.head((*e).ip as u64);
             let node = ptr::addr_of_mut!((*e).hlist);
-            (*node).next = (*head).first;
-            if !(*head).first.is_null() {
-                (*(*head).first).pprev = ptr::addr_of_mut!((*node).next);
-            }
-            (*head).first = node;
+            let first = (*head).first;
+            (*node).next = first;
             (*node).pprev = ptr::addr_of_mut!((*head).first);
+            if !first.is_null() {
+                (*first).pprev = ptr::addr_of_mut!((*node).next);
+            }
+            AtomicPtr::from_ptr(ptr::addr_of_mut!((*head).first)).store(node, Ordering::Release);
         }
         self.count.fetch_add(1, Ordering::Relaxed);
-        e
     }
 
     /// Links a new entry for each of `ips` while readers may be walking
@@ -249,28 +274,11 @@ impl FtraceHash {
             unsafe { (*e).ip = ip as c_ulong };
             *f = e;
         }
-        for (&e, &ip) in fresh.iter().zip(ips) {
-            // SAFETY: `e` is a fresh entry no reader sees yet; the bucket
-            // array has `1 << size_bits` heads; the caller alone changes
-            // the set (the contract), so the bucket's `first` and the
-            // `pprev` links are read and written by this writer only,
-            // while readers read `first` and `next` only.
-            unsafe {
-                let head = self.head(ip);
-                let node = ptr::addr_of_mut!((*e).hlist);
-                let first = (*head).first;
-                (*node).next = first;
-                (*node).pprev = ptr::addr_of_mut!((*head).first);
-                if !first.is_null() {
-                    (*first).pprev = ptr::addr_of_mut!((*node).next);
-                }
-                // The publication: the entry's address and link above are
-                // ordered before it (C's `hlist_add_head_rcu()`).
-                AtomicPtr::from_ptr(ptr::addr_of_mut!((*head).first))
-                    .store(node, Ordering::Release);
-            }
+        for &e in &fresh[..ips.len()] {
+            // SAFETY: made above, its address set, in no set; the caller
+            // alone changes the set (the contract).
+            unsafe { self.link(e) };
         }
-        self.count.fetch_add(ips.len(), Ordering::Relaxed);
         Ok(())
     }
 
@@ -301,7 +309,7 @@ impl FtraceHash {
     pub(crate) fn entries(&self) -> Entries<'_> {
         Entries {
             buckets: self.buckets,
-            n: 1usize << self.size_bits.min(MAX_BITS as c_ulong),
+            n: self.buckets(),
             i: 0,
             node: ptr::null_mut(),
             _set: PhantomData,
@@ -595,8 +603,7 @@ impl<'a> SetRef<'a> {
     /// buckets stay short enough.
     pub(crate) fn room_to_link(self, n: usize) -> bool {
         self.0.is_some_and(|h| {
-            let buckets = 1usize << h.size_bits.min(MAX_BITS as c_ulong);
-            h.count() > 0 && h.count().saturating_add(n) <= LINK_LOAD * buckets
+            h.count() > 0 && h.count().saturating_add(n) <= LINK_LOAD * h.buckets()
         })
     }
 
