@@ -49,6 +49,6 @@ echo "production (kernel/configs/ftrace-production.config: BPF; build/out-<core>
 echo "QEMU TCG (thread=single), 2 vCPUs, 1 GiB, -icount shift=0,sleep=off: guest time is"
 echo "instruction count (1 insn = 1 ns), so runs repeat. Median of $reps runs each; of"
 echo "$((reps * 3)) for the rows that wait for timer ticks (enable/disable-all-sites,"
-echo "module-1000-load/unload-under-function)."
+echo "enable/disable-one-site, module-1000-load/unload-under-function)."
 "$top/target/release/harness-report" bench "${args[@]}" --tsv "$build/bench/results.tsv"
 echo "rows written to build/bench/results.tsv"

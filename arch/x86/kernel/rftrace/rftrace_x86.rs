@@ -177,10 +177,7 @@ unsafe fn write_batch(pokes: &mut [Poke]) -> core::result::Result<(), usize> {
     // (checked above), and each step is written after the ones before it.
     unsafe { write_step(pokes, 0) };
     sync_cores();
-    if pokes
-        .iter()
-        .any(|p| insn::phases(&p.old, &p.new)[1].is_some())
-    {
+    if pokes.iter().any(|p| p.writes_in(1)) {
         // SAFETY: as above.
         unsafe { write_step(pokes, 1) };
         sync_cores();
@@ -266,12 +263,7 @@ struct Queue {
     pokes: [Poke; QUEUE_LEN],
 }
 
-const EMPTY_POKE: Poke = Poke {
-    ip: 0,
-    emulate_call: 0,
-    old: NOP5,
-    new: NOP5,
-};
+const EMPTY_POKE: Poke = Poke::EMPTY;
 
 static QUEUE: TextLocked<Queue> = TextLocked(UnsafeCell::new(Queue {
     len: 0,

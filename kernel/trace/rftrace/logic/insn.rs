@@ -77,26 +77,53 @@ pub struct Write<'a> {
 ///
 /// A phase is `None` when it has nothing to write. Returns `None` for all
 /// three when `old == new`.
-#[inline]
 pub fn phases<'a>(old: &[u8; SITE_SIZE], new: &'a [u8; SITE_SIZE]) -> [Option<Write<'a>>; 3] {
-    if old == new {
-        return [None, None, None];
+    let steps = Steps::of(old, new);
+    core::array::from_fn(|i| steps.write(new, i))
+}
+
+/// Which of the three [`phases`] write at a site, kept with a site being
+/// rewritten so that each phase's write is found without comparing the
+/// instructions again: bit `i` is phase `i`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Steps(u8);
+
+impl Steps {
+    /// No phase: a site that stays as it is.
+    pub const NONE: Steps = Steps(0);
+
+    /// The phases that change a site from `old` to `new`.
+    #[inline]
+    pub fn of(old: &[u8; SITE_SIZE], new: &[u8; SITE_SIZE]) -> Steps {
+        if old == new {
+            Steps(0)
+        } else if old[1..] != new[1..] {
+            Steps(0b111)
+        } else {
+            Steps(0b101)
+        }
     }
-    let tail = (old[1..] != new[1..]).then_some(Write {
-        offset: 1,
-        bytes: &new[1..],
-    });
-    [
-        Some(Write {
-            offset: 0,
-            bytes: &[INT3],
-        }),
-        tail,
-        Some(Write {
-            offset: 0,
-            bytes: &new[..1],
-        }),
-    ]
+
+    /// What phase `i` (0 to 2) writes at a site going to `new`, if it
+    /// writes there.
+    #[inline(always)]
+    pub fn write(self, new: &[u8; SITE_SIZE], i: usize) -> Option<Write<'_>> {
+        if i >= 3 || self.0 & (1 << i) == 0 {
+            return None;
+        }
+        let (offset, bytes) = match i {
+            0 => (0, &[INT3][..]),
+            1 => (1, &new[1..]),
+            _ => (0, &new[..1]),
+        };
+        Some(Write { offset, bytes })
+    }
+
+    /// Whether phase `i` writes at the site.
+    #[inline(always)]
+    pub fn has(self, i: usize) -> bool {
+        i < 3 && self.0 & (1 << i) != 0
+    }
 }
 
 /// How the trap handler makes a CPU that hit the `int3` of a site being
@@ -284,6 +311,20 @@ mod tests {
             })
         );
         assert_eq!(phases(&new, &new), [None, None, None]);
+    }
+
+    #[test]
+    fn steps_of_a_first_byte_change() {
+        // A call and a jmp to the same target differ in the first byte
+        // only: no tail phase.
+        let c = call(0x1000, 0x2000).unwrap_or(NOP5);
+        let j = jmp(0x1000, 0x2000).unwrap_or(NOP5);
+        let s = Steps::of(&c, &j);
+        assert!(s.has(0) && !s.has(1) && s.has(2) && !s.has(3));
+        assert_eq!(phases(&c, &j)[1], None);
+        assert_eq!(s.write(&j, 2).map(|w| w.bytes), Some(&j[..1]));
+        assert_eq!(Steps::of(&c, &c), Steps::NONE);
+        assert_eq!(Steps::NONE.write(&c, 0), None);
     }
 
     /// Applies the phases to a copy and checks every state a CPU can see

@@ -174,12 +174,24 @@ set -- $(cat $T/dyn_ftrace_total_info)
 # "<records> pages:<pages> groups: <groups>"
 recs=$1 pages=${2#pages:}
 echo SAMPLE bytes-per-site "$((pages * 4096 / recs))" bytes
-i=0
-while [ $i -lt "$waits" ]; do
-	echo SAMPLE enable-all-sites "$(timed_write $T/current_tracer function)" us
-	echo SAMPLE disable-all-sites "$(timed_write $T/current_tracer nop)" us
-	i=$((i + 1))
-done
+# The tracer switch, on and off, $waits times: rows enable-$1, disable-$1.
+switch_rows() {
+	i=0
+	while [ $i -lt "$waits" ]; do
+		echo SAMPLE "enable-$1" "$(timed_write $T/current_tracer function)" us
+		echo SAMPLE "disable-$1" "$(timed_write $T/current_tracer nop)" us
+		i=$((i + 1))
+	done
+}
+switch_rows all-sites
+# The same switch with one function in the filter: the core changes one
+# site, so this is what the switch costs besides the core's work (chiefly
+# the two RCU grace periods tracer_init() waits for when it resets the
+# ring buffer, tracing_reset_online_cpus(), before the tracer registers),
+# the floor under enable/disable-all-sites on either core.
+echo $F > $T/set_ftrace_filter
+switch_rows one-site
+echo > $T/set_ftrace_filter
 # The same sites changed without the tracer switch. The switch waits for
 # two RCU grace periods before the tracer starts (tracer_init() resets the
 # ring buffer: tracing_reset_online_cpus()), 24 to 79 ms on either core
