@@ -263,11 +263,9 @@ struct Queue {
     pokes: [Poke; QUEUE_LEN],
 }
 
-const EMPTY_POKE: Poke = Poke::EMPTY;
-
 static QUEUE: TextLocked<Queue> = TextLocked(UnsafeCell::new(Queue {
     len: 0,
-    pokes: [EMPTY_POKE; QUEUE_LEN],
+    pokes: [Poke::EMPTY; QUEUE_LEN],
 }));
 
 /// Set while the core holds `text_mutex` to patch live text.
@@ -444,7 +442,7 @@ pub extern "C" fn ftrace_update_ftrace_func(func: bindings::ftrace_func_t) -> c_
         return EINVAL.to_errno();
     };
     let target = func as usize as u64;
-    let mut pokes = [EMPTY_POKE; 2];
+    let mut pokes = [Poke::EMPTY; 2];
     let calls = [
         addr(bindings::ftrace_call),
         addr(bindings::ftrace_regs_call),
