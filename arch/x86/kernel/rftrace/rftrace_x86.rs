@@ -251,7 +251,7 @@ impl<T> TextLocked<T> {
 }
 
 /// Sites per int3 batch. The generic core's batch has the same size
-/// (`BATCH` in kernel/trace/rftrace/ops.rs).
+/// (`BATCH` in kernel/trace/rftrace/update.rs).
 const QUEUE_LEN: usize = 512;
 
 /// Site rewrites requested one at a time while patching is "late"

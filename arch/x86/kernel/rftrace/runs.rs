@@ -80,7 +80,7 @@ impl Poke {
         self.steps.has(step)
     }
 
-    /// What step `step` (0 to 2, [`insn::phases`]) writes at this site:
+    /// What step `step` (0 to 2, [`Steps`]) writes at this site:
     /// the first byte's address and the bytes.
     #[inline(always)]
     fn write(&self, step: usize) -> Option<(u64, &[u8])> {

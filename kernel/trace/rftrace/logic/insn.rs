@@ -67,24 +67,18 @@ pub struct Write<'a> {
     pub bytes: &'a [u8],
 }
 
-/// The three phases of changing a site from `old` to `new` while other CPUs
-/// may execute it. Between phases every CPU must serialize (a sync IPI):
+/// Which of the three phases of changing a site from `old` to `new`
+/// while other CPUs may execute it write at the site: bit `i` is phase
+/// `i`, kept with a site being rewritten so that each phase's write is
+/// found without comparing the instructions again. Between phases every
+/// CPU must serialize (a sync IPI):
 ///
 /// 1. an `int3` over the first byte: a CPU that arrives now traps, and the
 ///    trap handler emulates the old or the new instruction;
 /// 2. the tail (bytes 1..5) of the new instruction, where it differs;
 /// 3. the first byte of the new instruction, which removes the `int3`.
 ///
-/// A phase is `None` when it has nothing to write. Returns `None` for all
-/// three when `old == new`.
-pub fn phases<'a>(old: &[u8; SITE_SIZE], new: &'a [u8; SITE_SIZE]) -> [Option<Write<'a>>; 3] {
-    let steps = Steps::of(old, new);
-    core::array::from_fn(|i| steps.write(new, i))
-}
-
-/// Which of the three [`phases`] write at a site, kept with a site being
-/// rewritten so that each phase's write is found without comparing the
-/// instructions again: bit `i` is phase `i`.
+/// No phase writes when `old == new`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Steps(u8);
 
@@ -108,7 +102,7 @@ impl Steps {
     /// writes there.
     #[inline(always)]
     pub fn write(self, new: &[u8; SITE_SIZE], i: usize) -> Option<Write<'_>> {
-        if i >= 3 || self.0 & (1 << i) == 0 {
+        if !self.has(i) {
             return None;
         }
         let (offset, bytes) = match i {
@@ -253,6 +247,14 @@ pub fn fill_group(buf: &mut [u8], at: u64, l: &GroupLayout, members: &[(u64, u64
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The three phases' writes of changing a site from `old` to `new`
+    /// (`None`: the phase writes nothing there), as the x86 batches write
+    /// them through [`Steps`].
+    fn phases<'a>(old: &[u8; SITE_SIZE], new: &'a [u8; SITE_SIZE]) -> [Option<Write<'a>>; 3] {
+        let steps = Steps::of(old, new);
+        core::array::from_fn(|i| steps.write(new, i))
+    }
     use proptest::prelude::*;
 
     #[test]
