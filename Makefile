@@ -8,6 +8,7 @@
 #   make test [CORE=rust|c] [CONF=production|tiny|fp] [TEST_SUITES=...]
 #   make ftracetest, make bench, make patch, make kernel, make clean
 #   make mcount-compare (call sites of the two cores' builds)
+#   make torture [CORE=rust|c] [DURATION=s] (rftrace_torture.ko, CPUs at once)
 #   make fault-inject [CORE=rust|c] (every allocation of each operation)
 #   KASAN=1 with kernel, test, run, fault-inject: the sanitizer build
 #   (clang, KASAN, kmemleak; kernel/configs/ftrace-kasan.config)
@@ -20,14 +21,14 @@ CONF ?= production
 # test (s).
 FI_STRIDE ?= 16
 OWN_TIMEOUT ?= $(if $(KASAN),1800,600)
-export CORE CONF SCRIPT EXTRA TIMEOUT ACCEL VERBOSE FI_STRIDE OWN_TIMEOUT KASAN
+export CORE CONF SCRIPT EXTRA TIMEOUT ACCEL VERBOSE FI_STRIDE OWN_TIMEOUT KASAN TWICE REPRO_SECONDS
 
 H := scripts/harness
 ST := tools/testing/selftests/rftrace
 BUILD := $(CURDIR)/build
 export BUILD
 
-.PHONY: all setup tree kernel run test cargo-test ftracetest fault-inject bench patch clippy clean distclean mcount-compare
+.PHONY: all setup tree kernel run test cargo-test ftracetest fault-inject bench patch clippy clean distclean mcount-compare torture textpoke-repro
 
 all: kernel
 
@@ -67,13 +68,14 @@ ftlist := $(BUILD)/ftracetest-cases-$(CONF).txt
 # FTRACETEST_DIRS: the ftracetest directories run. On production, by
 # default those whose cases go through the tracer core (function and
 # function_graph tracers, fprobe and dynamic events, direct calls,
-# instances, the tracers); FTRACETEST_DIRS=all adds the rest (event
-# triggers and histograms, events, event filters, 00basic, kprobe), which
+# instances, the tracers, kprobe events: on function entries they are
+# IPMODIFY, full-regs ops of the core); FTRACETEST_DIRS=all adds the rest
+# (event triggers and histograms, events, event filters, 00basic), which
 # test the tracing code above the core and take as long again: CI's 75
 # minutes do not hold both on the machines of December 2026.
 # Documentation/harness.rst says when to run them.
 ifeq ($(CONF),production)
-FTRACETEST_DIRS ?= ftrace dynevent direct instances tracer selftest preemptirq
+FTRACETEST_DIRS ?= ftrace dynevent direct instances tracer selftest preemptirq kprobe
 else
 FTRACETEST_DIRS ?= ftrace kprobe
 endif
@@ -116,6 +118,14 @@ endef
 # TEST_SUITES: the project's own tests (own) and ftracetest; CI runs the
 # C core's reference with the own tests alone (see README.md).
 TEST_SUITES ?= own ftracetest
+# The torture (tests/torture.sh, rftrace_torture.ko) in a guest of its
+# own after the others: TORTURE_CPUS vCPUs under TORTURE_ACCEL (mttcg:
+# they really run at once; Documentation/harness.rst, "Parallelism") for
+# TORTURE_SECONDS. `make torture [CORE=c] [DURATION=s]` runs it alone.
+TORTURE_ACCEL ?= mttcg
+TORTURE_CPUS ?= 4
+TORTURE_SECONDS ?= $(if $(filter production,$(CONF)),300,120)
+export TORTURE_ACCEL TORTURE_CPUS TORTURE_SECONDS
 test: cargo-test kernel $(report)
 	$(call guest-tests,test,$(TEST_SUITES),$(TEST_TIMEOUT),--tests-dir $(ST)/tests)
 	@$(if $(KASAN),:,$(H)/mcount-compare.sh)
@@ -135,6 +145,20 @@ fault-inject: kernel $(report)
 
 mcount-compare:
 	@$(H)/mcount-compare.sh
+
+# Cross-CPU code patching without ftrace (static keys flipped while the
+# other vCPUs run their sites), under ACCEL (mttcg) with SMP vCPUs (4):
+# whether the emulator is right for the stock kernel's text_poke_bp().
+textpoke-repro: kernel
+	@MODE=script SCRIPT=$(ST)/repro/textpoke-repro.sh ACCEL=$(or $(ACCEL),mttcg) \
+		SMP=$(or $(SMP),4) TIMEOUT=$(or $(TIMEOUT),1200) $(H)/run-qemu.sh
+
+# The torture alone, for DURATION seconds (default 1800).
+torture_dir := $(BUILD)/torture-tests
+torture: TORTURE_SECONDS = $(or $(DURATION),1800)
+torture: kernel $(report)
+	@rm -rf $(torture_dir) && mkdir -p $(torture_dir) && cp $(ST)/tests/torture.sh $(torture_dir)/
+	$(call guest-tests,torture,own,$$(($(TORTURE_SECONDS) + 3600)),--tests-dir $(torture_dir))
 
 bench: tree $(report)
 	@$(H)/bench.sh

@@ -8,6 +8,16 @@
 //! made (the tracer keeps its address), and unregisters on drop, after
 //! which no call of its callback is in flight.
 //!
+//! Registering and unregistering take the registration by `Pin<&mut _>`:
+//! one owner starts and stops the calls, so whether the tracer holds the
+//! ops is a plain fact of that owner's, not a flag other threads race on
+//! (were both `&self`, one thread's `unregister` could slip between
+//! another's claim of the flag and its `register_ftrace_function()`,
+//! leaving the ops registered under a flag that says it is not, and the
+//! drop would free it while the tracer still called it). Filters may be
+//! changed through a shared reference, from any thread, at any time: the
+//! tracer serializes the edits of one ops itself.
+//!
 //! The callback runs in the context of the traced function, which may be
 //! any context: interrupts off, NMI, the scheduler. It runs with
 //! preemption off, never recursively on one CPU (a call from inside the
@@ -34,9 +44,9 @@
 //!     }
 //! }
 //!
-//! let reg = KBox::pin_init(Registration::new(Counter(AtomicUsize::new(0))), GFP_KERNEL)?;
+//! let mut reg = KBox::pin_init(Registration::new(Counter(AtomicUsize::new(0))), GFP_KERNEL)?;
 //! reg.as_ref().set_filter(c_str!("jiffies_to_msecs"))?;
-//! reg.as_ref().register()?;
+//! reg.as_mut().register()?;
 //! // SAFETY: a plain conversion, callable anywhere.
 //! let _ = unsafe { kernel::bindings::jiffies_to_msecs(1) };
 //! assert!(reg.callback().0.load(Ordering::Relaxed) >= 1);
@@ -78,7 +88,6 @@ use crate::{
     str::CStr,
     types::Opaque,
 };
-use core::sync::atomic::{AtomicBool, Ordering};
 
 /// One traced call, as a [`Callback`] sees it.
 pub struct Call {
@@ -111,20 +120,24 @@ pub trait Callback: Send + Sync {
 ///
 /// `ops` is an `ftrace_ops` whose callback is `thunk::<T>`, made by
 /// [`Registration::new`] and not moved since (the value is pinned); it is
-/// registered with the function tracer only while `registered` is true.
+/// registered with the function tracer exactly while `registered` is true.
+/// `registered` changes only through `Pin<&mut Self>`, in the same call
+/// that registers or unregisters the ops.
 #[pin_data(PinnedDrop)]
 pub struct Registration<T: Callback> {
     #[pin]
     ops: Opaque<bindings::ftrace_ops>,
     callback: T,
-    registered: AtomicBool,
+    registered: bool,
 }
 
 // SAFETY: the C side of the ops is the function tracer's, made for being
-// used from any thread; `T` is `Send + Sync` and the flag atomic.
+// used from any thread, and `T` is `Send`: the registration may be
+// dropped (unregistered) on another thread than the one that made it.
 unsafe impl<T: Callback> Send for Registration<T> {}
-// SAFETY: as above: `&Registration` gives only `&T` and calls into the
-// tracer's API, which serializes itself.
+// SAFETY: `&Registration` gives only `&T` (`T: Sync`) and the filter
+// edits, which the tracer serializes per ops; what changes the
+// registration (`register`, `unregister`, the drop) needs `&mut`.
 unsafe impl<T: Callback> Sync for Registration<T> {}
 
 impl<T: Callback> Registration<T> {
@@ -141,7 +154,7 @@ impl<T: Callback> Registration<T> {
         try_pin_init!(Self {
             ops: Opaque::new(ops),
             callback,
-            registered: AtomicBool::new(false),
+            registered: false,
         }? Error)
     }
 
@@ -185,34 +198,48 @@ impl<T: Callback> Registration<T> {
         self.edit(glob, true, true)
     }
 
+    /// Whether the callback is registered.
+    pub fn is_registered(&self) -> bool {
+        self.registered
+    }
+
     /// Starts the calls. `EBUSY` if registered already.
-    pub fn register(self: Pin<&Self>) -> Result {
-        if self.registered.swap(true, Ordering::AcqRel) {
+    pub fn register(self: Pin<&mut Self>) -> Result {
+        // Only the flag changes, never the pinned ops.
+        // SAFETY: nothing is moved out of the registration.
+        let this = unsafe { self.get_unchecked_mut() };
+        if this.registered {
             return Err(EBUSY);
         }
         // SAFETY: a valid ops, pinned (the invariants): the tracer keeps
         // its address until `unregister`, which the drop does at the
         // latest; its callback is `thunk` for this very type.
-        let r = to_result(unsafe { bindings::register_ftrace_function(self.ops.get()) });
-        if r.is_err() {
-            self.registered.store(false, Ordering::Release);
-        }
-        r
+        to_result(unsafe { bindings::register_ftrace_function(this.ops.get()) })?;
+        // INVARIANT: registered, and the flag says so before anyone else
+        // can look at it (we hold the only `&mut`).
+        this.registered = true;
+        Ok(())
     }
 
     /// Stops the calls; when it returns, none is in flight. `EINVAL` if
     /// not registered.
-    pub fn unregister(self: Pin<&Self>) -> Result {
-        self.get_ref().stop()
+    pub fn unregister(self: Pin<&mut Self>) -> Result {
+        // SAFETY: nothing is moved out of the registration.
+        unsafe { self.get_unchecked_mut() }.stop()
     }
 
-    fn stop(&self) -> Result {
-        if !self.registered.swap(false, Ordering::AcqRel) {
+    fn stop(&mut self) -> Result {
+        if !self.registered {
             return Err(EINVAL);
         }
-        // SAFETY: registered by `register` (the invariants); the tracer
-        // waits for the calls in flight before it returns.
-        to_result(unsafe { bindings::unregister_ftrace_function(self.ops.get()) })
+        // SAFETY: registered (the invariants); the tracer waits for the
+        // calls in flight before it returns.
+        let r = to_result(unsafe { bindings::unregister_ftrace_function(self.ops.get()) });
+        // INVARIANT: the tracer refuses only when it killed itself
+        // (`ftrace_kill()`), after which it calls no callback and keeps no
+        // ops: either way the ops is no longer the tracer's.
+        self.registered = false;
+        r
     }
 }
 
@@ -262,7 +289,9 @@ unsafe extern "C" fn thunk<T: Callback>(
 #[pinned_drop]
 impl<T: Callback> PinnedDrop for Registration<T> {
     fn drop(self: Pin<&mut Self>) {
-        if let Err(e) = self.stop() {
+        // SAFETY: nothing is moved out; the value is being dropped.
+        let this = unsafe { self.get_unchecked_mut() };
+        if let Err(e) = this.stop() {
             if e != EINVAL {
                 // Only a tracer that killed itself (ftrace_kill) refuses;
                 // it calls no callback any more.
@@ -271,6 +300,6 @@ impl<T: Callback> PinnedDrop for Registration<T> {
         }
         // SAFETY: not registered (any more), so the tracer does not use
         // the ops; this frees the filters it made for it.
-        unsafe { bindings::ftrace_free_filter(self.ops.get()) };
+        unsafe { bindings::ftrace_free_filter(this.ops.get()) };
     }
 }

@@ -106,9 +106,9 @@ struct RustFtrace {
 
 impl kernel::Module for RustFtrace {
     fn init(_module: &'static ThisModule) -> Result<Self> {
-        let reg = KBox::pin_init(Registration::new(Counter(AtomicU64::new(0))), GFP_KERNEL)?;
+        let mut reg = KBox::pin_init(Registration::new(Counter(AtomicU64::new(0))), GFP_KERNEL)?;
         reg.as_ref().set_filter(func())?;
-        reg.as_ref().register()?;
+        reg.as_mut().register()?;
         pr_info!("counting the calls of {}\n", func());
         Ok(RustFtrace { reg })
     }
@@ -117,7 +117,7 @@ impl kernel::Module for RustFtrace {
 impl Drop for RustFtrace {
     fn drop(&mut self) {
         // Stop first, so the count is final.
-        let _ = self.reg.as_ref().unregister();
+        let _ = self.reg.as_mut().unregister();
         let n = self.reg.callback().0.load(Ordering::Relaxed);
         pr_info!("{} was called {} times\n", func(), n);
     }

@@ -40,8 +40,28 @@ if [ "$guests" -gt 1 ]; then
 	done
 fi
 
+# The torture (tests/torture.sh) runs in a guest of its own, after the
+# others, whose TORTURE_CPUS vCPUs really run at once (TORTURE_ACCEL,
+# mttcg: a host thread each; Documentation/harness.rst, "Parallelism"),
+# for TORTURE_SECONDS. The other guests leave it out.
+tort=
+if [ -n "${TORTURE_ACCEL:-}" ] && [ "${#own[@]}" -gt 0 ] && [ -f "$st/tests/torture.sh" ]; then
+	tort=$base-torture
+	if [ "$guests" -eq 1 ]; then
+		ls "${own[1]}" | grep '\.sh$' > "$base-0.own"
+		owns=("$base-0.own")
+	fi
+	for f in "${owns[@]}"; do
+		sed -i '/^torture\.sh$/d' "$f"
+	done
+	echo torture.sh > "$tort.own"
+	: > "$tort.list"
+fi
+
 logs=() consoles=() pids=()
 for k in "${!lists[@]}"; do
+	# Nothing left to run in it (`make torture`): no guest.
+	[ -n "${owns[$k]}" ] && [ ! -s "${owns[$k]}" ] && [ ! -s "${lists[$k]}" ] && continue
 	log=$base${lists[1]+-$k}.log
 	logs+=("$log") consoles+=(--console "${log%.log}.console.log")
 	MODE=test SUITES="$SUITES" LOG="$log" FTRACETEST_LIST="${lists[$k]}" OWN_LIST="${owns[$k]}" \
@@ -53,6 +73,14 @@ rc=0
 for p in "${pids[@]}"; do
 	wait "$p" || rc=$?
 done
+if [ -n "$tort" ]; then
+	logs+=("$tort.log") consoles+=(--console "$tort.console.log")
+	echo "--- the torture: ${TORTURE_CPUS:-4} vCPUs ($TORTURE_ACCEL), ${TORTURE_SECONDS:-60} s"
+	MODE=test SUITES=own LOG="$tort.log" FTRACETEST_LIST="$tort.list" OWN_LIST="$tort.own" \
+		GUEST=torture OUT_PREFIX="[torture] " ACCEL="$TORTURE_ACCEL" SMP="${TORTURE_CPUS:-4}" \
+		ICOUNT= OWN_TIMEOUT=$((${TORTURE_SECONDS:-60} + 900)) TIMEOUT=$((${TORTURE_SECONDS:-60} + 2400)) \
+		"$top/scripts/harness/run-qemu.sh" || rc=$?
+fi
 [ "${#logs[@]}" -gt 1 ] && echo "--- ${#logs[@]} guests done; logs: ${logs[*]#$top/}"
 known=()
 for f in $KNOWN; do known+=(--known "$f"); done

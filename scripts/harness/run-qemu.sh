@@ -96,6 +96,8 @@ fi
 	echo "BENCH_REPS=${BENCH_REPS:-5}"
 	echo "FI_STRIDE=${FI_STRIDE:-1}"
 	echo "OWN_TIMEOUT=${OWN_TIMEOUT:-600}"
+	echo "TORTURE_SECONDS=${TORTURE_SECONDS:-60}"
+	echo "REPRO_SECONDS=${REPRO_SECONDS:-30}"
 	echo "SUITES='${SUITES:-own ftracetest}'"
 } > "$rootfs/harness/job"
 if [ -n "${FTRACETEST_LIST:-}" ]; then cp "$FTRACETEST_LIST" "$rootfs/harness/ftracetest.list"; else : > "$rootfs/harness/ftracetest.list"; fi
@@ -128,14 +130,25 @@ if [ "$CONF" = production ]; then
 	CPU=${CPU:-Skylake-Client-v1}
 	append+=" retbleed=stuff spectre_v2=retpoline,generic"
 fi
+# Under multi-threaded TCG every live text write is made twice (glue
+# 0008, text_poke_twice: QEMU keeps code translated from bytes a store
+# was replacing; Documentation/harness.rst, "Parallelism"). TWICE=0 runs
+# the stock kernel's protocol alone (make textpoke-repro TWICE=0).
+[ "$ACCEL" = mttcg ] && [ "${TWICE:-1}" = 1 ] && append+=" text_poke_twice"
 append+=" ${KAPPEND:-}"
 qemu=(qemu-system-x86_64 -m "$MEM" -smp "$SMP" -no-reboot -nographic
 	-kernel "$kimage" -initrd "$initrd" -append "$append")
+# ACCEL=tcg: one host thread runs the vCPUs in turn (the default: with
+# -icount, guest time is an instruction count). ACCEL=mttcg: a host
+# thread per vCPU, which really run at once (QEMU 10; no -icount then).
+# Documentation/harness.rst, "Parallelism", says what each is good for.
 case "$ACCEL" in
-tcg) qemu+=(-accel tcg,thread=single) # MTTCG oopses on cross-vCPU code patching
+tcg) qemu+=(-accel tcg,thread=single)
+	[ -n "${CPU:-}" ] && qemu+=(-cpu "$CPU") ;;
+mttcg) qemu+=(-accel tcg,thread=multi)
 	[ -n "${CPU:-}" ] && qemu+=(-cpu "$CPU") ;;
 kvm) qemu+=(-accel kvm -cpu host) ;;
-*) echo "run-qemu: ACCEL must be tcg or kvm" >&2; exit 2 ;;
+*) echo "run-qemu: ACCEL must be tcg, mttcg or kvm" >&2; exit 2 ;;
 esac
 [ -n "${ICOUNT:-}" ] && qemu+=(-icount "shift=$ICOUNT")
 

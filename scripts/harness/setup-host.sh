@@ -30,3 +30,30 @@ if ! "$BINDGEN_DIR/bindgen" --version 2>/dev/null | grep -q "bindgen $BINDGEN_VE
 	echo "setup: installing bindgen-cli $BINDGEN_VERSION"
 	cargo install --quiet --locked --force bindgen-cli --version "=$BINDGEN_VERSION"
 fi
+
+# QEMU 10 from bookworm-backports: the guests with CPUs that run at once
+# (multi-threaded TCG, `make torture`, the torture of `make test`) need
+# it. Bookworm's QEMU 7.2 with `-accel tcg,thread=multi` oopses at boot on
+# the stock kernel (Documentation/harness.rst, "Parallelism"). One QEMU
+# serves every run, the icount benchmark too, so that both cores always
+# meet the same emulator.
+QEMU_MAJOR_MIN=10
+qemu_major=$(qemu-system-x86_64 --version 2>/dev/null | sed -n '1s/.*version \([0-9]*\)\..*/\1/p')
+if [ "${qemu_major:-0}" -lt "$QEMU_MAJOR_MIN" ]; then
+	echo "setup: installing qemu-system-x86 from bookworm-backports"
+	SUDO=
+	[ "$(id -u)" -eq 0 ] || SUDO=sudo
+	src=/etc/apt/sources.list.d/bookworm-backports.sources
+	if ! grep -rqs 'bookworm-backports' /etc/apt/sources.list /etc/apt/sources.list.d/; then
+		# The mirror the machine's bookworm packages come from.
+		mirror=$(awk '/^URIs:/ { print $2; exit }' /etc/apt/sources.list.d/debian.sources 2>/dev/null)
+		[ -n "$mirror" ] || mirror=$(awk '$1 == "deb" && $3 == "bookworm" { print $2; exit }' /etc/apt/sources.list 2>/dev/null)
+		[ -n "$mirror" ] || { echo "setup: no bookworm mirror in the apt sources" >&2; exit 1; }
+		printf '%s\n' 'Types: deb' "URIs: $mirror" \
+			'Suites: bookworm-backports' 'Components: main' \
+			'Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg' | $SUDO tee "$src" >/dev/null
+	fi
+	export DEBIAN_FRONTEND=noninteractive
+	$SUDO apt-get update -qq >/dev/null
+	$SUDO apt-get install -y -qq --no-install-recommends -t bookworm-backports qemu-system-x86 >/dev/null
+fi

@@ -165,7 +165,8 @@ pub(crate) fn commit(held: &Held, ops: OpsRef<'_>, notrace: bool, private: &FnSe
 }
 
 /// The addresses in one of `a` and `b` but not in both (none without
-/// memory for the list).
+/// memory for the list), each once: a set holds an address once, and the
+/// two halves are disjoint (what [`ops::update_ips`] needs).
 fn changed_ips(a: SetRef<'_>, b: SetRef<'_>) -> Option<KVec<u64>> {
     let mut v = KVec::new();
     for (x, y) in [(a, b), (b, a)] {
@@ -314,7 +315,11 @@ fn remove_in_place(ops: OpsRef<'_>, ips: &[c_ulong]) -> Option<Result> {
             None
         };
     }
-    if emptied && cached {
+    // A registered ops that shares these sets (the function tracer's
+    // shares `global_ops`', `ftrace_ops_set_global_filter()`) traces every
+    // function once they empty: a change of every site, which the copying
+    // path plans (`commit` re-plans for the sets' users).
+    if emptied && (cached || ops::list(held).any(|o| o.func_hash() == ops.func_hash())) {
         return None;
     }
     if emptied {

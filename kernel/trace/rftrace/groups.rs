@@ -11,9 +11,10 @@
 //! that asks the core for recursion protection or RCU), and tests no set.
 //! A group is an ops of the core's own (its trampoline made by the arch
 //! layer, `SAVE_REGS` when a member needs a full `pt_regs`), found in
-//! the plan by its members, kept while any of them is registered, and
-//! retired when one of them goes (`ops::shutdown`, after its sites have
-//! moved). Without a group (no memory, no room, a direct ops on the site,
+//! the plan by its members, and retired when one of them goes
+//! (`ops::shutdown`, after its sites have moved) or, once the groups fill
+//! [`COLLECT_AT`] places, when an update leaves no site calling it
+//! (`update::collect_idle_groups`). Without a group (no memory, no room, a direct ops on the site,
 //! more than [`MAX_MEMBERS`] ops) the site goes through the list
 //! trampoline as before.
 
@@ -28,7 +29,7 @@ use kernel::types::Opaque;
 /// The most ops a group holds (the arch layer's slots).
 pub(crate) const MAX_MEMBERS: usize = crate::arch::GROUP_MEMBERS;
 /// The most groups at once (each has a trampoline).
-const MAX_GROUPS: usize = 64;
+pub(crate) const MAX_GROUPS: usize = 64;
 
 /// A group of ops that sites share.
 ///
@@ -179,12 +180,37 @@ pub(crate) fn refresh(held: &Held, ops: OpsRef<'_>) {
 /// its sites covered every site of those groups, which all want `ops`).
 /// The caller frees their slots, then [`retire`]s them.
 pub(crate) fn take_with(held: &Held, ops: OpsRef<'_>) -> Groups {
+    take_where(held, |g| g.has(ops))
+}
+
+/// How many groups there are when the update that just ended leaves
+/// some idle: [`take_idle`] is worth its wait from here on. A group stays
+/// while any member is registered, even when the filters moved every site
+/// away from it; without this, some combinations of ops coming and going
+/// would fill the room for good, and every new site of several ops would
+/// then go through the list trampoline.
+pub(crate) const COLLECT_AT: usize = MAX_GROUPS * 3 / 4;
+
+/// How many groups there are.
+pub(crate) fn count(held: &Held) -> usize {
+    GROUPS
+        .borrow(held)
+        .map_or(0, |all| all.iter().flatten().count())
+}
+
+/// Takes the groups whose ops `idle` says no site calls out of the list,
+/// as [`take_with`]; the caller frees their slots, then [`retire`]s them.
+pub(crate) fn take_idle(held: &Held, mut idle: impl FnMut(OpsRef<'_>) -> bool) -> Groups {
+    take_where(held, |g| idle(g.ops()))
+}
+
+fn take_where(held: &Held, mut pick: impl FnMut(&Group) -> bool) -> Groups {
     let mut gone: Groups = [const { None }; MAX_GROUPS];
     let Ok(mut all) = GROUPS.borrow(held) else {
         return gone;
     };
     for (place, out) in all.iter_mut().zip(gone.iter_mut()) {
-        if place.as_ref().is_some_and(|g| g.has(ops)) {
+        if place.as_deref().is_some_and(&mut pick) {
             *out = place.take();
             if let Some(g) = out {
                 PUBLISHED.remove(held, g.ops());

@@ -240,11 +240,17 @@ pub(crate) fn update_scope(held: &Held, scope: &[SetRef<'_>]) -> Result {
         }
         drop(slots);
         flush(held, &mut b)
-    })
+    })?;
+    collect_idle_groups(held);
+    Ok(())
 }
 
-/// [`update_sites`] for the sites at `ips` only (each once, no other
-/// site can have changed), allocation-free like it.
+/// [`update_sites`] for the sites at `ips` only (no other site can have
+/// changed), allocation-free like it. `ips` holds no address twice: the
+/// callers pass the two halves of the difference of two sets, which are
+/// disjoint, or a few addresses they made unique. Linear in `ips` (with a
+/// table lookup each): a filter of one function replaced by `*` passes
+/// every site.
 pub(crate) fn update_ips(held: &Held, ips: &[u64]) -> Result {
     let on = enabled() && !dead();
     PLANNED.with(held, |planned| {
@@ -252,15 +258,70 @@ pub(crate) fn update_ips(held: &Held, ips: &[u64]) -> Result {
         let mut b = BATCH_BUF.borrow(held)?;
         let mut slots = SLOTS.borrow(held)?;
         b.changes.clear();
-        for (i, &ip) in ips.iter().enumerate() {
-            let cell = table::find(held, ip);
-            if let Some(c) = cell.filter(|_| !ips[..i].contains(&ip)) {
+        for &ip in ips {
+            if let Some(c) = table::find(held, ip) {
                 plan_site(held, &mut slots, c, on, planned, &mut b)?;
             }
         }
         drop(slots);
         flush(held, &mut b)
-    })
+    })?;
+    collect_idle_groups(held);
+    Ok(())
+}
+
+/// Frees the groups no site calls after an update, once there are
+/// [`groups::COLLECT_AT`] of them: one pass over the sites (a binary
+/// search of the groups' slots each) and the wait of
+/// [`groups::retire`], taken only when the room runs short.
+///
+/// A group no site calls may still have a CPU or task inside its
+/// trampoline (a call that entered before its last site moved): the
+/// groups are taken out of the list and the unwinder's table first, and
+/// freed only after `retire`'s wait, as when a member goes.
+fn collect_idle_groups(held: &Held) {
+    use crate::groups;
+    if groups::count(held) < groups::COLLECT_AT {
+        return;
+    }
+    // The slots that group sites call, sorted: at most one per group.
+    let mut called = [0u32; groups::MAX_GROUPS];
+    let mut n = 0;
+    for cell in table::all() {
+        let site = cell.read(held);
+        if !(site.has(sf::GROUP) && site.has(sf::ENABLED)) {
+            continue;
+        }
+        let slot = site.slot();
+        if let Err(at) = called[..n].binary_search(&slot) {
+            if n == called.len() {
+                // More slots than groups: the records are not what this
+                // expects; free nothing.
+                return;
+            }
+            called.copy_within(at..n, at + 1);
+            called[at] = slot;
+            n += 1;
+        }
+    }
+    let called = &called[..n];
+    let Ok(slots) = SLOTS.borrow(held) else {
+        return;
+    };
+    let idle = |o: OpsRef<'_>| {
+        slots
+            .iter()
+            .position(|x| x.ops == o.as_ptr())
+            // A group without a slot (none was to be had) is called by
+            // no site either.
+            .map_or(true, |i| called.binary_search(&(i as u32 + 1)).is_err())
+    };
+    let gone = groups::take_idle(held, idle);
+    drop(slots);
+    for g in gone.iter().flatten() {
+        slot_free(held, g.ops());
+    }
+    groups::retire(held, gone, None);
 }
 
 /// Fills the plan with what every registered ops wants, within the room

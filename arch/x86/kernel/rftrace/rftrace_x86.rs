@@ -17,7 +17,7 @@
 
 use core::cell::UnsafeCell;
 use core::ptr;
-use core::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicUsize, Ordering};
 use kernel::bindings;
 use kernel::ffi::{c_int, c_ulong, c_void};
 use kernel::prelude::*;
@@ -49,12 +49,99 @@ use runs::{write_step, Poke};
 const __LOG_PREFIX: &[u8] = b"ftrace\0";
 
 /// The batch the `int3` handler consults while it is being written.
-struct Active {
-    pokes: *const Poke,
-    len: usize,
+///
+/// # Invariants
+///
+/// While `refs` is non-zero, `pokes` points to `len` pokes, sorted by
+/// address, that stay valid and unchanged: the writer holds one reference
+/// from publishing the batch until after its last sync, and each handler
+/// in flight one more; the writer waits for `refs` to reach zero before
+/// it returns (and so before the pokes, the caller's, can go). `pokes`
+/// and `len` change only while `refs` is zero.
+///
+/// Who is where, and what the writer waits for:
+/// - A CPU that traps on an `int3` of the batch does so between the first
+///   step and the last sync. Its handler runs with interrupts off, so the
+///   sync after each step (an IPI every CPU must take) finds it gone; and
+///   it holds a reference meanwhile.
+/// - A CPU that enters the handler for an `int3` of someone else (a kprobe,
+///   a debugger, the C core's `text_poke_bp()`) may do so at any moment,
+///   also after the last sync, and may then be held up as long as an NMI
+///   or a hypervisor likes. It takes a reference only if `refs` is not
+///   zero (never from zero: a batch that has ended cannot be revived), and
+///   the writer, having dropped its own, waits for that reference to go.
+///   A handler that finds `refs` zero does not look at the batch.
+struct BatchDesc {
+    pokes: AtomicPtr<Poke>,
+    len: AtomicUsize,
+    refs: AtomicU32,
 }
 
-static ACTIVE: AtomicPtr<Active> = AtomicPtr::new(ptr::null_mut());
+static DESC: BatchDesc = BatchDesc {
+    pokes: AtomicPtr::new(ptr::null_mut()),
+    len: AtomicUsize::new(0),
+    refs: AtomicU32::new(0),
+};
+
+impl BatchDesc {
+    /// Publishes `pokes` to the handler, with the writer's reference.
+    ///
+    /// # Safety
+    ///
+    /// `refs` is zero (no batch is published: `text_mutex` serializes the
+    /// writers), and `pokes` stay valid and unchanged until
+    /// [`BatchDesc::retire`] returns.
+    unsafe fn publish(&self, pokes: &[Poke]) {
+        self.pokes.store(pokes.as_ptr().cast_mut(), Ordering::Relaxed);
+        self.len.store(pokes.len(), Ordering::Relaxed);
+        // Pairs with the acquiring increment in `try_get`.
+        self.refs.store(1, Ordering::Release);
+    }
+
+    /// Drops the writer's reference and waits until no handler holds one.
+    fn retire(&self) {
+        if self.refs.fetch_sub(1, Ordering::AcqRel) != 1 {
+            // A handler is in the middle of its search: some hundred
+            // instructions, interrupts off (an NMI or a preempted vCPU
+            // can make it longer; nothing here can make it shorter).
+            while self.refs.load(Ordering::Acquire) != 0 {
+                core::hint::spin_loop();
+            }
+        }
+    }
+
+    /// A reference to the published batch, if one is.
+    #[inline(always)]
+    fn try_get(&self) -> Option<(*const Poke, usize)> {
+        let mut r = self.refs.load(Ordering::Relaxed);
+        loop {
+            if r == 0 {
+                return None;
+            }
+            match self.refs.compare_exchange_weak(
+                r,
+                r.wrapping_add(1),
+                Ordering::Acquire,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => break,
+                Err(now) => r = now,
+            }
+        }
+        Some((
+            self.pokes.load(Ordering::Relaxed),
+            self.len.load(Ordering::Relaxed),
+        ))
+    }
+
+    /// Drops a reference [`BatchDesc::try_get`] took.
+    #[inline(always)]
+    fn put(&self) {
+        // Orders the handler's reads of the batch before the writer's
+        // return (pairs with the acquire in `retire`).
+        self.refs.fetch_sub(1, Ordering::Release);
+    }
+}
 
 /// Makes a CPU that hit the `int3` of a site being rewritten behave as the
 /// site's new instruction. Called from `exc_int3()` before anything else
@@ -75,23 +162,31 @@ pub unsafe extern "C" fn rftrace_int3_handler(regs: *mut bindings::pt_regs) -> c
     if unsafe { regs.__bindgen_anon_1.csx } & 3 != 0 {
         return 0;
     }
-    // Seeing our `int3` implies seeing the batch published before it
-    // (release store, then the text write and a sync of all CPUs).
-    let active = ACTIVE.load(Ordering::Acquire);
-    if active.is_null() {
+    let Some((pokes, len)) = DESC.try_get() else {
         return 0;
-    }
-    // SAFETY: a published batch stays valid until it is unpublished, which
-    // happens after the last sync of the batch, when no CPU can be in here
-    // (this runs with interrupts off, and a sync waits for every CPU to
-    // take an interrupt).
-    let active = unsafe { &*active };
+    };
+    // SAFETY: the reference keeps the batch valid and unchanged until
+    // `put` (the invariants of `BatchDesc`).
+    let r = unsafe { emulate(regs, pokes, len) };
+    DESC.put();
+    r
+}
+crate::nokprobe::nokprobe!(rftrace_int3_handler);
+
+/// The handler's search of the batch for the site of the trap.
+///
+/// # Safety
+///
+/// `pokes` points to `len` pokes sorted by address, valid and unchanged
+/// for the call; `regs` as for [`rftrace_int3_handler`].
+#[inline(always)]
+unsafe fn emulate(regs: &mut bindings::pt_regs, pokes: *const Poke, len: usize) -> c_int {
     let ip = regs.ip.wrapping_sub(1) as u64;
-    let (mut lo, mut hi) = (0usize, active.len);
+    let (mut lo, mut hi) = (0usize, len);
     while lo < hi {
         let mid = lo.wrapping_add(hi.wrapping_sub(lo) / 2);
         // SAFETY: `mid < len`, and the batch holds `len` pokes.
-        let p = unsafe { &*active.pokes.add(mid) };
+        let p = unsafe { &*pokes.add(mid) };
         if p.ip < ip {
             lo = mid.wrapping_add(1);
         } else if p.ip > ip {
@@ -114,7 +209,6 @@ pub unsafe extern "C" fn rftrace_int3_handler(regs: *mut bindings::pt_regs) -> c
     }
     0
 }
-crate::nokprobe::nokprobe!(rftrace_int3_handler);
 
 /// Reads the 5 bytes at `ip`: in the kernel's core text directly (a
 /// batch checks every site it writes, and the fault-checking copy, a
@@ -138,6 +232,29 @@ fn read_bytes<const N: usize>(ip: u64) -> Option<[u8; N]> {
         bindings::copy_from_kernel_nofault(b.as_mut_ptr().cast(), ip as *const c_void, N)
     };
     (r == 0).then_some(b)
+}
+
+/// Writes step `k` of a batch and syncs every CPU; with the harness's
+/// `text_poke_twice` (glue in alternative.c, for guests under
+/// multi-threaded TCG, which can keep running code it translated from
+/// bytes a store was replacing at that moment) writes the step's bytes a
+/// second time after the sync, when no CPU is in the middle of a
+/// translation, and syncs again.
+///
+/// # Safety
+///
+/// As [`write_step`].
+unsafe fn step(pokes: &[Poke], k: usize) {
+    // SAFETY: per the function's contract.
+    unsafe { write_step(pokes, k) };
+    sync_cores();
+    // SAFETY: a flag set once at boot, before any CPU but the first runs.
+    if unsafe { bindings::text_poke_twice } {
+        // SAFETY: the sites hold the bytes of step `k` now, which this
+        // writes again: what the contract allows for step `k` still holds.
+        unsafe { write_step(pokes, k) };
+        sync_cores();
+    }
 }
 
 /// Makes every CPU serialize its instruction stream.
@@ -168,19 +285,16 @@ unsafe fn write_batch(pokes: &mut [Poke]) -> core::result::Result<(), usize> {
     if pokes.is_empty() {
         return Ok(());
     }
-    let active = Active {
-        pokes: pokes.as_ptr(),
-        len: pokes.len(),
-    };
-    ACTIVE.store(ptr::from_ref(&active).cast_mut(), Ordering::Release);
+    // SAFETY: `text_mutex` serializes the batches, each of which retires
+    // its publication before it returns; `pokes` is borrowed, unchanged,
+    // until then.
+    unsafe { DESC.publish(pokes) };
     // SAFETY: `text_mutex` is held; every site holds its `old` bytes
     // (checked above), and each step is written after the ones before it.
-    unsafe { write_step(pokes, 0) };
-    sync_cores();
+    unsafe { step(pokes, 0) };
     if pokes.iter().any(|p| p.writes_in(1)) {
         // SAFETY: as above.
-        unsafe { write_step(pokes, 1) };
-        sync_cores();
+        unsafe { step(pokes, 1) };
     }
     // Every changed site now runs through its int3: from this record's
     // time stamp on, a decoder of an instruction trace may take the new
@@ -189,10 +303,10 @@ unsafe fn write_batch(pokes: &mut [Poke]) -> core::result::Result<(), usize> {
         perf_text_poke(p);
     }
     // SAFETY: as above.
-    unsafe { write_step(pokes, 2) };
-    sync_cores();
-    // No CPU runs the handler for this batch any more (see the handler).
-    ACTIVE.store(ptr::null_mut(), Ordering::Release);
+    unsafe { step(pokes, 2) };
+    // No CPU traps on the batch's sites any more; wait for the handlers
+    // that still look at it (`BatchDesc`).
+    DESC.retire();
     if let Some((p, now)) = pokes
         .iter()
         .map(|p| (p, read_site(p.ip)))

@@ -165,7 +165,7 @@ unsafe fn write_run(pokes: &[Poke], step: usize, start: u64, end: u64) {
     // there is a call site of the batch in live text.
     // `store_run` stores only the step's bytes of the run's sites, and
     // `run` outlives the call.
-    unsafe {
+    let r = unsafe {
         bindings::text_poke_scatter(
             start as *mut c_void,
             (end - start) as usize,
@@ -173,6 +173,24 @@ unsafe fn write_run(pokes: &[Poke], step: usize, start: u64, end: u64) {
             ptr::from_ref(&run).cast(),
         )
     };
+    if r != 0 {
+        // Nothing of the run was written (the glue warned). The step must
+        // be whole before the sync that follows it: a later step on a site
+        // this one skipped would complete an instruction from stale bytes
+        // (a NOP's tail behind a call opcode: a wild call). So each site's
+        // bytes go through `text_poke()`, which stops the kernel if it
+        // cannot write, as the C core's batches do.
+        for p in pokes {
+            if let Some((at, bytes)) = p.write(step) {
+                // SAFETY: `text_mutex` is held; `at` is a call site of live
+                // text and `bytes` the step's bytes for it, as above;
+                // `text_poke()` copies them during the call.
+                unsafe {
+                    bindings::text_poke(at as *mut c_void, bytes.as_ptr().cast(), bytes.len())
+                };
+            }
+        }
+    }
 }
 
 /// Stores the bytes of a run: `text_poke_scatter()` calls it with `dst`,

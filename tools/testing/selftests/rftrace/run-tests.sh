@@ -6,7 +6,7 @@
 # the console log.
 here=/opt/rftrace
 . /harness/job
-export CORE CONF FI_STRIDE KASAN
+export CORE CONF FI_STRIDE KASAN TORTURE_SECONDS
 
 result() { # status name [detail]
 	echo "RESULT $1 $2${3:+ ($3)}"

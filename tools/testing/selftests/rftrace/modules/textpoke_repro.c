@@ -1,0 +1,267 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * textpoke_repro: cross-CPU code patching without the function tracer,
+ * for tests/textpoke-repro.sh.
+ *
+ * One kthread, bound to the first online CPU, flips eight static keys
+ * one after the other for `seconds` seconds (as fast as it can, or `rate`
+ * flips a second). Each flip rewrites the key's jump sites through the
+ * int3 protocol of x86's text_poke_bp_batch(): int3 on the first byte,
+ * sync on every CPU, the tail, sync, the first byte, sync, then the
+ * int3 handler's descriptor is dropped. Meanwhile a kthread bound to
+ * every other online CPU runs 64 small functions in a loop, each with
+ * two static branches (128 sites, 16 a key), so the bytes being
+ * rewritten are executed all the time by the other CPUs.
+ *
+ * A CPU that executes an int3 of a site after the last sync finds no
+ * descriptor and the kernel dies with "int3: 0000 [#1]", RIP one byte
+ * past the site. On hardware, and on an emulator that never runs code
+ * translated from bytes already overwritten, the run ends with one line:
+ *
+ *	textpoke_repro: <s> s, toggles <T>, calls <C>
+ *
+ * and /sys/module/textpoke_repro/parameters/done reads 1 (2 when some
+ * caller did not stop, which is printed too).
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/atomic.h>
+#include <linux/completion.h>
+#include <linux/cpu.h>
+#include <linux/cpumask.h>
+#include <linux/delay.h>
+#include <linux/err.h>
+#include <linux/jiffies.h>
+#include <linux/jump_label.h>
+#include <linux/kernel.h>
+#include <linux/kthread.h>
+#include <linux/ktime.h>
+#include <linux/module.h>
+#include <linux/moduleparam.h>
+#include <linux/sched.h>
+#include <linux/sched/task.h>
+#include <linux/slab.h>
+
+static unsigned int seconds = 60;
+module_param(seconds, uint, 0444);
+MODULE_PARM_DESC(seconds, "how long to flip the keys, in seconds (60)");
+
+static unsigned int rate;
+module_param(rate, uint, 0444);
+MODULE_PARM_DESC(rate, "key flips a second, 0 for as many as possible (0)");
+
+static int done;
+module_param(done, int, 0444);
+MODULE_PARM_DESC(done, "read only: 1 once the summary is printed, 2 if a caller did not stop");
+
+static DEFINE_STATIC_KEY_FALSE(tp_key0);
+static DEFINE_STATIC_KEY_FALSE(tp_key1);
+static DEFINE_STATIC_KEY_FALSE(tp_key2);
+static DEFINE_STATIC_KEY_FALSE(tp_key3);
+static DEFINE_STATIC_KEY_FALSE(tp_key4);
+static DEFINE_STATIC_KEY_FALSE(tp_key5);
+static DEFINE_STATIC_KEY_FALSE(tp_key6);
+static DEFINE_STATIC_KEY_FALSE(tp_key7);
+
+static struct static_key_false *const tp_keys[] = {
+	&tp_key0, &tp_key1, &tp_key2, &tp_key3,
+	&tp_key4, &tp_key5, &tp_key6, &tp_key7,
+};
+
+/*
+ * Function n tests keys a and b; every key is the first key of eight
+ * functions and the second of eight others. The names use the digits
+ * 0-7 only, so n is a valid literal in both places it is pasted.
+ */
+#define FN(n, a, b)							\
+static noinline int tp_fn_##n(int x)					\
+{									\
+	int r = x + n;							\
+									\
+	if (static_branch_unlikely(&tp_key##a))				\
+		r ^= 0x5a;						\
+	if (static_branch_unlikely(&tp_key##b))				\
+		r += 3;							\
+	return r;							\
+}
+#define FN8(g) FN(g##0, 0, 3) FN(g##1, 1, 4) FN(g##2, 2, 5) FN(g##3, 3, 6) \
+	FN(g##4, 4, 7) FN(g##5, 5, 0) FN(g##6, 6, 1) FN(g##7, 7, 2)
+FN8(0) FN8(1) FN8(2) FN8(3) FN8(4) FN8(5) FN8(6) FN8(7)
+
+#define NR_FNS 64
+
+/* Direct calls of all 64: the fast path of the callers' loop. */
+#define CALL(n) (s += tp_fn_##n(x));
+#define CALL8(g) CALL(g##0) CALL(g##1) CALL(g##2) CALL(g##3) \
+	CALL(g##4) CALL(g##5) CALL(g##6) CALL(g##7)
+static noinline int tp_call_all(int x)
+{
+	int s = 0;
+
+	CALL8(0) CALL8(1) CALL8(2) CALL8(3) CALL8(4) CALL8(5) CALL8(6) CALL8(7)
+	return s;
+}
+
+static struct task_struct *toggler;
+static struct task_struct **callers;
+static unsigned int nr_callers;
+static bool callers_stop;
+static atomic_t callers_running;
+static DECLARE_COMPLETION(callers_done);
+static atomic64_t total_calls;
+static int sink;
+
+/* A thread whose work is over sleeps until the module's exit stops it. */
+static void wait_for_stop(void)
+{
+	for (;;) {
+		set_current_state(TASK_INTERRUPTIBLE);
+		if (kthread_should_stop())
+			break;
+		schedule();
+	}
+	__set_current_state(TASK_RUNNING);
+}
+
+static int caller_fn(void *unused)
+{
+	u64 calls = 0;
+	int s = 0, x = 0;
+
+	while (!READ_ONCE(callers_stop) && !kthread_should_stop()) {
+		s += tp_call_all(x++);
+		calls += NR_FNS;
+		cond_resched();
+	}
+	WRITE_ONCE(sink, s);
+	atomic64_add(calls, &total_calls);
+	if (atomic_dec_and_test(&callers_running))
+		complete(&callers_done);
+	wait_for_stop();
+	return 0;
+}
+
+static void flip(u64 n)
+{
+	struct static_key_false *key = tp_keys[n % ARRAY_SIZE(tp_keys)];
+
+	if (static_key_enabled(key))
+		static_branch_disable(key);
+	else
+		static_branch_enable(key);
+}
+
+/* With a rate, sleep until flip number @n is due. */
+static void pace(ktime_t start, u64 n)
+{
+	s64 due = ktime_to_ns(start) + div_u64(n * NSEC_PER_SEC, rate);
+	s64 ahead = due - ktime_get_ns();
+
+	if (ahead >= NSEC_PER_USEC)
+		fsleep(div_u64(ahead, NSEC_PER_USEC));
+}
+
+static int toggler_fn(void *unused)
+{
+	unsigned long begin = jiffies;
+	unsigned long end = begin + (unsigned long)seconds * HZ;
+	ktime_t start = ktime_get();
+	unsigned int k, left;
+	u64 toggles = 0;
+
+	while (!kthread_should_stop() && time_before(jiffies, end)) {
+		flip(toggles);
+		toggles++;
+		if (rate)
+			pace(start, toggles);
+		else
+			cond_resched();
+	}
+	for (k = 0; k < ARRAY_SIZE(tp_keys); k++)
+		if (static_key_enabled(tp_keys[k]))
+			static_branch_disable(tp_keys[k]);
+
+	WRITE_ONCE(callers_stop, true);
+	left = 0;
+	if (nr_callers && !wait_for_completion_timeout(&callers_done, 10 * HZ))
+		left = atomic_read(&callers_running);
+	if (left)
+		pr_err("%u of %u callers did not stop\n", left, nr_callers);
+	pr_info("%lu s, toggles %llu, calls %lld\n", (jiffies - begin) / HZ,
+		toggles, atomic64_read(&total_calls));
+	WRITE_ONCE(done, left ? 2 : 1);
+	wait_for_stop();
+	return 0;
+}
+
+static void stop_all(void)
+{
+	unsigned int i;
+
+	WRITE_ONCE(callers_stop, true);
+	if (toggler)
+		kthread_stop_put(toggler);
+	for (i = 0; i < nr_callers; i++)
+		kthread_stop_put(callers[i]);
+	kfree(callers);
+}
+
+static int __init textpoke_repro_init(void)
+{
+	struct task_struct *t;
+	unsigned int cpu, first, i;
+	int ret = 0;
+
+	cpus_read_lock();
+	first = cpumask_first(cpu_online_mask);
+	callers = kcalloc(num_online_cpus(), sizeof(*callers), GFP_KERNEL);
+	if (!callers) {
+		cpus_read_unlock();
+		return -ENOMEM;
+	}
+	for_each_online_cpu(cpu) {
+		if (cpu == first)
+			continue;
+		t = kthread_create_on_cpu(caller_fn, NULL, cpu, "textpoke_call/%u");
+		if (IS_ERR(t)) {
+			ret = PTR_ERR(t);
+			break;
+		}
+		get_task_struct(t);
+		callers[nr_callers++] = t;
+	}
+	if (!ret) {
+		t = kthread_create_on_cpu(toggler_fn, NULL, first, "textpoke_flip/%u");
+		if (IS_ERR(t)) {
+			ret = PTR_ERR(t);
+		} else {
+			get_task_struct(t);
+			toggler = t;
+		}
+	}
+	cpus_read_unlock();
+	if (ret) {
+		/* None has run yet: stopping them skips their functions. */
+		stop_all();
+		return ret;
+	}
+
+	pr_info("flipping %zu keys (%d sites) on CPU %u for %u s, %u callers on the other CPUs\n",
+		ARRAY_SIZE(tp_keys), 2 * NR_FNS, first, seconds, nr_callers);
+	atomic_set(&callers_running, nr_callers);
+	for (i = 0; i < nr_callers; i++)
+		wake_up_process(callers[i]);
+	wake_up_process(toggler);
+	return 0;
+}
+
+static void __exit textpoke_repro_exit(void)
+{
+	stop_all();
+}
+
+module_init(textpoke_repro_init);
+module_exit(textpoke_repro_exit);
+
+MODULE_DESCRIPTION("Static keys flipped under callers on every other CPU, for the rftrace tests");
+MODULE_LICENSE("GPL");
