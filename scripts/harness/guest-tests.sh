@@ -43,7 +43,8 @@ fi
 # The torture (tests/torture.sh) runs in a guest of its own, after the
 # others, whose TORTURE_CPUS vCPUs really run at once (TORTURE_ACCEL,
 # mttcg: a host thread each; Documentation/harness.rst, "Parallelism"),
-# for TORTURE_SECONDS. The other guests leave it out.
+# for TORTURE_SECONDS, with kmemleak on (built in, off elsewhere). The
+# other guests leave it out.
 tort=
 if [ -n "${TORTURE_ACCEL:-}" ] && [ "${#own[@]}" -gt 0 ] && [ -f "$st/tests/torture.sh" ]; then
 	tort=$base-torture
@@ -78,6 +79,7 @@ if [ -n "$tort" ]; then
 	echo "--- the torture: ${TORTURE_CPUS:-4} vCPUs ($TORTURE_ACCEL), ${TORTURE_SECONDS:-60} s"
 	MODE=test SUITES=own LOG="$tort.log" FTRACETEST_LIST="$tort.list" OWN_LIST="$tort.own" \
 		GUEST=torture OUT_PREFIX="[torture] " ACCEL="$TORTURE_ACCEL" SMP="${TORTURE_CPUS:-4}" \
+		KAPPEND="${KAPPEND:-} kmemleak=on" \
 		ICOUNT= OWN_TIMEOUT=$((${TORTURE_SECONDS:-60} + 900)) TIMEOUT=$((${TORTURE_SECONDS:-60} + 2400)) \
 		"$top/scripts/harness/run-qemu.sh" || rc=$?
 fi

@@ -11,7 +11,9 @@
 # when the tracer does not run on every site afterwards.
 T=/sys/kernel/tracing
 fail() { echo "FAIL: $*"; echo nop > $T/current_tracer; echo > $T/set_ftrace_filter; exit 1; }
-us() { timed_write "$@" | tail -n 1; }
+# The time of writing $2 to $1, the close (where the filter is committed
+# and the sites change) included: a shell does the write.
+us() { timed_write -x sh -c "echo '$2' > $1" | tail -n 1; }
 sites=$(wc -l < $T/available_filter_functions)
 best_star=0 best_all=0
 for round in 1 2 3; do
@@ -29,7 +31,9 @@ for round in 1 2 3; do
 	# filter then the whole set (the empty filter re-plans every site).
 	all=$(us $T/set_ftrace_filter '') || fail "cannot empty the filter"
 	m=$(wc -l < $T/enabled_functions)
-	[ "$n" -eq "$m" ] || fail "* enabled $n sites, the empty filter $m"
+	# `*` matches by name: a few sites whose names do not show in
+	# available_filter_functions (no symbol) stay out of it, on C too.
+	[ "$n" -le "$m" ] && [ "$n" -ge $((m - 64)) ] || fail "* enabled $n sites, the empty filter $m"
 	echo "round $round: 1 -> * $star us ($n of $sites sites), * -> 1 $back us, 1 -> all $all us"
 	# Best of three: a tick or a grace period can lengthen any one write.
 	[ "$best_star" -eq 0 ] || [ "$star" -lt "$best_star" ] && best_star=$star
