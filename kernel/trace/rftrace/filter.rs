@@ -166,7 +166,10 @@ pub(crate) fn commit(held: &Held, ops: OpsRef<'_>, notrace: bool, private: &FnSe
 
 /// The addresses in one of `a` and `b` but not in both (none without
 /// memory for the list), each once: a set holds an address once, and the
-/// two halves are disjoint (what [`ops::update_ips`] needs).
+/// two halves are disjoint (what [`ops::update_ips`] needs); sorted by
+/// address, so that the update's batches each cover a few pages (in a
+/// set's hash order, a batch of a filter of one function replaced by `*`
+/// spread over the whole text and its steps mapped every page of it).
 fn changed_ips(a: SetRef<'_>, b: SetRef<'_>) -> Option<KVec<u64>> {
     let mut v = KVec::new();
     for (x, y) in [(a, b), (b, a)] {
@@ -174,6 +177,7 @@ fn changed_ips(a: SetRef<'_>, b: SetRef<'_>) -> Option<KVec<u64>> {
             v.push(ip, GFP_KERNEL).ok()?;
         }
     }
+    v.sort_unstable();
     Some(v)
 }
 

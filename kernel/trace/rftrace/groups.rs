@@ -22,6 +22,7 @@ use crate::arch::Target;
 use crate::cells::Locked;
 use crate::registry::{list, Ops, OpsRef, OpsTable, F_IPMODIFY, F_SAVE_REGS};
 use crate::sys::{Held, NoPreempt};
+use core::sync::atomic::{AtomicUsize, Ordering};
 use kernel::bindings;
 use kernel::prelude::*;
 use kernel::types::Opaque;
@@ -108,7 +109,11 @@ fn make(
     regs: bool,
     ipmodify: bool,
 ) -> Option<(Target, *mut Ops)> {
-    let place = all.iter_mut().find(|p| p.is_none())?;
+    let Some(place) = all.iter_mut().find(|p| p.is_none()) else {
+        // The next update looks for idle groups to make room.
+        COLLECTED.store(0, Ordering::Relaxed);
+        return None;
+    };
     let mut ops = crate::sys::zeroed_ops();
     // Never called: the trampoline calls the members.
     ops.func = Some(bindings::ftrace_stub);
@@ -196,6 +201,24 @@ pub(crate) fn count(held: &Held) -> usize {
     GROUPS
         .borrow(held)
         .map_or(0, |all| all.iter().flatten().count())
+}
+
+/// How many groups the last collection left, every one of them called;
+/// zero once a group found no room. Read and written under `ftrace_lock`
+/// only (atomic for the static, not for ordering).
+static COLLECTED: AtomicUsize = AtomicUsize::new(0);
+
+/// Whether an update should look for idle groups: [`COLLECT_AT`] or
+/// more exist, and a group was made since the last look, or wanted and
+/// found no room.
+pub(crate) fn collect_due(held: &Held) -> bool {
+    let live = count(held);
+    live >= COLLECT_AT && live > COLLECTED.load(Ordering::Relaxed)
+}
+
+/// Notes that a look for idle groups left the ones there are now.
+pub(crate) fn collected(held: &Held) {
+    COLLECTED.store(count(held), Ordering::Relaxed);
 }
 
 /// Takes the groups whose ops `idle` says no site calls out of the list,

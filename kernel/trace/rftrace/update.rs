@@ -202,6 +202,10 @@ pub(crate) fn update_sites(held: &Held) -> Result {
     update_scope(held, &[])
 }
 
+/// How many sites of the sets of a scoped update make it walk the whole
+/// table (in address order) rather than the sets: eight batches.
+const WALK_TABLE_AT: usize = 8 * BATCH;
+
 /// [`update_sites`] for the sites of the sets of `scope` only (all sites
 /// when empty):
 /// when one ops with an explicit filter comes, goes or changes its filter,
@@ -224,6 +228,17 @@ pub(crate) fn update_scope(held: &Held, scope: &[SetRef<'_>]) -> Result {
         if scope.is_empty() {
             for cell in table::all() {
                 visit(cell)?;
+            }
+        } else if scope.iter().map(|h| h.count()).sum::<usize>() >= WALK_TABLE_AT {
+            // Many sites: taken in the table's (address) order, so that
+            // the sites of each batch lie close together and each of its
+            // steps is a few runs of pages; a set's own order is its
+            // hash's, which spreads every batch over the whole text.
+            for cell in table::all() {
+                let ip = cell.ip();
+                if scope.iter().any(|h| h.contains(ip)) {
+                    visit(cell)?;
+                }
             }
         } else {
             for (i, h) in scope.iter().enumerate() {
@@ -248,9 +263,10 @@ pub(crate) fn update_scope(held: &Held, scope: &[SetRef<'_>]) -> Result {
 /// [`update_sites`] for the sites at `ips` only (no other site can have
 /// changed), allocation-free like it. `ips` holds no address twice: the
 /// callers pass the two halves of the difference of two sets, which are
-/// disjoint, or a few addresses they made unique. Linear in `ips` (with a
-/// table lookup each): a filter of one function replaced by `*` passes
-/// every site.
+/// disjoint, or a few addresses they made unique; sorted, when many, so
+/// that each batch's sites lie close together (a batch's steps are runs
+/// of nearby pages). Linear in `ips` (with a table lookup each): a filter
+/// of one function replaced by `*` passes every site.
 pub(crate) fn update_ips(held: &Held, ips: &[u64]) -> Result {
     let on = enabled() && !dead();
     PLANNED.with(held, |planned| {
@@ -279,9 +295,14 @@ pub(crate) fn update_ips(held: &Held, ips: &[u64]) -> Result {
 /// trampoline (a call that entered before its last site moved): the
 /// groups are taken out of the list and the unwinder's table first, and
 /// freed only after `retire`'s wait, as when a member goes.
+///
+/// A pass leaves every remaining group called; the next one waits until
+/// a group was made since or found no room ([`groups::collect_due`]), so
+/// that an update of one site does not walk every site each time while
+/// many groups are in use.
 fn collect_idle_groups(held: &Held) {
     use crate::groups;
-    if groups::count(held) < groups::COLLECT_AT {
+    if !groups::collect_due(held) {
         return;
     }
     // The slots that group sites call, sorted: at most one per group.
@@ -322,6 +343,7 @@ fn collect_idle_groups(held: &Held) {
         slot_free(held, g.ops());
     }
     groups::retire(held, gone, None);
+    groups::collected(held);
 }
 
 /// Fills the plan with what every registered ops wants, within the room

@@ -92,7 +92,8 @@ impl BatchDesc {
     /// writers), and `pokes` stay valid and unchanged until
     /// [`BatchDesc::retire`] returns.
     unsafe fn publish(&self, pokes: &[Poke]) {
-        self.pokes.store(pokes.as_ptr().cast_mut(), Ordering::Relaxed);
+        self.pokes
+            .store(pokes.as_ptr().cast_mut(), Ordering::Relaxed);
         self.len.store(pokes.len(), Ordering::Relaxed);
         // Pairs with the acquiring increment in `try_get`.
         self.refs.store(1, Ordering::Release);
