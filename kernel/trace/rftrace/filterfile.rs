@@ -184,7 +184,7 @@ impl SeqText for RegexFile {
                 self.hash.set_mod(mods);
             }
             // The result is ignored, as in C.
-            let _ = commit(g.held(), self.ops, self.notrace, &self.hash);
+            let _ = commit(g.held(), self.ops, self.notrace, self.hash);
         }
         // The trace array's reference goes with `self`.
     }

@@ -222,7 +222,7 @@ fn add_functions(held: &Held, p: &ProbeRef, glob: &[u8], data: ProbeData) -> Res
     if count == 0 {
         return Err(EINVAL);
     }
-    commit(held, op, false, &h)?;
+    commit(held, op, false, h)?;
     if !op.has(ops::F_ENABLED) {
         ops::startup(held, op)?;
     }
@@ -301,10 +301,8 @@ fn remove_matching(held: &Held, p: &ProbeRef, glob: &[u8]) -> Result<bool> {
     } else {
         Ok(())
     };
-    if r.is_ok() {
-        r = commit(held, op, false, &h);
-    }
-    drop(h);
+    // `h` goes here either way (`commit` frees it).
+    r = r.and_then(|()| commit(held, op, false, h));
     for &ip in removed.iter() {
         p.free_func(ip);
     }

@@ -318,6 +318,6 @@ fn apply_mods(tr: TraceArray, notrace: bool, name: &[u8]) {
         if !notrace {
             h.set_mod(has_mods(g.held(), tr, false));
         }
-        let _ = commit(g.held(), op, notrace, &h);
+        let _ = commit(g.held(), op, notrace, h);
     }
 }
