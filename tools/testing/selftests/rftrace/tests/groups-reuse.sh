@@ -1,9 +1,9 @@
 #!/bin/sh
 # Site groups that no site calls any more are freed (issue 35, finding
-# 6). Seven trace instances run the function tracer, each on a function
+# 6). Six trace instances run the function tracer, each on a function
 # of its own. One function then goes into the filters of one subset of
 # them after another and out again: each step gives the function's site
-# the group of exactly the instances that want it, so some 300 groups are
+# the group of exactly the instances that want it, so some 130 groups are
 # made, one after the other, while every member stays registered. Before
 # the fix a group lived until one of its members went: after 64 the room
 # was full for good and every new site of several ops went through the
@@ -14,7 +14,7 @@
 # Rust core only: the C core has no groups.
 T=/sys/kernel/tracing
 [ "$CORE" = c ] && { echo "the C core has no site groups"; exit 4; }
-N=7
+N=6
 F=vfs_getattr
 tramps() { grep -c '\[__builtin__ftrace\]$' /proc/kallsyms; }
 cleanup() {
