@@ -59,6 +59,25 @@ if [ -n "${TORTURE_ACCEL:-}" ] && [ "${#own[@]}" -gt 0 ] && [ -f "$st/tests/tort
 	: > "$tort.list"
 fi
 
+# The tests of the distribution's tools (tests/tools-*.sh: bpftrace and
+# perf with some 200 MB of libraries) run in a guest of their own with the
+# tools in its initramfs (TOOLS=1), beside the torture's, so that the
+# other guests do not unpack what they do not use.
+tools=
+if [ "${#own[@]}" -gt 0 ] && ls "${own[1]}"/tools-*.sh > /dev/null 2>&1; then
+	tools=$base-tools
+	if [ "$guests" -eq 1 ] && [ -z "$tort" ]; then
+		ls "${own[1]}" | grep '\.sh$' > "$base-0.own"
+		owns=("$base-0.own")
+	fi
+	grep -h '^tools-.*\.sh$' "${owns[@]}" > "$tools.own"
+	for f in "${owns[@]}"; do
+		sed -i '/^tools-.*\.sh$/d' "$f"
+	done
+	: > "$tools.list"
+	[ -s "$tools.own" ] || tools=
+fi
+
 logs=() consoles=() pids=()
 for k in "${!lists[@]}"; do
 	# Nothing left to run in it (`make torture`): no guest.
@@ -74,6 +93,14 @@ rc=0
 for p in "${pids[@]}"; do
 	wait "$p" || rc=$?
 done
+tpid=
+if [ -n "$tools" ]; then
+	logs+=("$tools.log") consoles+=(--console "$tools.console.log")
+	echo "--- the distribution's tools: $(tr '\n' ' ' < "$tools.own")"
+	MODE=test SUITES=own LOG="$tools.log" FTRACETEST_LIST="$tools.list" OWN_LIST="$tools.own" \
+		GUEST=tools OUT_PREFIX="[tools] " TOOLS=1 "$top/scripts/harness/run-qemu.sh" &
+	tpid=$!
+fi
 if [ -n "$tort" ]; then
 	logs+=("$tort.log") consoles+=(--console "$tort.console.log")
 	echo "--- the torture: ${TORTURE_CPUS:-4} vCPUs ($TORTURE_ACCEL), ${TORTURE_SECONDS:-60} s"
@@ -83,6 +110,7 @@ if [ -n "$tort" ]; then
 		ICOUNT= OWN_TIMEOUT=$((${TORTURE_SECONDS:-60} + 900)) TIMEOUT=$((${TORTURE_SECONDS:-60} + 2400)) \
 		"$top/scripts/harness/run-qemu.sh" || rc=$?
 fi
+[ -n "$tpid" ] && { wait "$tpid" || rc=$?; }
 [ "${#logs[@]}" -gt 1 ] && echo "--- ${#logs[@]} guests done; logs: ${logs[*]#$top/}"
 known=()
 for f in $KNOWN; do known+=(--known "$f"); done

@@ -15,7 +15,7 @@ MODE=${MODE:-shell}
 TIMEOUT=${TIMEOUT:-$([ "$MODE" = shell ] && echo 0 || echo 600)}
 ACCEL=${ACCEL:-tcg}
 SMP=${SMP:-2}
-MEM=${MEM:-$([ -n "$KASAN" ] && echo 2G || echo 1G)}
+MEM=${MEM:-$([ -n "$KASAN" ] || [ "${TOOLS:-0}" = 1 ] && echo 2G || echo 1G)}
 kimage=$out/arch/x86/boot/bzImage
 [ -f "$kimage" ] || { echo "run-qemu: no kernel at ${kimage#$top/}; build it first" >&2; exit 2; }
 
@@ -46,7 +46,7 @@ static_tool() { # source binary
 			{ echo "run-qemu: cannot build ${2##*/}" >&2; exit 2; }
 	fi
 }
-for tool in timed_write timed_read syscall_loop perf_records bpf_tramp perf_fn fail_nth; do
+for tool in timed_write timed_read syscall_loop perf_records bpf_tramp bpf_scale perf_fn fail_nth; do
 	static_tool "$st/rftrace/$tool.c" "$build/$tool"
 	cp "$build/$tool" "$rootfs/bin/$tool"
 done
@@ -63,6 +63,17 @@ host_tool() {
 # trigger-onchange-action-hist.tc runs "nice -n 1 ping").
 host_tool /usr/bin/nice
 ln -sf /opt/gnu/bin/nice "$rootfs/bin/nice"
+# TOOLS=1: the distribution's tracing tools, as Debian installs them
+# (bpftrace, perf from linux-perf), with their libraries, in /opt/gnu/bin
+# and linked into /usr/bin (tests/tools-*.sh; scripts/harness/guest-tests.sh
+# boots them in a guest of their own: their libraries are some 200 MB).
+if [ "${TOOLS:-0}" = 1 ]; then
+	for t in /usr/bin/bpftrace /usr/bin/perf; do
+		[ -x "$t" ] || { echo "run-qemu: TOOLS=1 needs $t (scripts/harness/setup-host.sh)" >&2; exit 2; }
+		host_tool "$t"
+		mkdir -p "$rootfs/usr/bin" && ln -sf "/opt/gnu/bin/${t##*/}" "$rootfs$t"
+	done
+fi
 # The livepatch selftests, where the kernel has livepatch: the scripts,
 # their modules built against this kernel, and the tools they need as the
 # distribution has them (bash, kmod's insmod/rmmod, procps' sysctl,

@@ -288,11 +288,26 @@ pub(crate) fn perf_trampoline(_held: &Held, _ops: OpsRef<'_>, _gone: bool) {}
 /// Otherwise no site calls them: every update plans only listed ops' and
 /// their groups' trampolines, and an ops' groups are retired with it.
 pub(crate) fn retire_dynamic<'a>(held: &Held, ops: impl Iterator<Item = OpsRef<'a>>) -> bool {
-    // The first waits out every CPU that may be in a callback with
-    // preemption off or RCU not watching; the second every task preempted
-    // on a trampoline.
+    wait_trampolines_left();
+    free_trampolines(held, ops)
+}
+
+/// Waits until every CPU and task that was in a trampoline or callback
+/// when this was called has left it (sleeps; seconds at times). The
+/// first wait is for every CPU that may be in a callback with preemption
+/// off or RCU not watching; the second for every task preempted on a
+/// trampoline.
+pub(crate) fn wait_trampolines_left() {
     crate::sys::synchronize_rcu_tasks_rude();
     crate::sys::synchronize_rcu_tasks();
+}
+
+/// The second half of [`retire_dynamic`]: frees the trampolines of `ops`
+/// that are not listed, which no site calls and which no CPU or task has
+/// been in since a [`wait_trampolines_left`] that began after they left
+/// their sites and the lookups; whether it freed them (not if tracing
+/// died).
+pub(crate) fn free_trampolines<'a>(held: &Held, ops: impl Iterator<Item = OpsRef<'a>>) -> bool {
     if dead() {
         return false;
     }

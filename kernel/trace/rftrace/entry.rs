@@ -243,6 +243,39 @@ pub unsafe extern "C" fn ftrace_regex_release(
     unsafe { seqfile::release_thunk::<filterfile::RegexFile>(inode, file) }
 }
 
+// --- the tracers' output -------------------------------------------------------
+
+/// The path of the Rust function named `name` (kallsyms' name), for the
+/// tracers' output with the `rust-demangle` trace option
+/// (`kernel/trace/trace_output.c`): written into `buf` with a NUL after
+/// it. Returns the path's length, 0 for a name that is no Rust symbol, a
+/// negative errno for one that does not demangle into `size` bytes
+/// (`names::demangled`); the caller then prints the name. Only computes:
+/// callable with preemption or interrupts off.
+///
+/// # Safety
+///
+/// `name` is null or a NUL-terminated string, unchanged during the call
+/// (the prototype's contract, which `CStrArg` carries); `buf` is null or
+/// `size` writable bytes that nothing else reads or writes during the call.
+#[no_mangle]
+pub unsafe extern "C" fn rftrace_demangle(
+    name: CStrArg<'_>,
+    buf: *mut c_char,
+    size: usize,
+) -> c_int {
+    if buf.is_null() {
+        // No room, not even for the NUL: the name is only classified.
+        return crate::names::demangled(name.bytes(), &mut []);
+    }
+    // SAFETY: `buf` is not null, so it is `size` writable bytes that only
+    // this call uses until it returns (the contract); one C object, so
+    // `size` is below `isize::MAX`; bytes need no alignment and any value
+    // is a valid `u8`. The slice is dropped before the call returns.
+    let out = unsafe { core::slice::from_raw_parts_mut(buf.cast::<u8>(), size) };
+    crate::names::demangled(name.bytes(), out)
+}
+
 // --- kernel.ftrace_enabled ----------------------------------------------------
 
 /// The sysctl's handler.

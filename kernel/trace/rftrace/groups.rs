@@ -21,7 +21,7 @@
 use crate::arch::Target;
 use crate::cells::Locked;
 use crate::registry::{list, Ops, OpsRef, OpsTable, F_IPMODIFY, F_SAVE_REGS};
-use crate::sys::{Held, NoPreempt};
+use crate::sys::{CoreGuard, Held, NoPreempt, StaticWork};
 use core::sync::atomic::{AtomicUsize, Ordering};
 use kernel::bindings;
 use kernel::prelude::*;
@@ -243,18 +243,87 @@ fn take_where(held: &Held, mut pick: impl FnMut(&Group) -> bool) -> Groups {
     gone
 }
 
+/// Groups taken out of the list that no site calls, waiting for the
+/// reaper ([`reap`]) to free them after its waits.
+static RETIRING: Locked<Groups> = Locked::new([const { None }; MAX_GROUPS]);
+/// The reaper's work item.
+static REAPER: StaticWork = StaticWork::new(reap);
+
 /// Frees groups taken out by [`take_with`] (whose slots are free), with
 /// `also` (an ops whose trampoline goes with them): waits until no CPU or
 /// task can be in their trampolines, then frees the trampolines and the
 /// groups. If tracing died meanwhile, sites may still call them: kept.
+///
+/// Without `also` the caller need not wait: the groups are the core's
+/// own, and every member of a group outlives the waits its own
+/// unregistration makes, which come after the group left the list. They
+/// go to the reaper, which waits and frees them later, so that turning a
+/// kprobe off under the function tracer (whose group of the two ops goes)
+/// does not wait for RCU-tasks grace periods (seconds under TCG) where
+/// the C core waits for none; the caller waits only when the reaper's
+/// places are full.
 pub(crate) fn retire(held: &Held, gone: Groups, also: Option<OpsRef<'_>>) {
     if gone.iter().all(Option::is_none) && also.is_none() {
         return;
     }
+    let gone = if also.is_none() {
+        match defer(held, gone) {
+            None => return,
+            Some(kept) => kept,
+        }
+    } else {
+        gone
+    };
     let groups = gone.iter().flatten().map(|g| g.ops());
     let freed = crate::arch::retire_dynamic(held, Iterator::chain(also.into_iter(), groups));
     if !freed {
         for g in gone {
+            core::mem::forget(g);
+        }
+    }
+}
+
+/// Hands `gone` to the reaper if its places hold them all (`None`), else
+/// gives them back.
+fn defer(held: &Held, gone: Groups) -> Option<Groups> {
+    let Ok(mut waiting) = RETIRING.borrow(held) else {
+        return Some(gone);
+    };
+    let free = waiting.iter().filter(|p| p.is_none()).count();
+    if free < gone.iter().flatten().count() {
+        return Some(gone);
+    }
+    let mut places = waiting.iter_mut().filter(|p| p.is_none());
+    for g in gone.into_iter().flatten() {
+        if let Some(p) = places.next() {
+            *p = Some(g);
+        }
+    }
+    drop(waiting);
+    REAPER.queue(held);
+    None
+}
+
+/// The reaper: takes the groups waiting, waits without the lock until no
+/// CPU or task can be in their trampolines (they left the list and their
+/// sites before they were handed over, so the waits begun here cover
+/// every call into them), then frees them under the lock. Groups handed
+/// over meanwhile queue the work again.
+extern "C" fn reap(_work: *mut bindings::work_struct) {
+    let taken = {
+        let g = CoreGuard::lock();
+        let Ok(mut waiting) = RETIRING.borrow(g.held()) else {
+            return;
+        };
+        core::mem::replace(&mut *waiting, [const { None }; MAX_GROUPS])
+    };
+    if taken.iter().all(Option::is_none) {
+        return;
+    }
+    crate::arch::wait_trampolines_left();
+    let g = CoreGuard::lock();
+    if !crate::arch::free_trampolines(g.held(), taken.iter().flatten().map(|g| g.ops())) {
+        for g in taken {
             core::mem::forget(g);
         }
     }

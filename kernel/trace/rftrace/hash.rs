@@ -29,6 +29,16 @@ use kernel::types::Opaque;
 
 /// `struct ftrace_hash`. C reads `count` and `flags` with plain word
 /// loads (`ftrace_hash_empty()`), which these atomics are to it.
+///
+/// The fields after `rcu` are the core's own: C never allocates, frees or
+/// embeds a set (the core does all three), it only reads `count` and
+/// `flags` through a pointer. A set's entries of an address alone (the
+/// filter sets) come from blocks the set allocates, a few hundred entries
+/// each, freed with it: a set of every function (23,000 entries) is about
+/// 90 allocations, not 23,000, each of which a debug kernel's allocator
+/// tracks with a stack trace and the function tracer traces. Other
+/// entries (a func mapper's, those linked into a published set in place)
+/// are allocated one by one, "loose", and freed one by one.
 #[repr(C)]
 pub struct FtraceHash {
     size_bits: c_ulong,
@@ -36,7 +46,27 @@ pub struct FtraceHash {
     count: AtomicUsize,
     flags: AtomicUsize,
     rcu: Opaque<bindings::callback_head>,
+    /// The blocks, newest first; written by the set's one writer only.
+    blocks: AtomicPtr<Block>,
+    /// How many loose entries are linked; the writer's too.
+    loose: AtomicUsize,
 }
+
+/// A block of entries of one set: this header, then `cap` entries, of
+/// which the first `used` were handed out.
+#[repr(C)]
+struct Block {
+    next: *mut Block,
+    cap: usize,
+    used: usize,
+}
+
+/// Where a block's entries start: after the header, entry-aligned.
+const BLOCK_HEAD: usize =
+    core::mem::size_of::<Block>().next_multiple_of(core::mem::align_of::<Entry>());
+/// The largest block: two pages (kmalloc's largest size class that is not
+/// a multi-page order of its own above this).
+const BLOCK_MAX: usize = 8192;
 
 /// `FTRACE_HASH_FL_MOD`: the set stands for cached `:mod:` entries too.
 pub(crate) const FL_MOD: c_ulong = 1;
@@ -97,6 +127,8 @@ pub(crate) fn alloc(bits: u32) -> Option<KBox<FtraceHash>> {
             count: AtomicUsize::new(0),
             flags: AtomicUsize::new(0),
             rcu: Opaque::uninit(),
+            blocks: AtomicPtr::new(ptr::null_mut()),
+            loose: AtomicUsize::new(0),
         },
         GFP_KERNEL,
     )
@@ -117,12 +149,23 @@ impl Drop for FtraceHash {
         if self.buckets.is_null() {
             return;
         }
-        // SAFETY: the buckets and entries are `zalloc`'s and the set's
-        // alone; nobody reads the set (above); `Entries` yields an entry
-        // after it read past it.
+        // SAFETY: the buckets, blocks and loose entries are `zalloc`'s and
+        // the set's alone; nobody reads the set (above); `Entries` yields
+        // an entry after it read past it, and a block entry is freed with
+        // its block, after the walk.
         unsafe {
-            for (_, e) in self.entries() {
-                kfree(e);
+            if self.loose.load(Ordering::Relaxed) != 0 {
+                for (_, e) in self.entries() {
+                    if !self.in_block(e) {
+                        kfree(e);
+                    }
+                }
+            }
+            let mut b = self.blocks.load(Ordering::Relaxed);
+            while !b.is_null() {
+                let next = (*b).next;
+                kfree(b);
+                b = next;
             }
             kfree(self.buckets);
         }
@@ -206,7 +249,11 @@ impl FtraceHash {
         size: usize,
         init: impl FnOnce(*mut Entry),
     ) -> *mut Entry {
-        let e = zalloc(size.max(core::mem::size_of::<Entry>())).cast::<Entry>();
+        let e = if size <= core::mem::size_of::<Entry>() {
+            self.block_entry()
+        } else {
+            self.loose_entry(size)
+        };
         if e.is_null() {
             return e;
         }
@@ -218,6 +265,79 @@ impl FtraceHash {
             self.link(e);
         }
         e
+    }
+
+    /// A zeroed entry of the set's blocks (a new block when the newest is
+    /// used up, as large again as the set up to [`BLOCK_MAX`] bytes), or
+    /// null when out of memory. The caller alone changes the set.
+    fn block_entry(&self) -> *mut Entry {
+        let esz = core::mem::size_of::<Entry>();
+        let mut b = self.blocks.load(Ordering::Relaxed);
+        // SAFETY: `b` is null or the newest block, the set's, which only
+        // this writer changes (the caller's contract).
+        if b.is_null() || unsafe { (*b).used == (*b).cap } {
+            let want = BLOCK_HEAD + esz * self.count().max(1);
+            let size = want.next_power_of_two().clamp(BLOCK_HEAD + esz, BLOCK_MAX);
+            let fresh = zalloc(size).cast::<Block>();
+            if fresh.is_null() {
+                return ptr::null_mut();
+            }
+            // SAFETY: `fresh` is a new zeroed allocation of `size` bytes,
+            // room for the header and `cap` entries after `BLOCK_HEAD`.
+            unsafe {
+                (*fresh).next = b;
+                (*fresh).cap = (size - BLOCK_HEAD) / esz;
+            }
+            self.blocks.store(fresh, Ordering::Relaxed);
+            b = fresh;
+        }
+        // SAFETY: `b` is the set's newest block with `used < cap`: the
+        // entry at `used` lies inside it, zeroed and never handed out.
+        unsafe {
+            let e = b
+                .cast::<u8>()
+                .add(BLOCK_HEAD + esz * (*b).used)
+                .cast::<Entry>();
+            (*b).used += 1;
+            e
+        }
+    }
+
+    /// A zeroed loose entry of `size` bytes, or null.
+    fn loose_entry(&self, size: usize) -> *mut Entry {
+        let e = zalloc(size.max(core::mem::size_of::<Entry>())).cast::<Entry>();
+        if !e.is_null() {
+            self.loose.fetch_add(1, Ordering::Relaxed);
+        }
+        e
+    }
+
+    /// Whether `e` lies in one of the set's blocks (then it goes with the
+    /// set, not on its own). Walks the blocks: a few dozen for the largest
+    /// sets.
+    fn in_block(&self, e: *const Entry) -> bool {
+        let a = e as usize;
+        let mut b = self.blocks.load(Ordering::Relaxed);
+        while !b.is_null() {
+            // SAFETY: a block of the set, live as long as the set.
+            let (start, cap, next) = unsafe { (b as usize + BLOCK_HEAD, (*b).cap, (*b).next) };
+            if a >= start && a < start + cap * core::mem::size_of::<Entry>() {
+                return true;
+            }
+            b = next;
+        }
+        false
+    }
+
+    /// Whether the unlinked entry `e` is to be freed on its own (a loose
+    /// entry, now counted out), rather than with the set's blocks. For the
+    /// set's one writer, once per entry it unlinked.
+    pub(crate) fn frees_alone(&self, e: *const Entry) -> bool {
+        if self.in_block(e) {
+            return false;
+        }
+        self.loose.fetch_sub(1, Ordering::Relaxed);
+        true
     }
 
     /// Links the complete entry `e` at the head of its bucket, readers
@@ -278,6 +398,7 @@ impl FtraceHash {
             // SAFETY: made above, its address set, in no set; the caller
             // alone changes the set (the contract).
             unsafe { self.link(e) };
+            self.loose.fetch_add(1, Ordering::Relaxed);
         }
         Ok(())
     }
@@ -483,7 +604,9 @@ impl FnSet {
         // found it), which no reader can have seen: freed once unlinked.
         unsafe {
             self.set().unlink(e);
-            kfree(e);
+            if self.set().frees_alone(e) {
+                kfree(e);
+            }
         }
     }
 
@@ -741,7 +864,9 @@ impl Mapper {
         unsafe {
             let d = *Self::data_of(e);
             self.0.unlink(e);
-            kfree(e);
+            if self.0.frees_alone(e) {
+                kfree(e);
+            }
             Some(d)
         }
     }

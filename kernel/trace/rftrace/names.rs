@@ -148,6 +148,27 @@ impl Names {
     }
 }
 
+/// Offers `stop` each kept name of a function with a site and the
+/// function's address (the site's less its offset into it), in address
+/// order, until it says yes; whether it did. `None` when the names are
+/// not kept. A site 255 bytes or more into its function, or before the
+/// first symbol, is left out (its function's address is not known here).
+pub(crate) fn each_kept_function(mut stop: impl FnMut(&[u8], u64) -> bool) -> Option<bool> {
+    let n = NAMES.get()?;
+    for (i, &ip) in n.ips.iter().enumerate() {
+        let Some((name, off)) = n.at(i) else {
+            continue;
+        };
+        if name.is_empty() || off >= u64::from(u8::MAX) {
+            continue;
+        }
+        if stop(name, ip - off) {
+            return Some(true);
+        }
+    }
+    Some(false)
+}
+
 /// Builds the names unless that was tried (sleeps; no lock of the core
 /// may be held: the walk takes a while).
 pub(crate) fn prepare() {
@@ -311,4 +332,24 @@ fn check(n: &Names) -> bool {
                 _ => name.is_empty(),
             }
         })
+}
+
+/// The path of the Rust function named `name` (kallsyms' name) for the
+/// tracers' output (the `rust-demangle` trace option), written into `out`
+/// with a NUL after it. Returns the path's length; 0 when `name` is no
+/// Rust symbol; -EINVAL for a malformed one, -E2BIG for one that nests
+/// deeper or refers back more often than the demangler follows, -ERANGE
+/// when the path and its NUL do not fit `out`. It only computes (no
+/// allocation, lock or sleep; the demangler's limits bound its stack and
+/// time), so trace output may call it with preemption or interrupts off.
+pub(crate) fn demangled(name: &[u8], out: &mut [u8]) -> c_int {
+    use crate::logic::demangle::{demangle_cstr, Error};
+    use kernel::error::code::{E2BIG, EINVAL, ERANGE};
+    match demangle_cstr(name, out) {
+        None => 0,
+        Some(Ok(n)) => c_int::try_from(n).unwrap_or_else(|_| ERANGE.to_errno()),
+        Some(Err(Error::Invalid)) => EINVAL.to_errno(),
+        Some(Err(Error::TooComplex)) => E2BIG.to_errno(),
+        Some(Err(Error::Full)) => ERANGE.to_errno(),
+    }
 }

@@ -75,6 +75,12 @@ impl<'a> PubSlot<'a> {
                 // excluded (the invariants); readers are RCU (preempt-off)
                 // readers, whom `Unlinked` waits out before the free.
                 unsafe { h.unlink(e) };
+                // An entry of the set's blocks stays with the set (freed
+                // with it, after its own grace period); a loose one goes
+                // after this one.
+                if !h.frees_alone(e) {
+                    continue;
+                }
                 if let Some(slot) = gone.e.get_mut(gone.n) {
                     *slot = e;
                     gone.n = gone.n.wrapping_add(1);

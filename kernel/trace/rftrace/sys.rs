@@ -326,6 +326,69 @@ pub(crate) fn synchronize_rcu_tasks() {
     crate::ffi::synchronize_rcu_tasks()
 }
 
+/// A work item of the core in static memory that runs `run` on the
+/// system workqueue for long work (its waits are RCU-tasks grace
+/// periods, seconds at times). Queued under `ftrace_lock` only.
+///
+/// # Invariants
+///
+/// `work` is initialised once, by the first [`StaticWork::queue`] (which
+/// sets `ready`), before it is ever queued: the queueing is serialized by
+/// `ftrace_lock`, so no two callers initialise it and none queues it
+/// uninitialised.
+pub(crate) struct StaticWork {
+    work: kernel::types::Opaque<bindings::work_struct>,
+    ready: AtomicBool,
+    run: extern "C" fn(*mut bindings::work_struct),
+}
+
+// SAFETY: the work item is C's to run on any CPU and is reached only
+// through `queue`, which the lock serializes; `run` is a plain function.
+unsafe impl Sync for StaticWork {}
+
+impl StaticWork {
+    pub(crate) const fn new(run: extern "C" fn(*mut bindings::work_struct)) -> Self {
+        StaticWork {
+            work: kernel::types::Opaque::uninit(),
+            ready: AtomicBool::new(false),
+            run,
+        }
+    }
+
+    /// Has the work run once more, soon, unless it is queued and has not
+    /// started yet (then that run sees what the caller did before).
+    pub(crate) fn queue(&'static self, _held: &Held) {
+        if !self.ready.load(Ordering::Relaxed) {
+            let key: &'static kernel::sync::LockClassKey = kernel::static_lock_class!();
+            let key = ptr::from_ref(key)
+                .cast_mut()
+                .cast::<bindings::lock_class_key>();
+            // SAFETY: not initialised yet (`ready`), hence not queued, and
+            // the lock (held) keeps every other caller out; the name and
+            // the class key are static, as lockdep requires.
+            unsafe {
+                bindings::init_work_with_key(
+                    self.work.get(),
+                    Some(self.run),
+                    false,
+                    c_str!("rftrace_work").as_char_ptr(),
+                    key,
+                )
+            };
+            self.ready.store(true, Ordering::Relaxed);
+        }
+        // SAFETY: an initialised work item (above) in static memory, so it
+        // outlives any queueing; the workqueue is the kernel's own.
+        unsafe {
+            bindings::queue_work_on(
+                bindings::wq_misc_consts_WORK_CPU_UNBOUND as _,
+                bindings::system_long_wq,
+                self.work.get(),
+            )
+        };
+    }
+}
+
 /// Has `online` run on every CPU that comes online from now on, and now
 /// on each online one, under a dynamic hotplug state called `name`
 /// (sleeps; takes the hotplug lock).

@@ -3,7 +3,8 @@
 //! `-Csymbol-mangling-version=v0`) turned back into paths, so a filter
 //! file can take `kernel::sync::*` or
 //! `<rust_minimal::RustMinimal as kernel::Module>::init` and match the
-//! mangled names kallsyms holds.
+//! mangled names kallsyms holds, and the tracers' output can print the
+//! paths (the `rust-demangle` trace option, [`demangle_cstr`]).
 //!
 //! The text is what `rustc-demangle` prints in its alternate form (and
 //! binutils' `c++filt` without the crate hashes): no crate disambiguators,
@@ -62,6 +63,34 @@ pub fn demangle(name: &[u8], buf: &mut [u8]) -> Result<usize> {
     }
     d.path(true)?;
     Ok(d.len)
+}
+
+/// [`demangle`] for a C caller that prints the path in place of the name
+/// (the tracers' output): the path in `buf` with a NUL after it, and its
+/// length without the NUL. `None` when `name` is not a Rust symbol at all
+/// (the caller prints it as it is); an empty path is [`Error::Invalid`],
+/// one that does not fit with its NUL [`Error::Full`].
+pub fn demangle_cstr(name: &[u8], buf: &mut [u8]) -> Option<Result<usize>> {
+    if !is_mangled(name) {
+        return None;
+    }
+    let Some((_, room)) = buf.split_last_mut() else {
+        return Some(Err(Error::Full));
+    };
+    let r = match demangle(name, room) {
+        Ok(0) => Err(Error::Invalid),
+        Ok(n) => match buf.get_mut(n) {
+            // `n` is at most `room.len()`, so this is the byte after the
+            // path, at worst the one left out of `room`.
+            Some(nul) => {
+                *nul = 0;
+                Ok(n)
+            }
+            None => Err(Error::Full),
+        },
+        Err(e) => Err(e),
+    };
+    Some(r)
 }
 
 struct Demangler<'s, 'b> {
@@ -613,6 +642,91 @@ mod tests {
         let mut buf = [0u8; 16];
         assert_eq!(demangle(b"_RNvCs1_6kernel8function", &mut buf), Ok(16));
         assert_eq!(&buf, b"kernel::function");
+    }
+
+    #[test]
+    fn cstr_for_c_callers() {
+        let name = b"_RNvNtCs1_6kernel5print11call_printk";
+        let path = b"kernel::print::call_printk";
+        // Room for the path and its NUL: both written, nothing after.
+        let mut buf = [0xffu8; 64];
+        assert_eq!(demangle_cstr(name, &mut buf), Some(Ok(path.len())));
+        assert_eq!(&buf[..path.len()], path);
+        assert_eq!(buf[path.len()], 0);
+        assert!(buf[path.len() + 1..].iter().all(|&b| b == 0xff));
+        // Exactly the path and its NUL.
+        let mut buf = [0xffu8; 27];
+        assert_eq!(demangle_cstr(name, &mut buf), Some(Ok(26)));
+        assert_eq!(&buf[..26], path);
+        assert_eq!(buf[26], 0);
+        // The path without room for its NUL, or an empty buffer: full.
+        let mut buf = [0u8; 26];
+        assert_eq!(demangle_cstr(name, &mut buf), Some(Err(Error::Full)));
+        assert_eq!(demangle_cstr(name, &mut []), Some(Err(Error::Full)));
+        // C names, and `_R` names that are not v0 symbols: not Rust.
+        let mut buf = [0u8; 64];
+        for c in [&b"vfs_read"[..], b"_R", b"_Rfoo", b"", b"__rust_alloc"] {
+            assert_eq!(demangle_cstr(c, &mut buf), None, "{c:?}");
+        }
+        // Rust but malformed, or a path with no text.
+        assert_eq!(
+            demangle_cstr(b"_RNvCs1_3foo", &mut buf),
+            Some(Err(Error::Invalid))
+        );
+        assert_eq!(demangle_cstr(b"_RC0", &mut buf), Some(Err(Error::Invalid)));
+        // A vendor suffix (`.llvm.N`) is left out, as by `demangle`.
+        assert_eq!(
+            demangle_cstr(b"_RNvNtCs1_6kernel5print11call_printk.llvm.42", &mut buf),
+            Some(Ok(path.len()))
+        );
+    }
+
+    proptest! {
+        /// The kernel's names, one byte of them changed or not, into
+        /// buffers of any size: no panic; a path is NUL-terminated within
+        /// the buffer and is what `demangle` writes.
+        #[test]
+        fn cstr_agrees_with_demangle(
+            pick in any::<proptest::sample::Index>(),
+            flip in proptest::option::of((any::<proptest::sample::Index>(), any::<u8>())),
+            size in 0usize..400,
+        ) {
+            let names: std::vec::Vec<&str> = CASES
+                .lines()
+                .filter(|l| !l.is_empty() && !l.starts_with('#'))
+                .filter_map(|l| l.split_once('\t').map(|(m, _)| m))
+                .collect();
+            let mut s = pick.get(&names).as_bytes().to_vec();
+            if let Some((at, b)) = flip {
+                // Past `_R` and the letter after it: still taken as Rust.
+                let i = 3 + at.index(s.len() - 3);
+                s[i] = b;
+            }
+            let mut buf = std::vec![0xffu8; size];
+            let mut wide = [0u8; 1024];
+            let want = demangle(&s, &mut wide);
+            match demangle_cstr(&s, &mut buf) {
+                Some(Ok(n)) => {
+                    prop_assert!(n > 0 && n < size);
+                    prop_assert_eq!(buf[n], 0);
+                    prop_assert_eq!(want, Ok(n));
+                    prop_assert_eq!(&buf[..n], &wide[..n]);
+                }
+                // Too small for the path and its NUL, or for as much of
+                // it as was written before the name proved bad.
+                Some(Err(Error::Full)) => {
+                    let ok = match want {
+                        Ok(n) => n >= size,
+                        Err(_) => true,
+                    };
+                    prop_assert!(ok, "full for {:?}", want);
+                }
+                Some(Err(e)) => {
+                    prop_assert!(want == Err(e) || (e == Error::Invalid && want == Ok(0)));
+                }
+                None => prop_assert!(false, "a v0 name not taken as Rust"),
+            }
+        }
     }
 
     #[test]

@@ -67,6 +67,116 @@ scale_rows() { # TAG FULL
 	echo nop > $T/current_tracer
 }
 
+# The paths users hit on a distribution kernel (issue 36), production
+# configuration. Each row is one operation's time; the growth shows in two
+# sizes. Functions are chosen the same way on both cores: the eligible
+# ones as BPF's own kprobe_multi bench takes them (the kernel's entries of
+# available_filter_functions, each name once, without the idle and rcu_
+# functions it leaves out), less the Rust core's own Rust functions (C has
+# none), and among them those a hash of the name picks, so that both cores
+# get the same functions whatever their sites' order.
+pick() { # MODULUS: the eligible functions whose name hash is 0 mod MODULUS
+	awk -v m="$1" 'BEGIN { for (i = 32; i < 127; i++) ord[sprintf("%c", i)] = i }
+		{ h = 0; for (i = 1; i <= length($1); i++) h = (h * 31 + ord[substr($1, i, 1)]) % 1000003
+		  if (h % m == 0) print $1 }' /tmp/eligible
+}
+user_rows() {
+	grep -v '\[' $T/available_filter_functions | awk '{ print $1 }' | grep -v '^_R' |
+		grep -v -E '^(arch_cpu_idle|default_idle|bpf_dispatcher_xdp_func)$|^rcu_|^__ftrace_invalid_address__' |
+		awk '!seen[$0]++' > /tmp/eligible
+	all=$(wc -l < /tmp/eligible)
+	pick 20 | head -1000 > /tmp/k1000
+	pick 6 > /tmp/fcand
+	[ "$(wc -l < /tmp/k1000)" = 1000 ] || { echo "bench: $(wc -l < /tmp/k1000) functions picked"; exit 1; }
+	echo "SAMPLE eligible-functions $all functions"
+
+	# The function tracer on one function, its filter replaced by a
+	# pattern (open with O_TRUNC, write, close: the change is applied at
+	# the close) and set back to the one function, under the running
+	# tracer: [a-k]* (about 40% of the sites) and * (every site).
+	echo $T/set_ftrace_filter > /tmp/filter
+	echo $F > $T/set_ftrace_filter
+	echo function > $T/current_tracer
+	i=0
+	while [ $i -lt "$reps" ]; do
+		for p in 'a-k' all; do
+			pat=$([ $p = all ] && echo '*' || echo '[a-k]*')
+			echo SAMPLE "filter-one-to-$p" "$(timed_write -f /tmp/filter "$pat")" us
+			echo SAMPLE "filter-$p-to-one" "$(timed_write -f /tmp/filter $F)" us
+		done
+		i=$((i + 1))
+	done
+	echo nop > $T/current_tracer
+	echo > $T/set_ftrace_filter
+
+	# Kprobe events (IPMODIFY, full regs) on 1 and on 100 functions,
+	# enabled and disabled while the function tracer runs on every site:
+	# the first disable after the tracer started, then the next enable
+	# and disable. The tracer restarts for every sample.
+	: > /tmp/kp100
+	head -100 /tmp/k1000 > /tmp/kpf
+	k=0
+	while read -r fn; do
+		echo "p:kpb$k $fn" >> $T/kprobe_events 2> /dev/null &&
+			echo "$T/events/kprobes/kpb$k/enable" >> /tmp/kp100
+		k=$((k + 1))
+	done < /tmp/kpf
+	head -1 /tmp/kp100 > /tmp/kp1
+	echo "SAMPLE kprobe-events-defined $(wc -l < /tmp/kp100) events"
+	i=0
+	while [ $i -lt "$reps" ]; do
+		for n in 1 100; do
+			echo function > $T/current_tracer
+			a=$(timed_write -f /tmp/kp$n 1) && b=$(timed_write -f /tmp/kp$n 0) &&
+				c=$(timed_write -f /tmp/kp$n 1) && d=$(timed_write -f /tmp/kp$n 0) ||
+				{ echo "bench: kprobe-$n under function: enable failed"; exit 1; }
+			echo "SAMPLE kprobe-$n-on-under-function-first $a us"
+			echo "SAMPLE kprobe-$n-off-under-function-first $b us"
+			echo "SAMPLE kprobe-$n-on-under-function-then $c us"
+			echo "SAMPLE kprobe-$n-off-under-function-then $d us"
+			echo nop > $T/current_tracer
+		done
+		i=$((i + 1))
+	done
+	echo > $T/kprobe_events
+
+	# One BPF kprobe_multi link (one fprobe: one ops with N sites) over
+	# 1,000 functions and over every eligible one, attached and detached,
+	# alone and under the function tracer running on every site.
+	multi() { # ROW LIST N
+		out=$(bpf_scale kmulti "$2" "$3") || { echo "bench: $1: $out"; exit 1; }
+		echo "$out" | sed -n 's/.*attach \([0-9]*\) us, detach \([0-9]*\) us.*/\1 \2/p' |
+			awk -v r="$1" '{ print "SAMPLE " r "-attach " $1 " us"; print "SAMPLE " r "-detach " $2 " us" }'
+	}
+	for under in "" -under-function; do
+		[ -n "$under" ] && echo function > $T/current_tracer
+		i=0
+		while [ $i -lt "$reps" ]; do
+			multi "kprobe-multi-1000$under" /tmp/k1000 1000
+			multi "kprobe-multi-all$under" /tmp/eligible "$all"
+			i=$((i + 1))
+		done
+		echo nop > $T/current_tracer
+	done
+
+	# N BPF fentry programs on N distinct functions (each its own BPF
+	# trampoline: register_ftrace_direct()), attached one after another,
+	# then detached. Detaching waits for BPF's RCU-tasks grace periods per
+	# trampoline on either core (about 0.13 s each here): three samples
+	# of the 1,000 row.
+	fentry() { # ROW N
+		out=$(bpf_scale fentry /tmp/fcand "$2") || { echo "bench: $1: $out"; exit 1; }
+		echo "$out" | sed -n 's/.*attach \([0-9]*\) us, detach \([0-9]*\) us.*/\1 \2/p' |
+			awk -v r="$1" '{ print "SAMPLE " r "-attach " $1 " us"; print "SAMPLE " r "-detach " $2 " us" }'
+	}
+	i=0
+	while [ $i -lt "$reps" ]; do
+		fentry bpf-fentry-100 100
+		[ $i -lt 3 ] && fentry bpf-fentry-1000 1000
+		i=$((i + 1))
+	done
+}
+
 # On the production configuration (BPF, direct calls), the rows of the
 # direct-call clients; everything else runs on the lab kernel (tiny).
 # A BPF fentry program (two instructions: r0 = 0; exit) on one function
@@ -99,6 +209,7 @@ if [ "$CONF" = production ]; then
 	done
 	# How the attach row grows with the number of sites.
 	scale_rows -production 0
+	user_rows
 	exit 0
 fi
 mod=$(find /lib/modules -name ftrace-ops.ko | head -1)
