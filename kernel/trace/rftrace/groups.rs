@@ -21,7 +21,7 @@
 use crate::arch::Target;
 use crate::cells::Locked;
 use crate::registry::{list, Ops, OpsRef, OpsTable, F_IPMODIFY, F_SAVE_REGS};
-use crate::sys::{CoreGuard, Held, NoPreempt, StaticWork};
+use crate::sys::{dead, CoreGuard, Held, NoPreempt, StaticWork};
 use core::sync::atomic::{AtomicUsize, Ordering};
 use kernel::bindings;
 use kernel::prelude::*;
@@ -65,6 +65,11 @@ impl Group {
     fn has(&self, o: OpsRef<'_>) -> bool {
         self.members().contains(&(o.as_ptr() as usize))
     }
+
+    /// Whether it is the group of exactly these.
+    fn is(&self, members: &[usize], regs: bool, ipmodify: bool) -> bool {
+        self.regs == regs && self.ipmodify == ipmodify && self.members() == members
+    }
 }
 
 /// The groups.
@@ -90,15 +95,74 @@ pub(crate) fn find_or_make(
         return None;
     }
     let mut all = GROUPS.borrow(held).ok()?;
-    if let Some(g) = all
-        .iter()
-        .flatten()
-        .find(|g| g.regs == regs && g.ipmodify == ipmodify && g.members() == members)
-    {
+    if let Some(g) = all.iter().flatten().find(|g| g.is(members, regs, ipmodify)) {
         let o = g.ops();
         return Some((Target::trampoline_of(o), o.as_ptr()));
     }
+    if let Some(found) = revive(held, &mut all, members, regs, ipmodify) {
+        return Some(found);
+    }
     make(held, &mut all, members, regs, ipmodify)
+}
+
+/// Takes the group of `members` back into the list from the reaper's
+/// places or the parked groups, if it is there: the same ops want the
+/// same sites again (a kprobe turned off and on under the function
+/// tracer), and its trampoline is as good as a new one.
+///
+/// What a group's trampoline does depends on its key (the members'
+/// addresses, in list order; `regs`; `ipmodify`) and on each member's
+/// callback, nothing else: its calls are pointed at what each member's
+/// own trampoline calls now (which may have changed while it was out of
+/// the list: [`refresh`] sees listed groups only) before it is published.
+/// The members the plan asks for are registered ops; should one of them
+/// be a new ops at the address of a freed one, the repointed trampoline
+/// serves the new one, as a new group would. A group waiting for the
+/// reaper may still have CPUs inside (calls that entered before its
+/// sites moved off): they run code that stays as it is, and a member they
+/// may call is still live: a member that went waited for them in its
+/// shutdown (`retire` with it), which a dynamic member's unregistration
+/// does before its owner may free it. A parked one was waited out.
+fn revive(
+    held: &Held,
+    all: &mut Groups,
+    members: &[usize],
+    regs: bool,
+    ipmodify: bool,
+) -> Option<(Target, *mut Ops)> {
+    let place = all.iter_mut().find(|p| p.is_none())?;
+    let mut g = None;
+    let mut was_parked = false;
+    for (pool, parked) in [(&RETIRING, false), (&PARKED, true)] {
+        let Ok(mut waiting) = pool.borrow(held) else {
+            continue;
+        };
+        if let Some(p) = waiting
+            .iter_mut()
+            .find(|p| p.as_deref().is_some_and(|g| g.is(members, regs, ipmodify)))
+        {
+            g = p.take();
+            was_parked = parked;
+            break;
+        }
+    }
+    let g = g?;
+    let o = g.ops();
+    crate::arch::update_trampoline(held, o);
+    // SAFETY: as in `make`: the group's box is taken out of the list only
+    // after it leaves `PUBLISHED`, and freed only after `retire`'s waits.
+    if !unsafe { PUBLISHED.publish(held, o) } {
+        core::mem::forget(g);
+        return None;
+    }
+    // perf heard that a parked one went (`park`); one of the reaper's
+    // places never left for perf.
+    if was_parked {
+        crate::arch::perf_trampoline(held, o, false);
+    }
+    let found = (Target::trampoline_of(o), o.as_ptr());
+    *place = Some(g);
+    Some(found)
 }
 
 /// Makes the group of `members`, its trampoline and its listing.
@@ -151,6 +215,7 @@ fn make(
     if n != members.len() {
         return None;
     }
+
     let o = g.ops();
     crate::arch::group_trampoline(held, o, calls.get(..n)?).ok()?;
     let tramp = Target::trampoline_of(o);
@@ -246,6 +311,12 @@ fn take_where(held: &Held, mut pick: impl FnMut(&Group) -> bool) -> Groups {
 /// Groups taken out of the list that no site calls, waiting for the
 /// reaper ([`reap`]) to free them after its waits.
 static RETIRING: Locked<Groups> = Locked::new([const { None }; MAX_GROUPS]);
+/// Retired groups the reaper kept rather than freed (their trampolines no
+/// CPU is in), for [`revive`]; at most [`PARK_MAX`]: the first retired
+/// while there is room, the rest freed.
+static PARKED: Locked<Groups> = Locked::new([const { None }; MAX_GROUPS]);
+/// The most groups parked.
+const PARK_MAX: usize = 8;
 /// The reaper's work item.
 static REAPER: StaticWork = StaticWork::new(reap);
 
@@ -321,10 +392,36 @@ extern "C" fn reap(_work: *mut bindings::work_struct) {
         return;
     }
     crate::arch::wait_trampolines_left();
-    let g = CoreGuard::lock();
-    if !crate::arch::free_trampolines(g.held(), taken.iter().flatten().map(|g| g.ops())) {
+    let guard = CoreGuard::lock();
+    let held = guard.held();
+    let mut taken = taken;
+    if !dead() {
+        park(held, &mut taken);
+    }
+    if !crate::arch::free_trampolines(held, taken.iter().flatten().map(|g| g.ops())) {
         for g in taken {
             core::mem::forget(g);
+        }
+    }
+}
+
+/// Moves the groups of `gone` (waited out, no site calling them) to the
+/// parked ones while there is room among the first [`PARK_MAX`] places;
+/// perf hears they went, as for a freed one.
+fn park(held: &Held, gone: &mut Groups) {
+    let Ok(mut parked) = PARKED.borrow(held) else {
+        return;
+    };
+    for p in gone.iter_mut() {
+        if p.is_none() {
+            continue;
+        }
+        let Some(room) = parked.iter_mut().take(PARK_MAX).find(|q| q.is_none()) else {
+            return;
+        };
+        if let Some(g) = p.take() {
+            crate::arch::perf_trampoline(held, g.ops(), true);
+            *room = Some(g);
         }
     }
 }
