@@ -41,7 +41,7 @@ cp -a "$st/ftrace" "$rootfs/opt/ftracetest"
 # the same program together: each links to a file of its own and renames
 # it into place, so that no guest copies another's half-written binary.
 static_tool() { # source binary
-	if [ ! -x "$2" ] || [ "$1" -nt "$2" ]; then
+	if [ ! -x "$2" ] || [ "$1" -nt "$2" ] || [ "$st/rftrace/bpf_raw.h" -nt "$2" ]; then
 		gcc -static -O2 -Wall -o "$2.$BASHPID" "$1" && mv -f "$2.$BASHPID" "$2" ||
 			{ echo "run-qemu: cannot build ${2##*/}" >&2; exit 2; }
 	fi

@@ -33,18 +33,7 @@
 #include <time.h>
 #include <unistd.h>
 
-static int bpf(int cmd, union bpf_attr *attr)
-{
-	return syscall(SYS_bpf, cmd, attr, sizeof(*attr));
-}
-
-static long long now_us(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return t.tv_sec * 1000000LL + t.tv_nsec / 1000;
-}
+#include "bpf_raw.h"
 
 /* vmlinux's BTF: the FUNC types by name, sorted, for bsearch(). */
 struct func_id {
@@ -53,40 +42,6 @@ struct func_id {
 };
 static struct func_id *funcs;
 static long nr_funcs;
-
-static long btf_extra(unsigned int kind, unsigned int vlen)
-{
-	switch (kind) {
-	case BTF_KIND_INT:
-	case BTF_KIND_VAR:
-	case BTF_KIND_DECL_TAG:
-		return 4;
-	case BTF_KIND_ARRAY:
-		return sizeof(struct btf_array);
-	case BTF_KIND_STRUCT:
-	case BTF_KIND_UNION:
-		return vlen * sizeof(struct btf_member);
-	case BTF_KIND_ENUM:
-		return vlen * sizeof(struct btf_enum);
-	case BTF_KIND_FUNC_PROTO:
-		return vlen * sizeof(struct btf_param);
-	case BTF_KIND_DATASEC:
-		return vlen * sizeof(struct btf_var_secinfo);
-	case BTF_KIND_ENUM64:
-		return vlen * 12;
-	case BTF_KIND_PTR:
-	case BTF_KIND_FWD:
-	case BTF_KIND_TYPEDEF:
-	case BTF_KIND_VOLATILE:
-	case BTF_KIND_CONST:
-	case BTF_KIND_RESTRICT:
-	case BTF_KIND_FUNC:
-	case BTF_KIND_FLOAT:
-	case BTF_KIND_TYPE_TAG:
-		return 0;
-	}
-	return -1;
-}
 
 static int cmp_func(const void *a, const void *b)
 {
@@ -175,21 +130,6 @@ static int load(enum bpf_prog_type type, enum bpf_attach_type at, int btf_id, in
 	if (fd < 0 && !quiet)
 		fprintf(stderr, "bpf_scale: BPF_PROG_LOAD: %s\n%s\n", strerror(errno), log);
 	return fd;
-}
-
-static long long run_cnt(int prog)
-{
-	struct bpf_prog_info info;
-	union bpf_attr a;
-
-	memset(&info, 0, sizeof(info));
-	memset(&a, 0, sizeof(a));
-	a.info.bpf_fd = prog;
-	a.info.info_len = sizeof(info);
-	a.info.info = (uintptr_t)&info;
-	if (bpf(BPF_OBJ_GET_INFO_BY_FD, &a) < 0)
-		return -1;
-	return info.run_cnt;
 }
 
 static char **read_list(const char *path, long *n)

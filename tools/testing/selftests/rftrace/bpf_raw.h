@@ -1,0 +1,81 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * The raw bpf() calls the BPF test loaders share (bpf_tramp.c,
+ * bpf_scale.c): the system call, the walk of vmlinux's BTF types, a
+ * program's run count (BPF_ENABLE_STATS) and a clock.
+ */
+#ifndef RFTRACE_BPF_RAW_H
+#define RFTRACE_BPF_RAW_H
+
+#include <linux/bpf.h>
+#include <linux/btf.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+static int bpf(int cmd, union bpf_attr *attr)
+{
+	return syscall(SYS_bpf, cmd, attr, sizeof(*attr));
+}
+
+/* The size of the data that follows a BTF type of this kind and vlen. */
+static long btf_extra(unsigned int kind, unsigned int vlen)
+{
+	switch (kind) {
+	case BTF_KIND_INT:
+	case BTF_KIND_VAR:
+	case BTF_KIND_DECL_TAG:
+		return 4;
+	case BTF_KIND_ARRAY:
+		return sizeof(struct btf_array);
+	case BTF_KIND_STRUCT:
+	case BTF_KIND_UNION:
+		return vlen * sizeof(struct btf_member);
+	case BTF_KIND_ENUM:
+		return vlen * sizeof(struct btf_enum);
+	case BTF_KIND_FUNC_PROTO:
+		return vlen * sizeof(struct btf_param);
+	case BTF_KIND_DATASEC:
+		return vlen * sizeof(struct btf_var_secinfo);
+	case BTF_KIND_ENUM64:
+		return vlen * 12;
+	case BTF_KIND_PTR:
+	case BTF_KIND_FWD:
+	case BTF_KIND_TYPEDEF:
+	case BTF_KIND_VOLATILE:
+	case BTF_KIND_CONST:
+	case BTF_KIND_RESTRICT:
+	case BTF_KIND_FUNC:
+	case BTF_KIND_FLOAT:
+	case BTF_KIND_TYPE_TAG:
+		return 0;
+	}
+	return -1;
+}
+
+static long long run_cnt(int prog)
+{
+	struct bpf_prog_info info;
+	union bpf_attr a;
+
+	memset(&info, 0, sizeof(info));
+	memset(&a, 0, sizeof(a));
+	a.info.bpf_fd = prog;
+	a.info.info_len = sizeof(info);
+	a.info.info = (uintptr_t)&info;
+	if (bpf(BPF_OBJ_GET_INFO_BY_FD, &a) < 0)
+		return -1;
+	return info.run_cnt;
+}
+
+static long long now_us(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return t.tv_sec * 1000000LL + t.tv_nsec / 1000;
+}
+
+#endif
