@@ -16,15 +16,20 @@ echo -1 > /proc/sys/kernel/perf_event_paranoid
 
 # perf ftrace, the function tracer on vfs_read for dd alone.
 out=$(perf ftrace -T vfs_read -- $dd100 2>&1) || fail "perf ftrace: $out"
-n=$(echo "$out" | grep -c 'vfs_read')
+# Counted in the output with its line breaks taken out: perf copies
+# trace_pipe as it reads it, and a line may come split in two.
+joined() { echo "$out" | tr -d '\n'; }
+n=$(joined | grep -o 'vfs_read <-' | wc -l)
 [ "$n" = 100 ] || fail "perf ftrace -T vfs_read printed $n vfs_read lines, not 100: $(echo "$out" | head -5)"
-# Every line from one task, dd (its name may print as <...>).
-pids=$(echo "$out" | grep 'vfs_read' | awk '{ print $1 }' | sed 's/.*-//' | sort -u)
+# Every line from one task, dd (its name may print as <...>): the pids of
+# every "COMM-PID [CPU]" of the output.
+pids=$(joined | grep -oE -- '-[0-9]+ +\[[0-9]+\]' | sed 's/^-\([0-9]*\).*/\1/' | sort -u)
+[ -n "$pids" ] || fail "perf ftrace printed no task: $(echo "$out" | head -5)"
 [ "$(echo "$pids" | wc -l)" = 1 ] || fail "perf ftrace traced more than one task: $pids"
 
 # perf ftrace, function_graph: vfs_read and what it calls, depth 2.
 out=$(perf ftrace -G vfs_read --graph-opts depth=2 -- $dd100 2>&1) || fail "perf ftrace -G: $out"
-n=$(echo "$out" | grep -c 'vfs_read() {')
+n=$(joined | grep -o 'vfs_read() {' | wc -l)
 [ "$n" = 100 ] || fail "perf ftrace -G vfs_read printed $n 'vfs_read() {' lines, not 100: $(echo "$out" | head -8)"
 echo "$out" | grep -q 'rw_verify_area\|seq_read\|proc_reg_read' ||
 	fail "perf ftrace -G vfs_read shows nothing vfs_read calls: $(echo "$out" | head -8)"
