@@ -7,9 +7,11 @@
 #ifndef RFTRACE_BPF_RAW_H
 #define RFTRACE_BPF_RAW_H
 
+#include <fcntl.h>
 #include <linux/bpf.h>
 #include <linux/btf.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -76,6 +78,57 @@ static long long now_us(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &t);
 	return t.tv_sec * 1000000LL + t.tv_nsec / 1000;
+}
+
+/*
+ * Reads vmlinux's BTF (once: kept in a static buffer, so the names passed
+ * stay valid) and calls fn(name, id, data) for each FUNC type, in id
+ * order, until it returns non-zero, which is then returned; 0 when every
+ * FUNC was seen, -1 when the BTF cannot be read.
+ */
+static int btf_each_func(int (*fn)(const char *name, int id, void *data), void *data)
+{
+	static char buf[64 << 20];
+	static long n;
+	const struct btf_header *h = (const void *)buf;
+	const char *types, *strs;
+	long r, off;
+	int fd, id = 1;
+
+	if (!n) {
+		fd = open("/sys/kernel/btf/vmlinux", O_RDONLY);
+		if (fd < 0) {
+			perror("/sys/kernel/btf/vmlinux");
+			return -1;
+		}
+		while ((r = read(fd, buf + n, sizeof(buf) - n)) > 0)
+			n += r;
+		close(fd);
+	}
+	if (n < (long)sizeof(*h) || h->magic != BTF_MAGIC) {
+		fprintf(stderr, "no BTF in /sys/kernel/btf/vmlinux\n");
+		return -1;
+	}
+	types = buf + h->hdr_len + h->type_off;
+	strs = buf + h->hdr_len + h->str_off;
+	for (off = 0; off < h->type_len; id++) {
+		const struct btf_type *t = (const void *)(types + off);
+		unsigned int kind = BTF_INFO_KIND(t->info);
+		long extra = btf_extra(kind, BTF_INFO_VLEN(t->info));
+		int ret;
+
+		if (extra < 0) {
+			fprintf(stderr, "unknown BTF kind %u\n", kind);
+			return -1;
+		}
+		if (kind == BTF_KIND_FUNC) {
+			ret = fn(strs + t->name_off, id, data);
+			if (ret)
+				return ret;
+		}
+		off += sizeof(*t) + extra;
+	}
+	return 0;
 }
 
 #endif

@@ -48,49 +48,27 @@ static int cmp_func(const void *a, const void *b)
 	return strcmp(((const struct func_id *)a)->name, ((const struct func_id *)b)->name);
 }
 
+static int add_func(const char *name, int id, void *cap)
+{
+	long *c = cap;
+
+	if (nr_funcs == *c) {
+		*c = *c ? 2 * *c : 4096;
+		funcs = realloc(funcs, *c * sizeof(*funcs));
+		if (!funcs)
+			return -1;
+	}
+	funcs[nr_funcs].name = name;
+	funcs[nr_funcs++].id = id;
+	return 0;
+}
+
 static int read_btf(void)
 {
-	static char buf[64 << 20];
-	const struct btf_header *h = (const void *)buf;
-	const char *types, *strs;
-	long n = 0, r, off, cap = 0;
-	int fd, id = 1;
+	long cap = 0;
 
-	fd = open("/sys/kernel/btf/vmlinux", O_RDONLY);
-	if (fd < 0) {
-		perror("/sys/kernel/btf/vmlinux");
+	if (btf_each_func(add_func, &cap))
 		return -1;
-	}
-	while ((r = read(fd, buf + n, sizeof(buf) - n)) > 0)
-		n += r;
-	close(fd);
-	if (n < (long)sizeof(*h) || h->magic != BTF_MAGIC) {
-		fprintf(stderr, "bpf_scale: no BTF in /sys/kernel/btf/vmlinux\n");
-		return -1;
-	}
-	types = buf + h->hdr_len + h->type_off;
-	strs = buf + h->hdr_len + h->str_off;
-	for (off = 0; off < h->type_len; id++) {
-		const struct btf_type *t = (const void *)(types + off);
-		unsigned int kind = BTF_INFO_KIND(t->info);
-		long extra = btf_extra(kind, BTF_INFO_VLEN(t->info));
-
-		if (extra < 0) {
-			fprintf(stderr, "bpf_scale: unknown BTF kind %u\n", kind);
-			return -1;
-		}
-		if (kind == BTF_KIND_FUNC) {
-			if (nr_funcs == cap) {
-				cap = cap ? 2 * cap : 4096;
-				funcs = realloc(funcs, cap * sizeof(*funcs));
-				if (!funcs)
-					return -1;
-			}
-			funcs[nr_funcs].name = strs + t->name_off;
-			funcs[nr_funcs++].id = id;
-		}
-		off += sizeof(*t) + extra;
-	}
 	qsort(funcs, nr_funcs, sizeof(*funcs), cmp_func);
 	return 0;
 }

@@ -30,43 +30,17 @@
 
 #define MAX_PROGS 64
 
+static int id_if_named(const char *name, int id, void *wanted)
+{
+	return strcmp(name, wanted) ? 0 : id;
+}
+
 /* The BTF id of the function `name` in vmlinux's BTF, or -1. */
 static int btf_func_id(const char *name)
 {
-	static char buf[64 << 20];
-	const struct btf_header *h = (const void *)buf;
-	const char *types, *strs;
-	long n = 0, r, off;
-	int fd, id = 1;
+	int id = btf_each_func(id_if_named, (void *)name);
 
-	fd = open("/sys/kernel/btf/vmlinux", O_RDONLY);
-	if (fd < 0) {
-		perror("/sys/kernel/btf/vmlinux");
-		return -1;
-	}
-	while ((r = read(fd, buf + n, sizeof(buf) - n)) > 0)
-		n += r;
-	close(fd);
-	if (n < (long)sizeof(*h) || h->magic != BTF_MAGIC) {
-		fprintf(stderr, "bpf_tramp: no BTF in /sys/kernel/btf/vmlinux\n");
-		return -1;
-	}
-	types = buf + h->hdr_len + h->type_off;
-	strs = buf + h->hdr_len + h->str_off;
-	for (off = 0; off < h->type_len; id++) {
-		const struct btf_type *t = (const void *)(types + off);
-		unsigned int kind = BTF_INFO_KIND(t->info);
-		long extra = btf_extra(kind, BTF_INFO_VLEN(t->info));
-
-		if (extra < 0) {
-			fprintf(stderr, "bpf_tramp: unknown BTF kind %u\n", kind);
-			return -1;
-		}
-		if (kind == BTF_KIND_FUNC && !strcmp(strs + t->name_off, name))
-			return id;
-		off += sizeof(*t) + extra;
-	}
-	return -1;
+	return id > 0 ? id : -1;
 }
 
 static int load(int btf_id, int exit_kind)
