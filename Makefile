@@ -8,6 +8,8 @@
 #   make test [CORE=rust|c] [CONF=production|tiny|fp] [TEST_SUITES=...]
 #   make ftracetest, make bench, make patch, make kernel, make clean
 #   make mcount-compare (call sites of the two cores' builds)
+#   make bpf-selftests (the kernel's BPF selftests through the tracer, both cores)
+#   make insn-profile SCRIPT=x.sh CALLS=N (instructions per call, by function)
 #   make torture [CORE=rust|c] [DURATION=s] (rftrace_torture.ko, CPUs at once)
 #   make fault-inject [CORE=rust|c] (every allocation of each operation)
 #   KASAN=1 with kernel, test, run, fault-inject: the sanitizer build
@@ -28,7 +30,7 @@ ST := tools/testing/selftests/rftrace
 BUILD := $(CURDIR)/build
 export BUILD
 
-.PHONY: all setup tree kernel run test cargo-test ftracetest fault-inject bench patch clippy clean distclean mcount-compare torture textpoke-repro
+.PHONY: all setup tree kernel run test cargo-test ftracetest fault-inject bench patch clippy clean distclean mcount-compare torture textpoke-repro bpf-selftests insn-profile
 
 all: kernel
 
@@ -162,6 +164,19 @@ torture: kernel $(report)
 
 bench: tree $(report)
 	@$(H)/bench.sh
+
+# The kernel's own BPF selftests that go through the tracer core
+# (test_progs of the 6.12 tree), on both cores: every test and subtest
+# that passes on C passes on Rust (Documentation/harness.rst).
+bpf-selftests: tree
+	@$(MAKE) -s kernel CORE=c && $(MAKE) -s kernel CORE=rust
+	@$(H)/bpf-selftests.sh
+
+# Where a guest's instructions go, function by function, under icount:
+# make insn-profile SCRIPT=x.sh CALLS=N [BASE=0] [BOTH=1] [CONF=tiny]
+# (Documentation/harness.rst, "Instruction profiles").
+insn-profile: kernel
+	@CALLS=$(CALLS) BASE=$(or $(BASE),0) BOTH=$(or $(BOTH),0) $(H)/insn-profile.sh
 
 patch: setup
 	@$(H)/make-patch.sh

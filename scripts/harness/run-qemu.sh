@@ -123,6 +123,13 @@ esac
 if [ -n "${EXTRA:-}" ]; then
 	[ -d "$EXTRA" ] || { echo "run-qemu: EXTRA '$EXTRA' is not a directory" >&2; exit 2; }
 	mkdir -p "$rootfs/extra" && cp -a "$EXTRA/." "$rootfs/extra/"
+	# Programs there get the host libraries they link (make bpf-selftests).
+	find "$rootfs/extra" -type f -perm -u+x | while read -r f; do
+		ldd "$f" 2>/dev/null | grep -o '/[^ ]*' | while read -r lib; do
+			[ -e "$rootfs$lib" ] && continue
+			mkdir -p "$rootfs$(dirname "$lib")" && cp -L "$lib" "$rootfs$lib"
+		done
+	done
 fi
 initrd=$rootfs.cpio.gz
 (cd "$rootfs" && find . | LC_ALL=C sort | cpio -o -H newc --quiet -R 0:0 | gzip -1 > "$initrd")
@@ -162,6 +169,8 @@ kvm) qemu+=(-accel kvm -cpu host) ;;
 *) echo "run-qemu: ACCEL must be tcg, mttcg or kvm" >&2; exit 2 ;;
 esac
 [ -n "${ICOUNT:-}" ] && qemu+=(-icount "shift=$ICOUNT")
+# PLUGIN=path[,args]: a TCG plugin (scripts/harness/insn-profile.sh).
+[ -n "${PLUGIN:-}" ] && qemu+=(-plugin "$PLUGIN")
 
 if [ "$MODE" = shell ]; then
 	qemu+=(-serial mon:stdio)
