@@ -89,6 +89,8 @@ done
 cat > "$bo/guest.sh" << EOF
 cd /extra
 cp bpf_testmod-\$CORE.ko bpf_testmod.ko
+# libbpf reads the kernel's configuration for programs' __kconfig externs.
+mkdir -p /boot && cp config-\$CORE /boot/config-\$(uname -r)
 ulimit -l unlimited
 mount -t bpf bpf /sys/fs/bpf 2>/dev/null
 ./test_progs -t $(IFS=,; echo "${TESTS[*]}")
@@ -100,7 +102,10 @@ for core in c rust; do
 	rm -rf "$x" && mkdir -p "$x"
 	cp "$bo/out/test_progs" "$bo/out/urandom_read" "$bo/out/liburandom_read.so" "$x/"
 	cp "$bo"/out/*.bpf.o "$x/" 2>/dev/null || true
-	for c2 in c rust; do cp "$bo/bpf_testmod-$c2/bpf_testmod.ko" "$x/bpf_testmod-$c2.ko"; done
+	for c2 in c rust; do
+		cp "$bo/bpf_testmod-$c2/bpf_testmod.ko" "$x/bpf_testmod-$c2.ko"
+		cp "$build/out-$c2-$CONF/.config" "$x/config-$c2"
+	done
 	echo "  RUN     test_progs on the $core core (log: build/log/bpf-selftests-$core.log)"
 	CORE=$core MODE=script SCRIPT="$bo/guest.sh" EXTRA="$x" MEM=2G \
 		TIMEOUT=${BPF_TIMEOUT:-1800} LOG="$build/log/bpf-selftests-$core.log" \
