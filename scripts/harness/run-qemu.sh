@@ -50,14 +50,19 @@ for tool in timed_write timed_read syscall_loop perf_records bpf_tramp bpf_scale
 	static_tool "$st/rftrace/$tool.c" "$build/$tool"
 	cp "$build/$tool" "$rootfs/bin/$tool"
 done
+# The host libraries a program links, at their paths (none for a static
+# program or a file that is not one).
+copy_libs() {
+	ldd "$1" 2>/dev/null | grep -o '/[^ ]*' | while read -r lib; do
+		[ -e "$rootfs$lib" ] && continue
+		mkdir -p "$rootfs$(dirname "$lib")" && cp -L "$lib" "$rootfs$lib"
+	done
+}
 # A host program and the libraries it links, in /opt/gnu/bin.
 host_tool() {
 	mkdir -p "$rootfs/opt/gnu/bin"
 	cp "$1" "$rootfs/opt/gnu/bin/"
-	ldd "$1" | grep -o '/[^ ]*' | while read -r lib; do
-		mkdir -p "$rootfs$(dirname "$lib")"
-		cp -L "$lib" "$rootfs$lib"
-	done
+	copy_libs "$1"
 }
 # coreutils' nice, which Debian's busybox lacks (ftracetest's
 # trigger-onchange-action-hist.tc runs "nice -n 1 ping").
@@ -124,12 +129,7 @@ if [ -n "${EXTRA:-}" ]; then
 	[ -d "$EXTRA" ] || { echo "run-qemu: EXTRA '$EXTRA' is not a directory" >&2; exit 2; }
 	mkdir -p "$rootfs/extra" && cp -a "$EXTRA/." "$rootfs/extra/"
 	# Programs there get the host libraries they link (make bpf-selftests).
-	find "$rootfs/extra" -type f -perm -u+x | while read -r f; do
-		ldd "$f" 2>/dev/null | grep -o '/[^ ]*' | while read -r lib; do
-			[ -e "$rootfs$lib" ] && continue
-			mkdir -p "$rootfs$(dirname "$lib")" && cp -L "$lib" "$rootfs$lib"
-		done
-	done
+	find "$rootfs/extra" -type f -perm -u+x | while read -r f; do copy_libs "$f"; done
 fi
 initrd=$rootfs.cpio.gz
 (cd "$rootfs" && find . | LC_ALL=C sort | cpio -o -H newc --quiet -R 0:0 | gzip -1 > "$initrd")

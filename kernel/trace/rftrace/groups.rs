@@ -147,22 +147,10 @@ fn revive(
         }
     }
     let g = g?;
-    let o = g.ops();
-    crate::arch::update_trampoline(held, o);
-    // SAFETY: as in `make`: the group's box is taken out of the list only
-    // after it leaves `PUBLISHED`, and freed only after `retire`'s waits.
-    if !unsafe { PUBLISHED.publish(held, o) } {
-        core::mem::forget(g);
-        return None;
-    }
+    crate::arch::update_trampoline(held, g.ops());
     // perf heard that a parked one went (`park`); one of the reaper's
     // places never left for perf.
-    if was_parked {
-        crate::arch::perf_trampoline(held, o, false);
-    }
-    let found = (Target::trampoline_of(o), o.as_ptr());
-    *place = Some(g);
-    Some(found)
+    install(held, place, g, was_parked)
 }
 
 /// Makes the group of `members`, its trampoline and its listing.
@@ -216,9 +204,20 @@ fn make(
         return None;
     }
 
+    crate::arch::group_trampoline(held, g.ops(), calls.get(..n)?).ok()?;
+    install(held, place, g, true)
+}
+
+/// Publishes group `g`, whose trampoline calls its members, and lists it
+/// in `place`; `perf`: tell perf of its trampoline. Returns the group's
+/// trampoline and ops.
+fn install(
+    held: &Held,
+    place: &mut Option<KBox<Group>>,
+    g: KBox<Group>,
+    perf: bool,
+) -> Option<(Target, *mut Ops)> {
     let o = g.ops();
-    crate::arch::group_trampoline(held, o, calls.get(..n)?).ok()?;
-    let tramp = Target::trampoline_of(o);
     // SAFETY: the group's ops lives in its box, which `take_with` takes
     // out of the list only after removing it from `PUBLISHED`, and which
     // is freed only after the rude RCU-tasks wait of `retire` (or never).
@@ -228,10 +227,12 @@ fn make(
         core::mem::forget(g);
         return None;
     }
-    crate::arch::perf_trampoline(held, o, false);
-    let id = o.as_ptr();
+    if perf {
+        crate::arch::perf_trampoline(held, o, false);
+    }
+    let found = (Target::trampoline_of(o), o.as_ptr());
     *place = Some(g);
-    Some((tramp, id))
+    Some(found)
 }
 
 /// Points the groups of `ops` at what its own trampoline calls now: its

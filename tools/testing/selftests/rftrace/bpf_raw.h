@@ -1,12 +1,14 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * The raw bpf() calls the BPF test loaders share (bpf_tramp.c,
- * bpf_scale.c): the system call, the walk of vmlinux's BTF types, a
- * program's run count (BPF_ENABLE_STATS) and a clock.
+ * bpf_scale.c): the system call, loading a "return 0" program, the walk
+ * of vmlinux's BTF types, a program's run count (BPF_ENABLE_STATS) and a
+ * clock.
  */
 #ifndef RFTRACE_BPF_RAW_H
 #define RFTRACE_BPF_RAW_H
 
+#include <errno.h>
 #include <fcntl.h>
 #include <linux/bpf.h>
 #include <linux/btf.h>
@@ -78,6 +80,42 @@ static long long now_us(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &t);
 	return t.tv_sec * 1000000LL + t.tv_nsec / 1000;
+}
+
+/*
+ * Loads the two-instruction program "return 0" of `type` for `at` (on the
+ * BTF function `btf_id`, or 0). Unless `quiet`, asks for the verifier's
+ * log and prints it, after "<who>: BPF_PROG_LOAD", when the load fails.
+ * Returns the program's fd, or -1.
+ */
+static int load_return0(const char *who, enum bpf_prog_type type, enum bpf_attach_type at,
+			int btf_id, int quiet)
+{
+	struct bpf_insn insns[] = {
+		{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = 0, .imm = 0 },
+		{ .code = BPF_JMP | BPF_EXIT },
+	};
+	static char log[4096];
+	union bpf_attr a;
+	int fd;
+
+	memset(&a, 0, sizeof(a));
+	a.prog_type = type;
+	a.expected_attach_type = at;
+	a.insns = (uintptr_t)insns;
+	a.insn_cnt = 2;
+	a.license = (uintptr_t)"GPL";
+	a.attach_btf_id = btf_id;
+	if (!quiet) {
+		log[0] = 0;
+		a.log_buf = (uintptr_t)log;
+		a.log_size = sizeof(log);
+		a.log_level = 1;
+	}
+	fd = bpf(BPF_PROG_LOAD, &a);
+	if (fd < 0 && !quiet)
+		fprintf(stderr, "%s: BPF_PROG_LOAD: %s\n%s\n", who, strerror(errno), log);
+	return fd;
 }
 
 /*

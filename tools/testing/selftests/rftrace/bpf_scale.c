@@ -81,35 +81,6 @@ static int btf_func_id(const char *name)
 	return f ? f->id : -1;
 }
 
-static int load(enum bpf_prog_type type, enum bpf_attach_type at, int btf_id, int quiet)
-{
-	struct bpf_insn insns[] = {
-		{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = 0, .imm = 0 },
-		{ .code = BPF_JMP | BPF_EXIT },
-	};
-	static char log[4096];
-	union bpf_attr a;
-	int fd;
-
-	memset(&a, 0, sizeof(a));
-	a.prog_type = type;
-	a.expected_attach_type = at;
-	a.insns = (uintptr_t)insns;
-	a.insn_cnt = 2;
-	a.license = (uintptr_t)"GPL";
-	a.attach_btf_id = btf_id;
-	if (!quiet) {
-		log[0] = 0;
-		a.log_buf = (uintptr_t)log;
-		a.log_size = sizeof(log);
-		a.log_level = 1;
-	}
-	fd = bpf(BPF_PROG_LOAD, &a);
-	if (fd < 0 && !quiet)
-		fprintf(stderr, "bpf_scale: BPF_PROG_LOAD: %s\n%s\n", strerror(errno), log);
-	return fd;
-}
-
 static char **read_list(const char *path, long *n)
 {
 	char line[512], **v = NULL;
@@ -152,7 +123,7 @@ static int kmulti(char **names, long n, const char *cmd)
 	union bpf_attr a;
 	int prog, link;
 
-	prog = load(BPF_PROG_TYPE_KPROBE, BPF_TRACE_KPROBE_MULTI, 0, 0);
+	prog = load_return0("bpf_scale", BPF_PROG_TYPE_KPROBE, BPF_TRACE_KPROBE_MULTI, 0, 0);
 	if (prog < 0)
 		return 1;
 	memset(&a, 0, sizeof(a));
@@ -193,7 +164,7 @@ static int fentry(char **names, long nr, long n, const char *cmd)
 			skipped++;
 			continue;
 		}
-		prog[k] = load(BPF_PROG_TYPE_TRACING, BPF_TRACE_FENTRY, id, 1);
+		prog[k] = load_return0("bpf_scale", BPF_PROG_TYPE_TRACING, BPF_TRACE_FENTRY, id, 1);
 		if (prog[k] < 0) {
 			skipped++;
 			continue;

@@ -43,32 +43,6 @@ static int btf_func_id(const char *name)
 	return id > 0 ? id : -1;
 }
 
-static int load(int btf_id, int exit_kind)
-{
-	struct bpf_insn insns[] = {
-		{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = 0, .imm = 0 },
-		{ .code = BPF_JMP | BPF_EXIT },
-	};
-	static char log[4096];
-	union bpf_attr a;
-	int fd;
-
-	memset(&a, 0, sizeof(a));
-	a.prog_type = BPF_PROG_TYPE_TRACING;
-	a.expected_attach_type = exit_kind ? BPF_TRACE_FEXIT : BPF_TRACE_FENTRY;
-	a.insns = (uintptr_t)insns;
-	a.insn_cnt = 2;
-	a.license = (uintptr_t)"GPL";
-	a.attach_btf_id = btf_id;
-	a.log_buf = (uintptr_t)log;
-	a.log_size = sizeof(log);
-	a.log_level = 1;
-	fd = bpf(BPF_PROG_LOAD, &a);
-	if (fd < 0)
-		fprintf(stderr, "bpf_tramp: BPF_PROG_LOAD: %s\n%s\n", strerror(errno), log);
-	return fd;
-}
-
 static int attach(int prog, int exit_kind)
 {
 	union bpf_attr a;
@@ -105,7 +79,8 @@ int main(int argc, char **argv)
 	}
 	for (i = 0; i < n; i++) {
 		exit_kind[i] = !strcmp(argv[3], "fexit") || (!strcmp(argv[3], "mixed") && i % 2);
-		prog[i] = load(id, exit_kind[i]);
+		prog[i] = load_return0("bpf_tramp", BPF_PROG_TYPE_TRACING,
+				       exit_kind[i] ? BPF_TRACE_FEXIT : BPF_TRACE_FENTRY, id, 0);
 		if (prog[i] < 0)
 			return 1;
 	}
