@@ -162,7 +162,11 @@ pub(crate) fn each_kept_function(mut stop: impl FnMut(&[u8], u64) -> bool) -> Op
         if name.is_empty() || off >= u64::from(u8::MAX) {
             continue;
         }
-        if stop(name, ip - off) {
+        // `off` is the site's offset into its symbol: never above it.
+        let Some(func) = ip.checked_sub(off) else {
+            continue;
+        };
+        if stop(name, func) {
             return Some(true);
         }
     }
