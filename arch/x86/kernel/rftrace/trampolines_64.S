@@ -62,43 +62,39 @@
 /* From the stack pointer under the pt_regs frame to the words above it. */
 #define REGS_TOP	(FRAME_SIZE + FP_FRAMES)
 
-/* @pushed: bytes pushed by the trampoline before this (the saved flags). */
-.macro rft_fp_frames pushed
+.macro rft_fp_frames
 #ifdef CONFIG_FRAME_POINTER
 	pushq	%rbp
 	/* The caller's frame: the traced function's return address. */
-	pushq	\pushed+8*2(%rsp)
+	pushq	8*2(%rsp)
 	pushq	%rbp
 	movq	%rsp, %rbp
 	/* The traced function's frame: the site's return address. */
-	pushq	\pushed+8*3(%rsp)
+	pushq	8*3(%rsp)
 	pushq	%rbp
 	movq	%rsp, %rbp
 #endif
 .endm
 
 /*
- * Reserve the pt_regs frame and fill in what every callback may use: the
- * argument registers, ip = the return address of the site's call (site +
- * 5) and sp = the stack pointer the traced function had at its entry, and
- * with frame pointers rbp, the traced function's frame. Leaves the first
- * two callback arguments in rdi and rsi.
+ * Reserve the pt_regs frame of ftrace_caller and fill in what every
+ * callback may use: the argument registers, ip = the return address of
+ * the site's call (site + 5) and sp = the stack pointer the traced
+ * function had at its entry, and with frame pointers rbp, the traced
+ * function's frame. Leaves the first two callback arguments in rdi and
+ * rsi.
  *
- * That is the whole ftrace_regs of an entry (@args=1, ftrace_caller): the
- * parameter registers, sp, ip and the frame pointer. rax is not among
- * them: at a function's entry it holds nothing the function reads (the
- * kernel is built with -mskip-rax-setup, so not even a variadic callee
- * reads %al), and the return value registers belong to the exit's frame
- * (return_to_handler's own). orig_ax only says whether a direct call
- * follows, which only ftrace_regs_caller tests. Without frame pointers
- * rbp is an ordinary callee-saved register, nothing the frame promises.
- * The full pt_regs (@args=0, ftrace_regs_caller) saves all of them,
- * orig_ax = 0.
- *
- * @pushed: bytes pushed by the trampoline before this (the saved flags).
+ * That is the whole ftrace_regs of an entry: the parameter registers,
+ * sp, ip and the frame pointer. rax is not among them: at a function's
+ * entry it holds nothing the function reads (the kernel is built with
+ * -mskip-rax-setup, so not even a variadic callee reads %al), and the
+ * return value registers belong to the exit's frame (return_to_handler's
+ * own). orig_ax only says whether a direct call follows, which only
+ * ftrace_regs_caller tests. Without frame pointers rbp is an ordinary
+ * callee-saved register, nothing the frame promises.
  */
-.macro rft_save_frame pushed, args=0
-	rft_fp_frames \pushed
+.macro rft_save_frame
+	rft_fp_frames
 	subq	$FRAME_SIZE, %rsp
 	movq	%rdi, RDI(%rsp)
 	movq	%rsi, RSI(%rsp)
@@ -106,35 +102,69 @@
 	movq	%rcx, RCX(%rsp)
 	movq	%r8, R8(%rsp)
 	movq	%r9, R9(%rsp)
-	.if !\args
-	movq	%rax, RAX(%rsp)
-	.endif
 #ifdef CONFIG_FRAME_POINTER
 	/* rbp is the trampoline's frame now; the traced function's is below it. */
 	movq	REGS_TOP-8(%rsp), %rax
 	movq	%rax, RBP(%rsp)
-#else
-	.if !\args
-	movq	%rbp, RBP(%rsp)
-	.endif
 #endif
-	.if !\args
-	movq	$0, ORIG_RAX(%rsp)
-	.endif
 
-	/* Above the frame: [pushed bytes], site + 5, the traced function's return address. */
-	movq	REGS_TOP+\pushed(%rsp), %rdi
+	/* Above the frame: site + 5, the traced function's return address. */
+	movq	REGS_TOP(%rsp), %rdi
 	movq	%rdi, RIP(%rsp)
 	subq	$MCOUNT_INSN_SIZE, %rdi
-	movq	REGS_TOP+\pushed+8(%rsp), %rsi
-	leaq	REGS_TOP+\pushed+8(%rsp), %rdx
+	movq	REGS_TOP+8(%rsp), %rsi
+	leaq	REGS_TOP+8(%rsp), %rdx
 	movq	%rdx, RSP(%rsp)
 .endm
 
 /*
- * Reload what rft_save_frame saved; callbacks may have changed it.
- * @bp: reload rbp too (the full-regs trampoline, or frame pointers, which
- * the trampoline moved); else it is callee-saved and nothing set it.
+ * The full pt_regs frame of ftrace_regs_caller, pushed from regs->ss down
+ * to regs->r15 as the kernel's entry code pushes one: the flags straight
+ * into regs->flags before anything changes them, orig_ax = 0 (no direct
+ * call yet), rbp the traced function's frame. The same two callback
+ * arguments in rdi and rsi as rft_save_frame.
+ */
+.macro rft_push_regs
+	rft_fp_frames
+	pushq	$__KERNEL_DS
+	/* rsp before this push; made the traced function's sp below. */
+	pushq	%rsp
+	pushfq
+	pushq	$__KERNEL_CS
+	/* Site + 5, above the frame. */
+	pushq	REGS_TOP-CS(%rsp)
+	pushq	$0
+	pushq	%rdi
+	pushq	%rsi
+	pushq	%rdx
+	pushq	%rcx
+	pushq	%rax
+	pushq	%r8
+	pushq	%r9
+	pushq	%r10
+	pushq	%r11
+	pushq	%rbx
+#ifdef CONFIG_FRAME_POINTER
+	/* rbp is the trampoline's frame now; the traced function's is above. */
+	pushq	REGS_TOP-8-RBX(%rsp)
+#else
+	pushq	%rbp
+#endif
+	pushq	%r12
+	pushq	%r13
+	pushq	%r14
+	pushq	%r15
+	/* The flags are saved: add freely. From rsp at SS to above site + 5. */
+	addq	$REGS_TOP+8-SS, RSP(%rsp)
+	movq	RIP(%rsp), %rdi
+	subq	$MCOUNT_INSN_SIZE, %rdi
+	movq	REGS_TOP+8(%rsp), %rsi
+.endm
+
+/*
+ * Reload the argument registers of the frame; callbacks may have changed
+ * them. @bp: reload rbp too (the full-regs trampoline, or frame pointers,
+ * which the trampoline moved); else it is callee-saved and nothing set it.
  * @ax: reload rax (the full-regs trampoline; see rft_save_frame).
  */
 .macro rft_load_frame bp=1, ax=1
@@ -227,7 +257,7 @@ SYM_FUNC_END(__fentry__)
 EXPORT_SYMBOL(__fentry__)
 
 SYM_FUNC_START(ftrace_caller)
-	rft_save_frame 0, args=1
+	rft_save_frame
 	CALL_DEPTH_ACCOUNT
 
 SYM_INNER_LABEL(ftrace_caller_op_ptr, SYM_L_GLOBAL)
@@ -269,25 +299,12 @@ SYM_FUNC_END(ftrace_caller)
 STACK_FRAME_NON_STANDARD_FP(ftrace_caller)
 
 SYM_FUNC_START(ftrace_regs_caller)
-	/* The flags first, before anything here changes them. */
-	pushfq
-	rft_save_frame 8
+	rft_push_regs
 	CALL_DEPTH_ACCOUNT
 
 SYM_INNER_LABEL(ftrace_regs_caller_op_ptr, SYM_L_GLOBAL)
 	ANNOTATE_NOENDBR
 	movq	function_trace_op(%rip), %rdx
-	movq	%rbx, RBX(%rsp)
-	movq	%r10, R10(%rsp)
-	movq	%r11, R11(%rsp)
-	movq	%r12, R12(%rsp)
-	movq	%r13, R13(%rsp)
-	movq	%r14, R14(%rsp)
-	movq	%r15, R15(%rsp)
-	movq	REGS_TOP(%rsp), %rcx
-	movq	%rcx, EFLAGS(%rsp)
-	movq	$__KERNEL_CS, CS(%rsp)
-	movq	$__KERNEL_DS, SS(%rsp)
 	ENCODE_FRAME_POINTER
 	movq	%rsp, %rcx
 
@@ -305,13 +322,11 @@ SYM_INNER_LABEL(ftrace_regs_call, SYM_L_GLOBAL)
 	movq	R14(%rsp), %r14
 	movq	R15(%rsp), %r15
 
-	/* Flags and ip as the callback left them. */
-	movq	EFLAGS(%rsp), %rax
-	movq	%rax, REGS_TOP(%rsp)
+	/* The ip as the callback left it (the flags are in place). */
 SYM_INNER_LABEL(ftrace_regs_caller_ip, SYM_L_GLOBAL)
 	ANNOTATE_NOENDBR
 	movq	RIP(%rsp), %rax
-	movq	%rax, REGS_TOP+8(%rsp)
+	movq	%rax, REGS_TOP(%rsp)
 
 	/*
 	 * A direct trampoline to go through (arch_ftrace_set_direct_caller)?
@@ -331,24 +346,26 @@ SYM_INNER_LABEL(ftrace_regs_caller_direct_end, SYM_L_GLOBAL)
 	ANNOTATE_NOENDBR
 
 	rft_load_frame
-	addq	$REGS_TOP, %rsp
+	addq	$EFLAGS, %rsp
 	popfq
+	leaq	REGS_TOP-EFLAGS-8(%rsp), %rsp
 SYM_INNER_LABEL(ftrace_regs_caller_end, SYM_L_GLOBAL)
 	ANNOTATE_NOENDBR
 	RET
 
 .Lrft_direct:
 	/*
-	 * Stack above the frame: flags, ip, return address. Make it
-	 * flags, direct trampoline, ip, return address; pop the flags and
-	 * return into the direct trampoline, which then runs as if the site
-	 * had called it.
+	 * Stack above the frame: ip, return address. Make the two words
+	 * under it (regs->sp and regs->ss, or with frame pointers the
+	 * trampoline's frames, both read no more) the flags and the direct
+	 * trampoline; pop the flags and return into the direct trampoline,
+	 * which then runs as if the site had called it.
 	 */
-	movq	REGS_TOP(%rsp), %rcx
-	movq	%rcx, REGS_TOP-8(%rsp)
-	movq	%rax, REGS_TOP(%rsp)
+	movq	EFLAGS(%rsp), %rcx
+	movq	%rcx, REGS_TOP-16(%rsp)
+	movq	%rax, REGS_TOP-8(%rsp)
 	rft_load_frame
-	addq	$REGS_TOP-8, %rsp
+	addq	$REGS_TOP-16, %rsp
 	popfq
 	UNWIND_HINT_FUNC
 
