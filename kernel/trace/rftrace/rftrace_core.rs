@@ -124,6 +124,7 @@ mod tp;
 mod tracefs;
 mod trarray;
 mod update;
+mod vecs;
 
 const __LOG_PREFIX: &[u8] = b"ftrace\0";
 

@@ -110,7 +110,8 @@ impl Group {
     pub(crate) fn new(module: *mut bindings::module, ips: &[u64]) -> Result<KBox<Group>> {
         let mut v = KVVec::with_capacity(ips.len(), GFP_KERNEL)?;
         for &ip in ips {
-            v.push(Cell::new(ip), GFP_KERNEL)?;
+            // The room is there: `with_capacity` reserved it.
+            crate::vecs::push_within_capacity(&mut v, Cell::new(ip)).map_err(|_| ENOMEM)?;
         }
         Ok(KBox::new(
             Group {
