@@ -3,22 +3,18 @@
 //! The generic part of the Rust ftrace core: what `kernel/trace/ftrace.c`
 //! is in the C core (CONFIG_FTRACE_CORE_RUST_GENERIC).
 //!
-//! Its modules form layers without import cycles (Documentation/
-//! rust-core.rst, "How the crate is layered"): [`ffi`] (the C it calls,
-//! declared once), [`sys`] (globals, guards, errno at the boundary) and
-//! [`cells`] (the core's own state cells), with the leaf modules beside
-//! them ([`table`], [`hash`], [`publish`], [`tracefs`], [`seqfile`],
-//! [`task`], [`opsview`], [`shadow`], [`trarray`], [`tp`], [`names`],
-//! [`layout`], [`nokprobe`], [`ktext`]); the ops layer ([`registry`], [`clients`],
-//! [`arch`], [`groups`], [`pidstate`], [`dispatch`], [`update`], [`ops`],
-//! [`subops`], [`direct`], [`sysctl`]); its users ([`filter`], [`gops`],
-//! [`fgstacks`], [`fgraph`], [`pid`]); [`probe`], [`funcprobe`],
-//! [`mapper`], [`profile`]; the files ([`files`], [`filterfile`],
-//! [`graphfile`], [`lookup`]); and at the top [`module`],
-//! [`initnames`], this root (the tracefs top level, the trace arrays'
-//! entry points) and [`entry`] (the C entry points whose arguments no
-//! type carries, and boot). All `unsafe` code is in the abstraction
-//! layer: the C the core calls (from [`ffi`] to [`groups`]) and [`entry`].
+//! Its modules form layers without import cycles, one folder each
+//! (Documentation/rust-core.rst, "How the crate is layered"), from the
+//! bottom: [`logic`] (pure, host-tested), [`base`] (the C the core calls,
+//! the kernel objects it handles, its lock guards and cells), [`sites`]
+//! (the call-site table, names, function sets), [`ops`] (the registered
+//! ops, what the sites call, the updates), [`filter`] and [`graph`] (the
+//! filter APIs and probes; the function graph core), [`fs`] (the tracefs
+//! files) and [`abi`] (the C entry points no type can carry, the table's
+//! life). A module uses its own folder's earlier modules and the folders
+//! below; all `unsafe` code is in the boundary modules: [`base`], the
+//! typed handles of [`sites`], [`ops`] and [`graph`] that own C memory,
+//! and [`abi`].
 //!
 //! It serves the unchanged C callers through `include/linux/ftrace.h`;
 //! the x86_64 layer (arch/x86/kernel/rftrace/) writes the sites and owns
@@ -34,7 +30,7 @@ use kernel::c_str;
 use kernel::ffi::{c_char, c_int, c_ulong, c_void};
 use kernel::prelude::*;
 
-use crate::ffi::sched_clock;
+use crate::base::ffi::sched_clock;
 
 /// The portable logic, the same files the host tests run (logic/).
 #[allow(missing_docs)]
@@ -65,81 +61,31 @@ mod logic {
     pub mod symbols;
 }
 
-mod errlog;
-mod ffi;
-#[cfg(CONFIG_FUNCTION_GRAPH_TRACER)]
-mod fgraph;
-#[cfg(CONFIG_FUNCTION_GRAPH_TRACER)]
-mod fgstacks;
-mod files;
+mod abi;
+mod base;
 mod filter;
-mod filterfile;
-mod funcprobe;
-#[cfg(CONFIG_FUNCTION_GRAPH_TRACER)]
-mod gops;
-mod graphfile;
-mod groups;
-pub mod hash;
-mod initnames;
-// Each crate uses the part it needs.
-#[allow(dead_code)]
-mod ktext;
-mod layout;
-mod lookup;
-mod mapper;
-mod module;
-mod names;
-mod nokprobe;
+mod fs;
+mod graph;
 mod ops;
-mod opsview;
-use opsview as view;
-mod arch;
-/// The interface to the x86_64 layer, shared with it.
-#[path = "../../../arch/x86/kernel/rftrace/archif.rs"]
-mod archif;
-mod assist;
-mod cells;
-mod clients;
-mod direct;
-mod dispatch;
-mod entry;
-/// The x86_64 per-CPU reads the hot path inlines (`current`, preempt count).
-#[path = "../../../arch/x86/kernel/rftrace/percpu.rs"]
-mod percpu;
-mod pid;
-mod pidstate;
-mod probe;
-mod profile;
-mod publish;
-mod registry;
-mod seqfile;
-#[cfg(CONFIG_FUNCTION_GRAPH_TRACER)]
-mod shadow;
-mod subops;
-mod sys;
-mod sysctl;
-mod table;
-mod task;
-mod tp;
-mod tracefs;
-mod trarray;
-mod update;
-mod vecs;
+mod sites;
 
 const __LOG_PREFIX: &[u8] = b"ftrace\0";
 
-use registry::OpsRef;
-use sys::*;
+use base::sys::{
+    ftrace_enabled, ftrace_lock, ftrace_number_of_groups, ftrace_number_of_pages, global_ops,
+    CoreGuard, PreemptOff, TraceArray, DEAD, TRAMPOLINE_SYM,
+};
+use ops::registry::OpsRef;
 
 /// Boot, with the kernel's call sites (sorted, unique), which no CPU runs
 /// yet: make them NOPs and start the table.
-pub(crate) fn boot(sites: &arch::UnrunSites<'_>) {
-    crate::sys::cmutex_init!(ftrace_lock, "ftrace_lock");
-    filterfile::init_locks();
-    graphfile::init_locks();
-    ops::init_locks();
+pub(crate) fn boot(sites: &ops::arch::UnrunSites<'_>) {
+    crate::base::sys::cmutex_init!(ftrace_lock, "ftrace_lock");
+    fs::filterfile::init_locks();
+    fs::graphfile::init_locks();
+    ops::register::init_locks();
     #[cfg(CONFIG_FUNCTION_GRAPH_TRACER)]
-    fgstacks::init_locks();
+    graph::fgstacks::init_locks();
     let g = CoreGuard::lock();
     let global = OpsRef::of_static(&global_ops);
     global.init(g.held());
@@ -148,7 +94,7 @@ pub(crate) fn boot(sites: &arch::UnrunSites<'_>) {
     pr_info!("taking {} call sites from __mcount_loc\n", n);
     // A clock that works this early.
     let t0 = sched_clock();
-    match module::add_sites(g.held(), ptr::null_mut(), sites) {
+    match abi::module::add_sites(g.held(), ptr::null_mut(), sites) {
         Ok((count, written)) => {
             let us = sched_clock().wrapping_sub(t0) / 1000;
             // Nothing else writes it yet.
@@ -199,13 +145,16 @@ pub(crate) extern "C" fn ftrace_reset_array_ops(tr: Option<TraceArray>) {
 /// Creates the top-level files of the core (C passes the global trace
 /// array and its directory).
 #[no_mangle]
-pub(crate) extern "C" fn ftrace_init_tracefs_toplevel(_tr: Option<TraceArray>, d: tracefs::Dir) {
-    files::create_listings(d);
+pub(crate) extern "C" fn ftrace_init_tracefs_toplevel(
+    _tr: Option<TraceArray>,
+    d: base::tracefs::Dir,
+) {
+    fs::files::create_listings(d);
     // The top-level filter files belong to `global_ops` (no trace array).
-    filterfile::ftrace_create_filter_files(None, d);
-    graphfile::create_graph_files(d);
-    profile::init(d);
-    entry::register_sysctl();
+    fs::filterfile::ftrace_create_filter_files(None, d);
+    fs::graphfile::create_graph_files(d);
+    fs::profile::init(d);
+    abi::entry::register_sysctl();
 }
 
 /// A new trace array: the core keeps its probes and cached entries in
@@ -216,14 +165,14 @@ pub(crate) extern "C" fn ftrace_init_trace_array(_tr: Option<TraceArray>) {}
 /// A module's init memory `[start, end)` is being freed.
 #[no_mangle]
 pub extern "C" fn ftrace_free_mem(m: *mut bindings::module, start: *mut c_void, end: *mut c_void) {
-    module::free_range(m, start as u64, end as u64);
+    abi::module::free_range(m, start as u64, end as u64);
 }
 
 /// The entry for `ip` in `h`, or null. C passes null or a set it reads
 /// under RCU or with preemption off (`Option<&_>`: that pointer's ABI).
 #[no_mangle]
 pub extern "C" fn ftrace_lookup_ip(
-    h: Option<&hash::FtraceHash>,
+    h: Option<&sites::hash::FtraceHash>,
     ip: c_ulong,
 ) -> *mut bindings::ftrace_func_entry {
     h.map_or(ptr::null_mut(), |h| h.lookup(ip as u64))
@@ -250,7 +199,7 @@ pub extern "C" fn ftrace_mod_address_lookup(
     sym: &mut [u8; bindings::KSYM_NAME_LEN as usize],
 ) -> c_int {
     let p = PreemptOff::new();
-    let Some(f) = initnames::find(p.token(), addr as u64) else {
+    let Some(f) = abi::initnames::find(p.token(), addr as u64) else {
         return 0;
     };
     let n = copy_bytes(sym, f.name);
@@ -276,7 +225,7 @@ pub extern "C" fn ftrace_mod_address_lookup(
 #[no_mangle]
 pub extern "C" fn ftrace_ops_trampoline(addr: c_ulong) -> *mut bindings::ftrace_ops {
     let p = PreemptOff::new();
-    dispatch::trampoline_ops(p.token(), addr as u64).map_or(ptr::null_mut(), OpsRef::as_ptr)
+    ops::dispatch::trampoline_ops(p.token(), addr as u64).map_or(ptr::null_mut(), OpsRef::as_ptr)
 }
 
 /// The symbol `symnum` (from 0) of the core's trampolines for kallsyms:
@@ -295,7 +244,7 @@ pub extern "C" fn ftrace_mod_get_kallsym(
 ) -> c_int {
     let p = PreemptOff::new();
     // The freed init functions first, then the trampolines, as C.
-    let inits = match initnames::nth(p.token(), symnum as usize) {
+    let inits = match abi::initnames::nth(p.token(), symnum as usize) {
         Ok(f) => {
             *value = f.start as c_ulong;
             *ty = b'T' as c_char;
@@ -306,7 +255,7 @@ pub extern "C" fn ftrace_mod_get_kallsym(
         }
         Err(count) => count,
     };
-    let found = dispatch::nth_trampoline(p.token(), symnum as usize - inits);
+    let found = ops::dispatch::nth_trampoline(p.token(), symnum as usize - inits);
     let Some((start, _)) = found else {
         return ERANGE.to_errno();
     };

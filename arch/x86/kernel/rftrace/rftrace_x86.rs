@@ -32,13 +32,18 @@ mod archif;
 mod insn;
 // Each crate uses the part it needs.
 #[allow(dead_code)]
-#[path = "../../../../kernel/trace/rftrace/ktext.rs"]
+#[path = "../../../../kernel/trace/rftrace/base/ktext.rs"]
 mod ktext;
-#[path = "../../../../kernel/trace/rftrace/nokprobe.rs"]
+#[path = "../../../../kernel/trace/rftrace/base/nokprobe.rs"]
 mod nokprobe;
+/// The generic crate's modules this crate shares, at the paths they name
+/// themselves by (`nokprobe!` names `$crate::base::nokprobe`).
+mod base {
+    pub(crate) use super::nokprobe;
+}
 mod runs;
 #[allow(dead_code)]
-#[path = "../../../../kernel/trace/rftrace/opsview.rs"]
+#[path = "../../../../kernel/trace/rftrace/base/opsview.rs"]
 mod view;
 
 #[cfg(CONFIG_FTRACE_CORE_RUST_GENERIC)]

@@ -1,0 +1,178 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The direct-call API: an ops whose sites call a trampoline of its
+//! owner (BPF) directly.
+
+use crate::base::sys::{addr, assert_held, to_errno, CoreGuard, Held};
+use crate::ops::arch::Target;
+use crate::ops::register::{ftrace_free_filter, shutdown, startup};
+use crate::ops::registry::{
+    list, ops_fn, Fregs, OpsRef, DIRECT_LOCK, F_DIRECT, F_ENABLED, F_IPMODIFY, F_SAVE_REGS,
+};
+use crate::ops::update::{own_sites, slot_of, update_scope, SLOTS};
+use kernel::bindings;
+use kernel::ffi::{c_int, c_ulong};
+use kernel::prelude::*;
+
+/// The callback of a direct ops on a site it shares: makes the full-regs
+/// trampoline return into the ops' direct trampoline (the ops saves
+/// regs, so the list dispatcher calls it with the whole `pt_regs` frame
+/// of ftrace_regs_caller).
+extern "C" fn call_direct_funcs(
+    _ip: c_ulong,
+    _parent_ip: c_ulong,
+    op: OpsRef<'_>,
+    fregs: Fregs<'_>,
+) {
+    let a = op.direct_call();
+    if a != 0 {
+        fregs.set_orig_ax(a);
+    }
+}
+crate::base::nokprobe::nokprobe!(call_direct_funcs);
+
+/// Attaches the direct trampoline `target` to the functions of the filter
+/// of `ops`.
+///
+/// # Safety
+///
+/// `target` is a direct trampoline: code that takes the traced
+/// function's call as its own.
+#[no_mangle]
+pub unsafe extern "C" fn register_ftrace_direct(ops: OpsRef<'_>, target: c_ulong) -> c_int {
+    let _d = DIRECT_LOCK.lock();
+    to_errno(register_direct(CoreGuard::lock().held(), ops, target))
+}
+
+/// [`register_ftrace_direct`] with its locks held (the direct lock too).
+fn register_direct(held: &Held, ops: OpsRef<'_>, target: c_ulong) -> Result {
+    ops.init(held);
+    if ops.has(F_ENABLED) || target == 0 {
+        return Err(EINVAL);
+    }
+    let (f, _) = ops.sets(held);
+    if f.is_empty() {
+        return Err(EINVAL);
+    }
+    // One pass over the functions: one direct trampoline per function
+    // (`busy`), and whether an IPMODIFY ops redirects any of them
+    // (`shared`).
+    let (mut busy, mut shared) = (false, false);
+    for ip in f.ips() {
+        for x in list(held).filter(|x| *x != ops && x.wants(held, ip)) {
+            busy |= x.has(F_DIRECT);
+            shared |= x.has(F_IPMODIFY);
+        }
+    }
+    if busy {
+        return Err(EBUSY);
+    }
+    // A function an IPMODIFY ops redirects is shared only if the direct
+    // ops' owner agrees (`ENABLE_SHARE_IPMODIFY_SELF`; BPF answers EAGAIN,
+    // rebuilds its trampoline to call the redirected function and
+    // registers again), else refused, as in C. One call does for all such
+    // functions: the answer is about the ops.
+    if shared {
+        ops.ask(bindings::ftrace_ops_cmd_FTRACE_OPS_CMD_ENABLE_SHARE_IPMODIFY_SELF)?;
+    }
+    // Not registered yet (checked above): no dispatcher reads it.
+    ops.set_func(ops_fn(call_direct_funcs));
+    ops.set_trampoline(held, addr(bindings::ftrace_regs_caller), 0);
+    ops.set_direct_call(held, target);
+    ops.set(F_DIRECT | F_SAVE_REGS);
+    let r = startup(held, ops);
+    if r.is_err() {
+        ops.clear(F_DIRECT);
+        ops.set_direct_call(held, 0);
+        ops.set_trampoline(held, 0, 0);
+    }
+    r
+}
+
+/// Detaches a direct ops.
+#[no_mangle]
+pub extern "C" fn unregister_ftrace_direct(
+    ops: OpsRef<'_>,
+    _addr: c_ulong,
+    free_filters: bool,
+) -> c_int {
+    let op = ops;
+    let r = {
+        let _d = DIRECT_LOCK.lock();
+        let g = CoreGuard::lock();
+        if !op.has(F_ENABLED) || !op.has(F_DIRECT) {
+            return EINVAL.to_errno();
+        }
+        let r = shutdown(g.held(), op);
+        op.clear(F_DIRECT);
+        op.set_direct_call(g.held(), 0);
+        op.set_trampoline(g.held(), 0, 0);
+        r
+    };
+    if free_filters {
+        // Unregistered now.
+        ftrace_free_filter(op);
+    }
+    to_errno(r)
+}
+
+/// Points the direct ops `ops` at the direct trampoline `target`: its
+/// sites alone call `target` from the next batch on (each site changes
+/// with int3 from one call to the other, so a CPU runs either); sites it
+/// shares go through the full-regs trampoline, which reads the ops'
+/// `direct_call` at every call. The old trampoline must stay until this
+/// returns (the caller frees it after).
+fn modify_direct(held: &Held, ops: OpsRef<'_>, target: c_ulong) -> Result {
+    let (flags, old) = (ops.flags(), ops.direct_call());
+    if flags & F_ENABLED == 0 || flags & F_DIRECT == 0 || target == 0 {
+        return Err(EINVAL);
+    }
+    let was = Target::direct_of(ops);
+    // Read locklessly by `call_direct_funcs`.
+    ops.set_direct_call(held, target);
+    let now = Target::direct_of(ops);
+    let slot = slot_of(held, ops)? as usize;
+    let retarget = |tramp: Target, was: Target| -> Result {
+        if let Some(i) = slot.checked_sub(1) {
+            let mut slots = SLOTS.borrow(held)?;
+            if let Some(x) = slots.get_mut(i) {
+                x.tramp = tramp;
+                x.was = was;
+            }
+        }
+        Ok(())
+    };
+    // The plan sees the sites call `old` and moves them to `target`.
+    let r = retarget(now, was).and_then(|()| update_scope(held, &own_sites(held, ops)));
+    if let Err(e) = r {
+        // Nothing was written (planning failed): back to the old target.
+        ops.set_direct_call(held, old);
+        let _ = retarget(was, Target::NOP);
+        return Err(e);
+    }
+    retarget(now, Target::NOP)
+}
+
+/// Changes the direct trampoline of a registered direct ops.
+///
+/// # Safety
+///
+/// `addr` is a direct trampoline.
+#[no_mangle]
+pub unsafe extern "C" fn modify_ftrace_direct(ops: OpsRef<'_>, addr: c_ulong) -> c_int {
+    let _d = DIRECT_LOCK.lock();
+    to_errno(modify_direct(CoreGuard::lock().held(), ops, addr))
+}
+
+/// [`modify_ftrace_direct`] for callers that hold the direct lock: an
+/// ops' owner answering `share_with_direct` (BPF's trampoline update
+/// inside `register_ftrace_function()`).
+///
+/// # Safety
+///
+/// `addr` is a direct trampoline; `direct_mutex` is held.
+#[no_mangle]
+pub unsafe extern "C" fn modify_ftrace_direct_nolock(ops: OpsRef<'_>, addr: c_ulong) -> c_int {
+    assert_held(&DIRECT_LOCK);
+    to_errno(modify_direct(CoreGuard::lock().held(), ops, addr))
+}

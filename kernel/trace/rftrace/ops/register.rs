@@ -1,0 +1,283 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Registering and unregistering an ops (`register_ftrace_function()`),
+//! with the sharing of functions between IPMODIFY and direct ops, and
+//! the one path by which the other modules reach the ops layer: the
+//! registry, the plan, sub-ops and the direct calls are re-exported here.
+
+use crate::base::sys::{dead, enabled, to_errno, CoreGuard, Held};
+use crate::ops::arch::{self, Target};
+use crate::ops::update::{own_sites, reserve_plan, slot_alloc, slot_free};
+use core::ptr;
+use kernel::bindings;
+use kernel::ffi::c_int;
+use kernel::prelude::*;
+
+use crate::ops::registry::{
+    direct_peer, list, DirectGuard, OpsRef, DIRECT_LOCK, F_ADDING, F_DELETED, F_DIRECT, F_DYNAMIC,
+    F_ENABLED, F_IPMODIFY, F_PERMANENT, F_REMOVING, F_SAVE_REGS, F_SAVE_REGS_IF,
+};
+pub(crate) use crate::ops::update::{ipmodify_conflict, update_scope};
+
+fn is_core_data(a: u64) -> bool {
+    // Linker symbols; only their addresses are used.
+    let (sd, ed, sb, eb) = (
+        ptr::addr_of!(bindings::_sdata) as u64,
+        ptr::addr_of!(bindings::_edata) as u64,
+        ptr::addr_of!(bindings::__bss_start) as u64,
+        ptr::addr_of!(bindings::__bss_stop) as u64,
+    );
+    (sd..ed).contains(&a) || (sb..eb).contains(&a)
+}
+
+/// Registers `ops` and patches the sites it wants (`ftrace_startup()`).
+pub(crate) fn startup(held: &Held, ops: OpsRef<'_>) -> Result {
+    if dead() {
+        return Err(ENODEV);
+    }
+    ops.init(held);
+    let flags = ops.flags();
+    if flags & F_DELETED != 0 {
+        return Err(EINVAL);
+    }
+    if flags & F_ENABLED != 0 {
+        pr_warn!("ops {:p} registered twice\n", ops.as_ptr());
+        return Err(EBUSY);
+    }
+    // An ops that must not be stopped (livepatch) cannot come while the
+    // sysctl keeps the tracer off: it would not run, as in C.
+    if flags & F_PERMANENT != 0 && !enabled() {
+        return Err(EBUSY);
+    }
+    if flags & F_IPMODIFY != 0 {
+        let (f, _) = ops.sets(held);
+        // Changing the ip of every function is refused, as in C.
+        if f.is_empty() {
+            return Err(EINVAL);
+        }
+        if ipmodify_conflict(held, ops, f) {
+            return Err(EBUSY);
+        }
+    }
+    // Room in the plan for this ops, so that no update made while it is
+    // registered, its removal included, needs memory.
+    reserve_plan(held, 1)?;
+    // Everything the dispatchers read is set before the ops is published.
+    let mut add = F_ENABLED | F_ADDING;
+    if flags & F_SAVE_REGS_IF != 0 {
+        add |= F_SAVE_REGS;
+    }
+    if !is_core_data(ops.as_ptr() as u64) {
+        add |= F_DYNAMIC;
+    }
+    ops.set(add);
+    ops.set_saved_func(held, ops.func());
+    if crate::ops::pidstate::pids_enabled(ops) {
+        ops.set_func(crate::ops::registry::ops_fn(
+            crate::ops::pidstate::ftrace_pid_func,
+        ));
+    }
+    ops.publish(held);
+    let before_tramp = ops.trampoline().0;
+    if flags & F_DIRECT != 0 {
+        // Alone on a site, a direct ops' site calls its direct trampoline.
+        slot_alloc(held, ops, Target::direct_of(ops));
+    } else {
+        arch::update_trampoline(held, ops);
+        let tramp = Target::trampoline_of(ops);
+        if tramp.addr() != before_tramp {
+            arch::perf_trampoline(held, ops, false);
+        }
+        if !tramp.is_nop() {
+            slot_alloc(held, ops, tramp);
+        }
+    }
+    let r = update_scope(held, &own_sites(held, ops));
+    ops.clear(F_ADDING);
+    if let Err(e) = r {
+        ops.unlink(held);
+        ops.clear(F_ENABLED);
+        ops.set_func(ops.saved_func());
+        slot_free(held, ops);
+        // The update failed before writing a site (or tracing is dead):
+        // no site calls the trampoline made above, nor a group made with
+        // the ops. A dynamic ops' trampoline goes now, as in C; its owner
+        // may free the ops on this error.
+        let gone = take_groups(held, ops);
+        let made = add & F_DYNAMIC != 0 && ops.trampoline().0 != before_tramp;
+        crate::ops::groups::retire(held, gone, made.then_some(ops));
+        return Err(e);
+    }
+    Ok(())
+}
+
+/// Takes the groups of `ops`, which is going and whose sites no longer call
+/// them, out of the list and their slots, for `groups::retire`.
+fn take_groups(held: &Held, ops: OpsRef<'_>) -> crate::ops::groups::Groups {
+    let gone = crate::ops::groups::take_with(held, ops);
+    for g in gone.iter().flatten() {
+        slot_free(held, g.ops());
+    }
+    gone
+}
+
+/// Unregisters `ops` (`ftrace_shutdown()`); when it returns, no CPU runs
+/// the ops' callback through the core any more.
+pub(crate) fn shutdown(held: &Held, ops: OpsRef<'_>) -> Result {
+    if dead() {
+        return Err(ENODEV);
+    }
+    if !ops.has(F_ENABLED) {
+        pr_warn!("ops {:p} unregistered but not registered\n", ops.as_ptr());
+        return Err(EBUSY);
+    }
+    if !ops.unlink(held) {
+        return Err(ENOENT);
+    }
+    ops.set(F_REMOVING);
+    ops.clear(F_ENABLED);
+    if let Err(e) = update_scope(held, &own_sites(held, ops)) {
+        // A site did not hold what its record said: tracing is dead now
+        // (`ftrace_bug()`), and sites of this ops may still call its
+        // trampoline. It stays, slot and all, for as long as the kernel
+        // runs; the caller learns that the ops could not be taken off.
+        pr_err!(
+            "ops {:p}: sites not moved off, its trampoline is kept\n",
+            ops.as_ptr()
+        );
+        return Err(e);
+    }
+    // No site calls its trampoline now, nor those of its groups.
+    slot_free(held, ops);
+    let gone = take_groups(held, ops);
+    ops.clear(F_REMOVING);
+    if ops.saved_func().is_some() {
+        ops.set_func(ops.saved_func());
+    }
+    crate::ops::groups::retire(held, gone, ops.has(F_DYNAMIC).then_some(ops));
+    Ok(())
+}
+
+/// Registers an ops with the core.
+#[no_mangle]
+pub extern "C" fn register_ftrace_function(ops: OpsRef<'_>) -> c_int {
+    let d = DirectGuard::lock();
+    if let Err(e) = share_with_direct(&d, ops, Share::Enable) {
+        return e.to_errno();
+    }
+    let g = CoreGuard::lock();
+    to_errno(startup(g.held(), ops))
+}
+
+/// Unregisters an ops.
+#[no_mangle]
+pub extern "C" fn unregister_ftrace_function(ops: OpsRef<'_>) -> c_int {
+    let d = DirectGuard::lock();
+    let r = shutdown(CoreGuard::lock().held(), ops);
+    let _ = share_with_direct(&d, ops, Share::Disable);
+    to_errno(r)
+}
+
+/// Initialises the locks of this module (boot, before any use).
+pub(crate) fn init_locks() {
+    crate::base::sys::cmutex_init!(DIRECT_LOCK, "direct_mutex");
+}
+
+/// What an IPMODIFY ops coming or going asks of the direct ops on its
+/// functions.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Share {
+    Enable,
+    Disable,
+}
+
+/// Before an IPMODIFY ops registers, every direct ops on one of its
+/// functions is asked to share it (`ops_func(ENABLE_SHARE_IPMODIFY_PEER)`:
+/// BPF rebuilds its trampoline to call the function through the address
+/// the IPMODIFY ops sets, changing it with `modify_ftrace_direct_nolock()`);
+/// a direct ops that cannot be asked refuses (`EBUSY`), and so does one
+/// whose owner says no. After it unregistered, they are told
+/// (`DISABLE_SHARE_IPMODIFY_PEER`, answers ignored). As in C, one call per
+/// function of the IPMODIFY ops' filter that a direct ops traces.
+///
+/// The direct lock is held and `ftrace_lock` is not (the owners' answers
+/// change direct ops). The ops' own filter does not change meanwhile: its
+/// owner is registering or unregistering it.
+fn share_with_direct(d: &DirectGuard, ops: OpsRef<'_>, what: Share) -> Result {
+    if !ops.has(F_IPMODIFY) {
+        return Ok(());
+    }
+    let cmd = match what {
+        Share::Enable => bindings::ftrace_ops_cmd_FTRACE_OPS_CMD_ENABLE_SHARE_IPMODIFY_PEER,
+        Share::Disable => bindings::ftrace_ops_cmd_FTRACE_OPS_CMD_DISABLE_SHARE_IPMODIFY_PEER,
+    };
+    // The functions, copied: the owners' answers are asked without
+    // `ftrace_lock`.
+    let ips = {
+        let g = CoreGuard::lock();
+        let mut ips = KVec::new();
+        for ip in ops.sets(g.held()).0.ips() {
+            ips.push(ip, GFP_KERNEL)?;
+        }
+        ips
+    };
+    for &ip in ips.iter() {
+        let Some(peer) = direct_peer(d, ip) else {
+            continue;
+        };
+        match what {
+            Share::Enable => peer.ask(cmd)?,
+            Share::Disable => {
+                let _ = peer.ask(cmd);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `enabled_functions`: the trampoline of the one ops a site calls, and
+/// the function it calls.
+pub(crate) fn describe_tramp(held: &Held, o: &mut crate::base::tracefs::Out, ip: u64) {
+    for op in list(held) {
+        let (tramp, func) = (op.trampoline().0, op.func());
+        if tramp == 0 || !op.wants(held, ip) {
+            continue;
+        }
+        o.bytes(b"\ttramp: ");
+        o.sym(tramp, true);
+        o.bytes(b" (");
+        o.sym(func.map_or(0, |f| f as *const () as u64), true);
+        o.bytes(b")");
+        let t = arch::trampoline_func(held, op);
+        if t != 0 {
+            o.bytes(b" ->");
+            o.sym(t, true);
+        }
+        return;
+    }
+    o.bytes(b"\ttramp: ERROR!");
+}
+
+/// `enabled_functions`: the direct trampoline a direct ops gives the site
+/// at `ip`, on a line of its own, as C prints it.
+pub(crate) fn describe_direct(held: &Held, o: &mut crate::base::tracefs::Out, ip: u64) {
+    let to = list(held)
+        .find(|op| op.has(F_DIRECT) && op.wants(held, ip))
+        .map_or(0, |op| op.direct_call());
+    if to != 0 {
+        o.bytes(b"\n\tdirect-->");
+        o.sym(to as u64, true);
+    }
+}
+
+/// Frees the sets of an ops that is not registered.
+#[no_mangle]
+pub extern "C" fn ftrace_free_filter(ops: OpsRef<'_>) {
+    let g = CoreGuard::lock();
+    if ops.has(F_ENABLED) {
+        pr_warn!("ftrace_free_filter() on a registered ops\n");
+        return;
+    }
+    drop(ops.swap_set(g.held(), false, None));
+    drop(ops.swap_set(g.held(), true, None));
+}

@@ -1,0 +1,702 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The registered ftrace_ops: their flags, first-use setup, filter sets,
+//! and the list every CPU walks. Below everything that registers,
+//! dispatches or plans.
+
+use crate::base::cells::Locked;
+use crate::base::opsview::OpsView;
+use crate::base::sys::{
+    ftrace_list_end, ftrace_ops_list, CGlobal, CMutex, CoreGuard, Guard, Held, Keeps, NoPreempt,
+    TraceArray,
+};
+use crate::sites::hash::{FnSet, FtraceHash, SetRef};
+use crate::sites::publish::{PubSlot, RetiredSet};
+use core::marker::PhantomData;
+use core::ptr;
+use core::sync::atomic::{AtomicPtr, Ordering};
+use kernel::bindings;
+use kernel::ffi::{c_ulong, c_void};
+use kernel::prelude::*;
+use kernel::types::Opaque;
+
+pub(crate) type Ops = bindings::ftrace_ops;
+
+const fn fl(f: u32) -> c_ulong {
+    f as c_ulong
+}
+pub(crate) const F_ENABLED: c_ulong = fl(bindings::FTRACE_OPS_FL_ENABLED);
+pub(crate) const F_DYNAMIC: c_ulong = fl(bindings::FTRACE_OPS_FL_DYNAMIC);
+pub(crate) const F_SAVE_REGS: c_ulong = fl(bindings::FTRACE_OPS_FL_SAVE_REGS);
+pub(crate) const F_SAVE_REGS_IF: c_ulong = fl(bindings::FTRACE_OPS_FL_SAVE_REGS_IF_SUPPORTED);
+pub(crate) const F_RECURSION: c_ulong = fl(bindings::FTRACE_OPS_FL_RECURSION);
+pub(crate) const F_STUB: c_ulong = fl(bindings::FTRACE_OPS_FL_STUB);
+pub(crate) const F_INITIALIZED: c_ulong = fl(bindings::FTRACE_OPS_FL_INITIALIZED);
+pub(crate) const F_DELETED: c_ulong = fl(bindings::FTRACE_OPS_FL_DELETED);
+pub(crate) const F_ADDING: c_ulong = fl(bindings::FTRACE_OPS_FL_ADDING);
+pub(crate) const F_REMOVING: c_ulong = fl(bindings::FTRACE_OPS_FL_REMOVING);
+pub(crate) const F_IPMODIFY: c_ulong = fl(bindings::FTRACE_OPS_FL_IPMODIFY);
+pub(crate) const F_RCU: c_ulong = fl(bindings::FTRACE_OPS_FL_RCU);
+pub(crate) const F_SUBOP: c_ulong = fl(bindings::FTRACE_OPS_FL_SUBOP);
+pub(crate) const F_DIRECT: c_ulong = fl(bindings::FTRACE_OPS_FL_DIRECT);
+pub(crate) const F_ALLOC_TRAMP: c_ulong = fl(bindings::FTRACE_OPS_FL_ALLOC_TRAMP);
+pub(crate) const F_PERMANENT: c_ulong = fl(bindings::FTRACE_OPS_FL_PERMANENT);
+
+/// The frame a trampoline hands an ops' callback (`struct ftrace_regs
+/// *`; null when it saved none).
+///
+/// The core's own callbacks take it as their `struct ftrace_regs *`
+/// parameter (the same ABI: a pointer), through [`ops_fn`].
+///
+/// # Invariants
+///
+/// `0` is null or, for `'a` (the callback's call), the frame of the
+/// trampoline that called: room for a whole `pt_regs` (the layout of
+/// `ftrace_regs` on x86_64), whose `cs` the trampoline sets only when it
+/// saved all of them (the full-regs trampoline), and which nothing but
+/// this call chain uses meanwhile.
+#[derive(Clone, Copy)]
+#[repr(transparent)]
+pub(crate) struct Fregs<'a>(
+    *mut bindings::ftrace_regs,
+    PhantomData<&'a mut bindings::ftrace_regs>,
+);
+
+impl Fregs<'_> {
+    /// The frame, for the callbacks C gave.
+    #[inline(always)]
+    fn as_ptr(self) -> *mut bindings::ftrace_regs {
+        self.0
+    }
+
+    /// Whether the frame is a whole `pt_regs`.
+    #[inline(always)]
+    pub(crate) fn has_pt_regs(self) -> bool {
+        // SAFETY: null, or a frame with room for a `pt_regs` whose `cs` the
+        // trampoline wrote (the invariants).
+        !self.0.is_null()
+            && unsafe { (*self.0.cast::<bindings::pt_regs>()).__bindgen_anon_1.csx } != 0
+    }
+
+    /// Makes the full-regs trampoline return into `a` (a direct
+    /// trampoline), through the frame's `orig_ax`; nothing without a
+    /// whole `pt_regs`.
+    pub(crate) fn set_orig_ax(self, a: c_ulong) {
+        if self.has_pt_regs() {
+            // SAFETY: a whole `pt_regs` of the calling trampoline, which
+            // this call chain alone uses (the invariants).
+            unsafe { (*self.0.cast::<bindings::pt_regs>()).orig_ax = a };
+        }
+    }
+}
+
+/// A callback of one of the core's own ops, its arguments typed.
+pub(crate) type OpsFn = for<'a, 'b> extern "C" fn(c_ulong, c_ulong, OpsRef<'a>, Fregs<'b>);
+
+/// A Rust object with an ops inside, which the ops' callback finds again
+/// from the ops (as `container_of()` does in C).
+///
+/// # Safety
+///
+/// `Self` is `repr(C)` with the `Opaque<Ops>` as its first field; an ops
+/// whose callback is [`HasOps::CALLBACK`] (installed through [`ops_fn`])
+/// is that field of a `Self` that outlives the ops' registration; and no
+/// other function shares the callback's address (it runs `Self`'s code).
+pub(crate) unsafe trait HasOps: Sized {
+    /// The callback every ops inside a `Self` has.
+    const CALLBACK: OpsFn;
+}
+
+/// The C type of the core's callback `f`.
+pub(crate) const fn ops_fn(f: OpsFn) -> bindings::ftrace_func_t {
+    type CFn = unsafe extern "C" fn(c_ulong, c_ulong, *mut Ops, *mut bindings::ftrace_regs);
+    // SAFETY: the same ABI (an `OpsRef` is a non-null ops pointer, a
+    // `Fregs` a frame pointer, both `repr(transparent)`), and every caller
+    // of an ops' callback passes what the typed arguments promise: the
+    // shared trampolines `function_trace_op` (a static ops from boot on)
+    // or their own ops, the list dispatcher and the assist callback a
+    // listed ops, live for the call, with the trampoline's frame.
+    Some(unsafe { core::mem::transmute::<OpsFn, CFn>(f) })
+}
+
+/// An ops the core was handed, alive for `'a`: by its C caller (the ops
+/// of a registration lives until it is unregistered), by the lock or
+/// preempt-off section it was listed in ([`list`]), or as the core's own
+/// (`global_ops`, a probe's ops).
+///
+/// The handle never forms a `&` or `&mut` to the ops: other CPUs read
+/// its shared fields while the core changes them; every access to those
+/// is atomic (`opsview`). The fields only the core writes, and only under
+/// `ftrace_lock`, are written through the methods that ask for [`Held`].
+///
+/// At the C boundary the handle is the parameter itself: an exported
+/// function declared in `include/linux/ftrace.h` with a `struct ftrace_ops
+/// *` takes an `OpsRef` (the same ABI: a non-null pointer), and the C
+/// caller, bound by that header's contract, gives it its invariants: the
+/// ops is valid, and stays so from its registration (or first filter
+/// call) until it is unregistered and its filters are freed.
+///
+/// # Invariants
+///
+/// `0` points to an `ftrace_ops` that is live for `'a`; every access to
+/// its shared fields is atomic (`opsview`).
+#[derive(Clone, Copy, PartialEq, Eq)]
+#[repr(transparent)]
+pub(crate) struct OpsRef<'a>(ptr::NonNull<Ops>, PhantomData<&'a Ops>);
+
+impl<'a> OpsRef<'a> {
+    /// The handle of `p`.
+    ///
+    /// # Safety
+    ///
+    /// `p` is non-null and points to an `ftrace_ops` that lives for `'a`,
+    /// whose fields its owner does not write while the core may use them
+    /// (the contract of the C API: from registration, or from the first
+    /// filter call, until it is unregistered and its filters freed).
+    #[inline(always)]
+    pub(crate) unsafe fn from_raw(p: *mut Ops) -> Self {
+        // SAFETY: non-null per the function's contract.
+        // INVARIANT: live for `'a` (the contract).
+        Self(unsafe { ptr::NonNull::new_unchecked(p) }, PhantomData)
+    }
+
+    /// The handle of one of the core's own static ops.
+    pub(crate) fn of_static(p: &'static CGlobal<Ops>) -> OpsRef<'static> {
+        // INVARIANT: a static is live for ever; the core reaches it only
+        // through handles like this one.
+        OpsRef(ptr::NonNull::from(p).cast(), PhantomData)
+    }
+
+    /// The handle of an ops the core owns, for as long as it is borrowed.
+    pub(crate) fn of_opaque(o: &'a Opaque<Ops>) -> OpsRef<'a> {
+        // INVARIANT: live while borrowed; `Opaque` lets the other CPUs
+        // and C write it meanwhile, through handles like this one.
+        OpsRef(ptr::NonNull::from(o).cast(), PhantomData)
+    }
+
+    /// The object this ops is inside, when its callback is `T`'s.
+    #[inline(always)]
+    pub(crate) fn container<T: HasOps>(self) -> Option<&'a T> {
+        let f = self.func()? as *const ();
+        (f == T::CALLBACK as *const ()).then(|| {
+            // SAFETY: an ops with `T`'s callback is the first field of a
+            // `T` (`repr(C)`: at the same address) that outlives the ops'
+            // registration, during which `'a` lasts (the trait's contract).
+            unsafe { &*self.as_ptr().cast::<T>() }
+        })
+    }
+
+    /// The ops, for what takes it by pointer.
+    #[inline(always)]
+    pub(crate) fn as_ptr(self) -> *mut Ops {
+        self.0.as_ptr()
+    }
+
+    /// Its shared words.
+    #[inline(always)]
+    fn view(self) -> OpsView<'a> {
+        // SAFETY: live for `'a` (the type's invariants).
+        unsafe { OpsView::from_raw(self.as_ptr()) }
+    }
+
+    /// Its flags (`FTRACE_OPS_FL_*`).
+    #[inline(always)]
+    pub(crate) fn flags(self) -> c_ulong {
+        self.view().flags()
+    }
+
+    /// Whether any of `f` is set.
+    #[inline(always)]
+    pub(crate) fn has(self, f: c_ulong) -> bool {
+        self.flags() & f != 0
+    }
+
+    /// Sets the flags `f`.
+    pub(crate) fn set(self, f: c_ulong) {
+        self.view().set(f)
+    }
+
+    /// Clears the flags `f`.
+    pub(crate) fn clear(self, f: c_ulong) {
+        self.view().clear(f)
+    }
+
+    /// Its callback.
+    #[inline(always)]
+    pub(crate) fn func(self) -> bindings::ftrace_func_t {
+        self.view().func()
+    }
+
+    /// Whether a dispatcher calls it for a hit now: not a stub, a full
+    /// `pt_regs` in the frame (`has_regs`) if it needs one, RCU watching
+    /// if it needs that. Hot path.
+    #[inline(always)]
+    pub(crate) fn callable(self, has_regs: bool) -> bool {
+        let flags = self.flags();
+        flags & F_STUB == 0
+            && (flags & F_SAVE_REGS == 0 || has_regs)
+            && (flags & F_RCU == 0 || crate::base::ffi::rcu_is_watching())
+    }
+
+    /// Calls its callback (`saved`: the one a pid filter stands in front
+    /// of) for a hit of `ip` from `parent_ip`, with the trampoline's frame:
+    /// what a trampoline does.
+    #[inline(always)]
+    pub(crate) fn call(self, saved: bool, ip: c_ulong, parent_ip: c_ulong, fregs: Fregs<'_>) {
+        let f = if saved {
+            self.saved_func()
+        } else {
+            self.func()
+        };
+        if let Some(f) = f {
+            // SAFETY: its own callback, with its ops, live (the invariants),
+            // and the frame of the trampoline that called: the arguments
+            // an ops' callback takes.
+            unsafe { f(ip, parent_ip, self.as_ptr(), fregs.as_ptr()) };
+        }
+    }
+
+    /// Points it at another callback.
+    pub(crate) fn set_func(self, f: bindings::ftrace_func_t) {
+        self.view().set_func(f)
+    }
+
+    /// The callback a pid-filtered ops calls for the tasks it traces.
+    #[inline(always)]
+    pub(crate) fn saved_func(self) -> bindings::ftrace_func_t {
+        self.view().saved_func()
+    }
+
+    /// Sets `saved_func` (the core writes it under `ftrace_lock`).
+    pub(crate) fn set_saved_func(self, _held: &Held, f: bindings::ftrace_func_t) {
+        self.view().set_saved_func(f)
+    }
+
+    /// Its own trampoline, `(address, size)`; address 0 for none.
+    pub(crate) fn trampoline(self) -> (u64, u64) {
+        self.view().trampoline()
+    }
+
+    /// Gives it a trampoline (`at` 0: none).
+    pub(crate) fn set_trampoline(self, _held: &Held, at: u64, size: u64) {
+        self.view().set_trampoline(at, size)
+    }
+
+    /// The direct trampoline of a direct ops (0: none).
+    #[inline(always)]
+    pub(crate) fn direct_call(self) -> c_ulong {
+        self.view().direct_call()
+    }
+
+    /// Sets the direct trampoline (read locklessly by the direct callback).
+    pub(crate) fn set_direct_call(self, _held: &Held, a: c_ulong) {
+        self.view().set_direct_call(a)
+    }
+
+    /// The owner's command callback (set before the ops is handed over).
+    pub(crate) fn ops_func(self) -> bindings::ftrace_ops_func_t {
+        self.view().ops_func()
+    }
+
+    /// Asks its owner to do `cmd` (`EBUSY` when it cannot be asked).
+    pub(crate) fn ask(self, cmd: bindings::ftrace_ops_cmd) -> Result {
+        let f = self.ops_func().ok_or(EBUSY)?;
+        // SAFETY: the owner's callback, called with its ops as it expects.
+        kernel::error::to_result(unsafe { f(self.as_ptr(), cmd) })
+    }
+
+    /// Its owner's data: the trace array of a tracer's ops.
+    pub(crate) fn private(self) -> *mut c_void {
+        self.view().private().load(Ordering::Acquire)
+    }
+
+    /// The trace array of a tracer's ops (none for other ops).
+    pub(crate) fn trace_array(self) -> Option<TraceArray> {
+        // SAFETY: an ops' `private` is null or, for the ops of a trace
+        // array's tracer, that array, which the tracing core keeps while
+        // the ops lives.
+        unsafe { TraceArray::from_raw(self.private()) }
+    }
+
+    /// Sets the trace array of an ops the core made (probes).
+    pub(crate) fn set_private(self, _held: &Held, p: *mut c_void) {
+        self.view().private().store(p, Ordering::Release)
+    }
+
+    /// The sets it reads (shared by several ops for a trace array), for
+    /// telling whether two ops share them.
+    pub(crate) fn func_hash(self) -> *mut bindings::ftrace_ops_hash {
+        self.view().func_hash().load(Ordering::Acquire)
+    }
+
+    /// Gives it its lock and set pointer the first time the core sees it.
+    pub(crate) fn init(self, _held: &Held) {
+        if self.has(F_INITIALIZED) {
+            return;
+        }
+        let v = self.view();
+        // SAFETY: the lock of a live ops not initialised, so not
+        // registered: only the core, serialized by `ftrace_lock`, uses it.
+        unsafe { crate::base::sys::mutex_init!(v.local_regex_lock(), "ftrace_ops regex_lock") };
+        v.func_hash().store(v.local_hash(), Ordering::Release);
+        self.set(F_INITIALIZED);
+    }
+
+    /// Sets up the ops inside a new graph ops (`fgraph_init_ops()`): a
+    /// pid-aware ops that reads the sets of `src`, the function ops of
+    /// its trace array (which outlives it), and that array. Done once: an
+    /// initialised ops is left as it is.
+    pub(crate) fn init_graph<'b: 'a>(self, held: &Held, src: Option<OpsRef<'b>>) {
+        if self.has(F_INITIALIZED) {
+            return;
+        }
+        self.set(bindings::FTRACE_OPS_FL_PID as c_ulong);
+        let Some(src) = src else {
+            return;
+        };
+        self.init(held);
+        let v = self.view();
+        v.func_hash()
+            .store(src.view().local_hash(), Ordering::Release);
+        v.private().store(src.private(), Ordering::Release);
+    }
+
+    /// [`OpsRef::init`] taking `ftrace_lock` itself.
+    pub(crate) fn init_locked(self) {
+        if !self.has(F_INITIALIZED) {
+            let g = CoreGuard::lock();
+            self.init(g.held());
+        }
+    }
+
+    /// Makes it read the sets of `other` (an initialised ops that
+    /// outlives it): `global_ops`' for the top-level tracers.
+    pub(crate) fn share_sets(self, held: &Held, other: OpsRef<'static>) {
+        self.init(held);
+        // Written under `ftrace_lock` while the ops is not registered
+        // (callers check).
+        self.view()
+            .func_hash()
+            .store(other.func_hash(), Ordering::Release);
+    }
+
+    /// Takes the lock of its sets' writers (`regex_lock`), initialising
+    /// the ops first if need be.
+    pub(crate) fn lock_regex(self) -> RegexGuard<'a> {
+        self.init_locked();
+        let m = crate::base::opsview::regex_lock_of(self.func_hash());
+        // SAFETY: initialised (above): `func_hash` points to live sets
+        // (its own, or those of an ops that outlives it) whose lock is
+        // initialised. The lock outlives the guard: it is in the sets,
+        // which outlive the ops (`'a`), which outlives the guard. The
+        // callers may sleep.
+        RegexGuard(unsafe { Guard::of(m) }, self)
+    }
+
+    fn set_slot(self, notrace: bool) -> Option<&'a AtomicPtr<FtraceHash>> {
+        self.set_slots().map(|(f, n)| if notrace { n } else { f })
+    }
+
+    /// Its filter and notrace set slots (none before the core gave it
+    /// sets), from one read of `func_hash`.
+    #[inline(always)]
+    fn set_slots(self) -> Option<(&'a AtomicPtr<FtraceHash>, &'a AtomicPtr<FtraceHash>)> {
+        let fh = self.func_hash();
+        if fh.is_null() {
+            return None;
+        }
+        // SAFETY: the sets of a live, initialised ops (its own or those
+        // of an ops that outlives it), alive for `'a`: two aligned pointer
+        // slots, read and written atomically only (`AtomicPtr` has a
+        // pointer's layout).
+        Some(unsafe {
+            (
+                AtomicPtr::from_ptr(ptr::addr_of_mut!((*fh).filter_hash).cast()),
+                AtomicPtr::from_ptr(ptr::addr_of_mut!((*fh).notrace_hash).cast()),
+            )
+        })
+    }
+
+    /// Its filter and notrace sets, valid while `_k` keeps them: a set
+    /// is replaced under `ftrace_lock` and freed a grace period later.
+    #[inline(always)]
+    pub(crate) fn sets<'k>(self, _k: &'k impl Keeps) -> (SetRef<'k>, SetRef<'k>) {
+        // INVARIANT: a set is freed only a grace period after it is
+        // replaced under `ftrace_lock`: `_k` keeps both for `'k`.
+        self.published_sets(SetsKept(PhantomData))
+    }
+
+    /// Its filter and notrace sets as published now, from one read of
+    /// `func_hash`.
+    #[inline(always)]
+    fn published_sets<'k>(self, _kept: SetsKept<'k>) -> (SetRef<'k>, SetRef<'k>) {
+        self.set_slots()
+            .map_or((SetRef::EMPTY, SetRef::EMPTY), |(f, n)| {
+                // SAFETY: null or published sets of this ops, which stay
+                // allocated for `'k` (`_kept`'s invariants).
+                unsafe {
+                    (
+                        SetRef::new(f.load(Ordering::Acquire)),
+                        SetRef::new(n.load(Ordering::Acquire)),
+                    )
+                }
+            })
+    }
+
+    /// Whether `ip` passes its sets.
+    #[inline(always)]
+    pub(crate) fn wants(self, k: &impl Keeps, ip: u64) -> bool {
+        let (f, n) = self.sets(k);
+        f.admits(ip) && !n.contains(ip)
+    }
+
+    /// Its filter (or notrace) set's slot, for the writer, who holds
+    /// `ftrace_lock` while it is used.
+    pub(crate) fn set_slot_mut<'h>(self, held: &'h Held, notrace: bool) -> Option<PubSlot<'h>>
+    where
+        'a: 'h,
+    {
+        self.init(held);
+        // SAFETY: a published-set slot whose writers hold `ftrace_lock`
+        // (held for `'h`).
+        self.set_slot(notrace).map(|s| unsafe { PubSlot::new(s) })
+    }
+
+    /// Publishes `new` (none: empty) as its filter (or notrace) set; the
+    /// old one is freed a grace period after the result drops (a set
+    /// read before is not used after: see `hash`).
+    pub(crate) fn swap_set(self, held: &Held, notrace: bool, new: Option<FnSet>) -> RetiredSet {
+        match self.set_slot_mut(held, notrace) {
+            Some(s) => s.swap(new),
+            None => RetiredSet::none(),
+        }
+    }
+
+    /// Whether it manages sub-ops.
+    pub(crate) fn is_manager(self, held: &Held) -> bool {
+        SUBOPS
+            .borrow(held)
+            .is_ok_and(|v| v.iter().any(|&(m, _)| m == self.0))
+    }
+
+    /// Its sub-ops (a manager's), newest first.
+    pub(crate) fn subops<'h>(self, held: &'h Held) -> impl Iterator<Item = OpsRef<'h>>
+    where
+        'a: 'h,
+    {
+        let n = SUBOPS.borrow(held).map_or(0, |v| v.len());
+        // Each step borrows the links for its own read.
+        (0..n).rev().filter_map(move |i| {
+            let v = SUBOPS.borrow(held).ok()?;
+            let &(m, sub) = v.get(i)?;
+            // INVARIANT: a linked sub-op is live until its owner unlinks
+            // it (under `ftrace_lock`, held for `'h`) before it goes.
+            (m == self.0).then_some(OpsRef(sub, PhantomData))
+        })
+    }
+
+    /// Links `sub` (on no manager's list) to its sub-ops.
+    pub(crate) fn add_subop(self, held: &Held, sub: OpsRef<'_>) -> Result {
+        self.init(held);
+        sub.init(held);
+        SUBOPS.borrow(held)?.push((self.0, sub.0), GFP_KERNEL)?;
+        Ok(())
+    }
+
+    /// Unlinks it from its manager's sub-ops.
+    pub(crate) fn del_subop(self, held: &Held) {
+        let Ok(mut v) = SUBOPS.borrow(held) else {
+            return;
+        };
+        if let Some(i) = v.iter().position(|&(_, sub)| sub == self.0) {
+            let last = v.len() - 1;
+            v.as_mut_slice()[i..].rotate_left(1);
+            // The room stays: a relink after a failed removal does not
+            // allocate.
+            crate::base::sys::truncate(&mut *v, last);
+        }
+    }
+
+    /// Records its manager (null: none).
+    pub(crate) fn set_managed(self, _held: &Held, m: *mut Ops) {
+        self.view().managed().store(m, Ordering::Release)
+    }
+
+    #[inline(always)]
+    fn next_slot(self) -> &'a AtomicPtr<Ops> {
+        self.view().next()
+    }
+
+    /// Puts it at the head of the ops list: every CPU may call it from
+    /// now on.
+    pub(crate) fn publish(self, _held: &Held) {
+        self.next_slot()
+            .store(ftrace_ops_list.load(Ordering::Acquire), Ordering::Release);
+        ftrace_ops_list.store(self.as_ptr(), Ordering::Release);
+    }
+
+    /// Takes it off the ops list (dispatchers already in it may still
+    /// run it until a grace period); whether it was there.
+    pub(crate) fn unlink(self, held: &Held) -> bool {
+        let next = self.next_slot().load(Ordering::Acquire);
+        if ftrace_ops_list.load(Ordering::Acquire) == self.as_ptr() {
+            ftrace_ops_list.store(next, Ordering::Release);
+            return true;
+        }
+        for p in list(held) {
+            let s = p.next_slot();
+            if s.load(Ordering::Acquire) == self.as_ptr() {
+                s.store(next, Ordering::Release);
+                return true;
+            }
+        }
+        false
+    }
+}
+
+/// The writers' lock of an ops' sets (`regex_lock`), held: the sets stay
+/// as they are, except by a commit of this holder.
+pub(crate) struct RegexGuard<'a>(#[allow(dead_code)] Guard, OpsRef<'a>);
+
+impl<'a> RegexGuard<'a> {
+    /// The sets, as published now, for as long as the lock is held.
+    pub(crate) fn sets(&self) -> (SetRef<'_>, SetRef<'_>) {
+        // INVARIANT: writers of this ops' sets hold its regex lock (held
+        // while `self` is borrowed): the published sets stay.
+        self.1.published_sets(SetsKept(PhantomData))
+    }
+}
+
+/// What keeps the sets an ops publishes now allocated for `'k`: made only
+/// here, for one ops, from a [`Keeps`] proof, from that ops' regex lock
+/// ([`RegexGuard`]), or in its owner's own call ([`OpsRef::owner_filter`]).
+///
+/// # Invariants
+///
+/// While `'k` lasts, the sets published in the slots of the ops it is
+/// given to ([`OpsRef::published_sets`]) are not freed.
+#[derive(Clone, Copy)]
+struct SetsKept<'k>(PhantomData<&'k ()>);
+
+impl TraceArray {
+    /// Its function tracer's ops, alive as long as the array is.
+    pub(crate) fn ops_ref(self) -> Option<OpsRef<'static>> {
+        let p = self.ops();
+        // SAFETY: the ops of a trace array lives in it and as long as it;
+        // the `'static` is bounded by the users, which keep the array.
+        (!p.is_null()).then(|| unsafe { OpsRef::from_raw(p) })
+    }
+}
+
+/// The links of managers to their sub-ops, `(manager, sub)`, oldest
+/// first; a sub-op is on at most one manager's list.
+static SUBOPS: Locked<KVec<(ptr::NonNull<Ops>, ptr::NonNull<Ops>)>> = Locked::new(KVec::new());
+
+/// The registered ops, newest first, alive while `_k` is: under
+/// `ftrace_lock`, or with preemption off (an unregistered dynamic ops is
+/// freed only after every CPU scheduled).
+#[inline(always)]
+pub(crate) fn list<'a>(_k: &'a impl Keeps) -> impl Iterator<Item = OpsRef<'a>> {
+    let end = ftrace_list_end.get();
+    let mut p = ftrace_ops_list.load(Ordering::Acquire);
+    core::iter::from_fn(move || {
+        if p == end {
+            return None;
+        }
+        // INVARIANT: listed, so live for `'a`.
+        let cur = OpsRef(ptr::NonNull::new(p)?, PhantomData);
+        p = cur.next_slot().load(Ordering::Acquire);
+        Some(cur)
+    })
+}
+
+/// The lock of the direct-call API (C's `direct_mutex`), taken before
+/// `ftrace_lock`: every registration and unregistration of a direct ops
+/// holds it (`direct` and `ops`), so a direct ops registered while it is
+/// held stays registered.
+pub(crate) static DIRECT_LOCK: CMutex = CMutex::new();
+
+/// [`DIRECT_LOCK`], held for the life of the guard.
+pub(crate) struct DirectGuard(#[allow(dead_code)] Guard);
+
+impl DirectGuard {
+    /// Takes the direct lock (sleeps).
+    pub(crate) fn lock() -> Self {
+        DirectGuard(DIRECT_LOCK.lock())
+    }
+}
+
+/// The registered direct ops on function `ip`, if any: it stays
+/// registered for as long as `_d`, the direct lock, is held.
+pub(crate) fn direct_peer<'d>(_d: &'d DirectGuard, ip: u64) -> Option<OpsRef<'d>> {
+    let found = {
+        let g = CoreGuard::lock();
+        let found = list(g.held())
+            .find(|x| x.has(F_DIRECT) && x.wants(g.held(), ip))
+            .map(OpsRef::as_ptr);
+        found
+    };
+    // SAFETY: listed, so registered and live, and kept so while the direct
+    // lock is held (see `DIRECT_LOCK`), which `_d` is for `'d`.
+    found.map(|p| unsafe { OpsRef::from_raw(p) })
+}
+
+/// Ops the core makes for itself and publishes for lockless readers: the
+/// groups' ops, which the unwinder and kallsyms find by their trampolines.
+///
+/// # Invariants
+///
+/// A non-null word points to a live ops published by
+/// [`OpsTable::publish`], which stays live until a rude RCU-tasks grace
+/// period after [`OpsTable::remove`] took it out.
+pub(crate) struct OpsTable<const N: usize>([AtomicPtr<Ops>; N]);
+
+impl<const N: usize> OpsTable<N> {
+    /// No ops.
+    pub(crate) const fn new() -> Self {
+        OpsTable([const { AtomicPtr::new(ptr::null_mut()) }; N])
+    }
+
+    /// The published ops, live while preemption stays off (`_np`): their
+    /// removal waits for every CPU to schedule before they go.
+    pub(crate) fn iter<'k>(&self, _np: &'k NoPreempt) -> impl Iterator<Item = OpsRef<'k>> + '_ {
+        self.0.iter().filter_map(|w| {
+            let p = ptr::NonNull::new(w.load(Ordering::Acquire))?;
+            // INVARIANT: published and live until a rude grace period
+            // after its removal, which `_np` holds off for `'k`.
+            Some(OpsRef(p, PhantomData))
+        })
+    }
+
+    /// Publishes `ops`; `false` when the table is full.
+    ///
+    /// # Safety
+    ///
+    /// `ops` lives until a rude RCU-tasks grace period after its
+    /// [`OpsTable::remove`].
+    pub(crate) unsafe fn publish(&self, _held: &Held, ops: OpsRef<'_>) -> bool {
+        self.0.iter().any(|w| {
+            // INVARIANT: it lives as long (the contract).
+            w.compare_exchange(
+                ptr::null_mut(),
+                ops.as_ptr(),
+                Ordering::Release,
+                Ordering::Relaxed,
+            )
+            .is_ok()
+        })
+    }
+
+    /// Takes `ops` out; readers may still see it until the caller's rude
+    /// RCU-tasks wait.
+    pub(crate) fn remove(&self, _held: &Held, ops: OpsRef<'_>) {
+        for w in self.0.iter() {
+            let _ = w.compare_exchange(
+                ops.as_ptr(),
+                ptr::null_mut(),
+                Ordering::Release,
+                Ordering::Relaxed,
+            );
+        }
+    }
+}
