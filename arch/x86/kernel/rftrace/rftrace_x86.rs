@@ -357,7 +357,7 @@ fn perf_text_poke(_p: &Poke) {}
 struct TextLocked<T>(UnsafeCell<T>);
 
 // SAFETY: every access goes through `get`, whose callers hold `text_mutex`.
-unsafe impl<T> Sync for TextLocked<T> {}
+unsafe impl<T: Send> Sync for TextLocked<T> {}
 
 impl<T> TextLocked<T> {
     /// # Safety

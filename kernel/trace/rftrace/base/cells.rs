@@ -231,7 +231,7 @@ pub(crate) struct Locked<T> {
 
 // SAFETY: every access happens under `ftrace_lock` (the invariants),
 // which orders it with every other; `busy` too is touched only then.
-unsafe impl<T> Sync for Locked<T> {}
+unsafe impl<T: Send> Sync for Locked<T> {}
 
 impl<T> Locked<T> {
     pub(crate) const fn new(v: T) -> Self {

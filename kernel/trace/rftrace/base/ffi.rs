@@ -37,6 +37,14 @@ use kernel::ffi::{c_char, c_int, c_uint, c_ulong, c_void};
 #[repr(transparent)]
 pub(crate) struct TraceArray(NonNull<c_void>);
 
+// SAFETY: a handle of a C trace array, whose functions any task may call
+// with it (they take the array's own locks), and which lives for as long
+// as the invariants say whichever task holds the handle: moving or sharing
+// the handle moves or shares nothing else.
+unsafe impl Send for TraceArray {}
+// SAFETY: as for `Send`; the handle itself is an address, never written.
+unsafe impl Sync for TraceArray {}
+
 impl TraceArray {
     /// The handle of `tr`, `None` for null.
     ///

@@ -7,6 +7,7 @@
 //! Every other module builds on this one; it uses none of them.
 
 use core::cell::UnsafeCell;
+use core::marker::PhantomData;
 use core::ptr;
 use core::sync::atomic::{AtomicBool, AtomicI32, AtomicPtr, AtomicU8, AtomicUsize, Ordering};
 use kernel::bindings;
@@ -458,9 +459,19 @@ impl CoreGuard {
     /// The proof that the lock is held, for as long as the guard is
     /// borrowed.
     pub(crate) fn held(&self) -> &Held {
-        &Held(())
+        &Held(NotThreadSafe)
     }
 }
+
+/// The field of a proof that holds for the task (or CPU) that made it
+/// only, a lock it holds, preemption or a read side it is in: neither
+/// `Send` nor `Sync`, so neither the proof nor a reference to it can
+/// reach another thread (later kernels have it as
+/// `kernel::types::NotThreadSafe`).
+pub(crate) type NotThreadSafe = PhantomData<*mut ()>;
+/// The value of [`NotThreadSafe`].
+#[allow(non_upper_case_globals)]
+pub(crate) const NotThreadSafe: NotThreadSafe = PhantomData;
 
 /// What keeps the registered ops, and the sets they publish, alive while
 /// a reference to it lives: `ftrace_lock` ([`Held`]), under which they
@@ -475,7 +486,7 @@ mod private {
 /// `ftrace_lock` is held by this task while a reference to this lives:
 /// borrowed from a [`CoreGuard`] (of the lock, or of a path C enters with
 /// the lock held: [`CoreGuard::assume`]).
-pub(crate) struct Held(());
+pub(crate) struct Held(NotThreadSafe);
 
 impl private::Sealed for Held {}
 impl Keeps for Held {}
@@ -483,7 +494,7 @@ impl Keeps for Held {}
 /// Preemption is off on this CPU while a reference to this lives:
 /// handed out by the recursion guard (`task::guarded`) and by
 /// [`PreemptOff`].
-pub(crate) struct NoPreempt(());
+pub(crate) struct NoPreempt(NotThreadSafe);
 
 impl NoPreempt {
     /// # Safety
@@ -491,7 +502,7 @@ impl NoPreempt {
     /// Preemption is off on this CPU for as long as `'a`.
     #[inline(always)]
     pub(crate) unsafe fn assume<'a>() -> &'a NoPreempt {
-        &NoPreempt(())
+        &NoPreempt(NotThreadSafe)
     }
 }
 
@@ -506,7 +517,7 @@ pub(crate) trait ReadSide: private::Sealed {}
 
 /// This task is in an RCU read-side section while a reference to this
 /// lives: asserted by a path C runs inside one.
-pub(crate) struct InRcu(());
+pub(crate) struct InRcu(NotThreadSafe);
 
 impl InRcu {
     /// # Safety
@@ -514,7 +525,7 @@ impl InRcu {
     /// This task is in an RCU read-side section for as long as `'a`.
     #[inline(always)]
     pub(crate) unsafe fn assume<'a>() -> &'a InRcu {
-        &InRcu(())
+        &InRcu(NotThreadSafe)
     }
 }
 
@@ -542,7 +553,7 @@ impl PreemptOff {
 
     /// The proof, for as long as the guard is borrowed.
     pub(crate) fn token(&self) -> &NoPreempt {
-        &NoPreempt(())
+        &NoPreempt(NotThreadSafe)
     }
 }
 

@@ -34,6 +34,17 @@ struct Probe {
     data: ProbeDataCell,
 }
 
+// SAFETY: a probe's ops is shared with every CPU by design (the traced
+// functions call its callback with it; the core reads it through
+// `OpsRef`, atomically or under `ftrace_lock`), and its pointers are the
+// C fields of an ops, which no task owns; the probe type and trace array
+// are handles that are `Send` and `Sync`, the data an atomic. Probes are
+// listed and dropped under `ftrace_lock`, after their ops is unregistered.
+unsafe impl Send for Probe {}
+// SAFETY: as for `Send`: through `&Probe` every CPU reads the same ops
+// and data, which change only atomically or under `ftrace_lock`.
+unsafe impl Sync for Probe {}
+
 // SAFETY: `Probe` is `repr(C)` with its ops first; `probe_call` is
 // installed only in the ops of a `Probe` (`ProbeRef::create`), which stays
 // allocated while the core lists it, until after its ops is unregistered

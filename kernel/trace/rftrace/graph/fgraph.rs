@@ -32,7 +32,7 @@
 
 use crate::base::cells::Locked;
 use crate::base::sys::{to_errno, CGlobal, CoreGuard, Held, TraceArray};
-use crate::base::sys::{NoPreempt, PreemptOff};
+use crate::base::sys::{NoPreempt, NotThreadSafe, PreemptOff};
 use crate::base::task::{guarded, Current, TaskRef};
 use crate::base::tp;
 use crate::graph::fgstacks::{
@@ -102,7 +102,7 @@ fn live_ops() -> Option<u16> {
 
 /// This CPU runs [`ftrace_return_to_handler`]: made only there, for its
 /// call.
-struct InReturn(());
+struct InReturn(NotThreadSafe);
 
 // SAFETY: made only in the return handler, for its call, which the
 // unregistration's rude RCU-tasks wait covers as C's does.
@@ -232,7 +232,7 @@ pub extern "C" fn ftrace_return_to_handler(regs: &bindings::pt_regs) -> c_ulong 
         calltime: r.frame.calltime,
         rettime,
     };
-    let here = InReturn(());
+    let here = InReturn(NotThreadSafe);
     let left = s.leave(None, live, init, |c, _, trace| {
         let Some(g) = ARRAY.get(&here, c.idx()) else {
             return;

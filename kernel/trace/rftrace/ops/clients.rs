@@ -55,6 +55,13 @@ pub struct FtraceFuncCommand {
 #[repr(transparent)]
 pub struct Command(ptr::NonNull<FtraceFuncCommand>);
 
+// SAFETY: a handle of a command's C table, registered once and not
+// written while registered; its function C calls from any task holding
+// `ftrace_lock`, as the core does.
+unsafe impl Send for Command {}
+// SAFETY: as for `Send`: the table is only read.
+unsafe impl Sync for Command {}
+
 impl Command {
     fn get(&self) -> &FtraceFuncCommand {
         // SAFETY: valid and unchanged while the core keeps the handle (the
@@ -156,6 +163,13 @@ pub struct FtraceProbeOps {
 #[derive(Clone, Copy, PartialEq, Eq)]
 #[repr(transparent)]
 pub struct ProbeOps(ptr::NonNull<FtraceProbeOps>);
+
+// SAFETY: a handle of a probe type's C table, which is not written while
+// the core holds the handle (the invariants) and whose functions C calls
+// from any task: reading it from another thread changes nothing.
+unsafe impl Send for ProbeOps {}
+// SAFETY: as for `Send`: the table is only read.
+unsafe impl Sync for ProbeOps {}
 
 impl ProbeOps {
     fn get(&self) -> &FtraceProbeOps {

@@ -51,6 +51,14 @@ pub(crate) struct Group {
     ipmodify: bool,
 }
 
+// SAFETY: the group's ops is shared with every CPU by design (its sites
+// call its trampoline, which reads it; the core reads it through
+// `OpsRef`, whose accessors are atomic or under `ftrace_lock`); the
+// pointers in it are the C fields of an ops, which no task owns. A group
+// moves between tasks only inside the core's lock, and is freed after
+// the waits of a retired trampoline (`retire`).
+unsafe impl Send for Group {}
+
 impl Group {
     /// Its ops.
     pub(crate) fn ops(&self) -> OpsRef<'_> {

@@ -476,7 +476,7 @@ impl<'a> OpsRef<'a> {
     pub(crate) fn is_manager(self, held: &Held) -> bool {
         SUBOPS
             .borrow(held)
-            .is_ok_and(|v| v.iter().any(|&(m, _)| m == self.0))
+            .is_ok_and(|v| v.iter().any(|&SubLink(m, _)| m == self.0))
     }
 
     /// Its sub-ops (a manager's), newest first.
@@ -488,7 +488,7 @@ impl<'a> OpsRef<'a> {
         // Each step borrows the links for its own read.
         (0..n).rev().filter_map(move |i| {
             let v = SUBOPS.borrow(held).ok()?;
-            let &(m, sub) = v.get(i)?;
+            let &SubLink(m, sub) = v.get(i)?;
             // INVARIANT: a linked sub-op is live until its owner unlinks
             // it (under `ftrace_lock`, held for `'h`) before it goes.
             (m == self.0).then_some(OpsRef(sub, PhantomData))
@@ -499,7 +499,9 @@ impl<'a> OpsRef<'a> {
     pub(crate) fn add_subop(self, held: &Held, sub: OpsRef<'_>) -> Result {
         self.init(held);
         sub.init(held);
-        SUBOPS.borrow(held)?.push((self.0, sub.0), GFP_KERNEL)?;
+        SUBOPS
+            .borrow(held)?
+            .push(SubLink(self.0, sub.0), GFP_KERNEL)?;
         Ok(())
     }
 
@@ -508,7 +510,7 @@ impl<'a> OpsRef<'a> {
         let Ok(mut v) = SUBOPS.borrow(held) else {
             return;
         };
-        if let Some(i) = v.iter().position(|&(_, sub)| sub == self.0) {
+        if let Some(i) = v.iter().position(|&SubLink(_, sub)| sub == self.0) {
             let last = v.len() - 1;
             v.as_mut_slice()[i..].rotate_left(1);
             // The room stays: a relink after a failed removal does not
@@ -590,7 +592,16 @@ impl TraceArray {
 
 /// The links of managers to their sub-ops, `(manager, sub)`, oldest
 /// first; a sub-op is on at most one manager's list.
-static SUBOPS: Locked<KVec<(ptr::NonNull<Ops>, ptr::NonNull<Ops>)>> = Locked::new(KVec::new());
+static SUBOPS: Locked<KVec<SubLink>> = Locked::new(KVec::new());
+
+/// A link of [`SUBOPS`]: `(manager, sub)`.
+#[derive(Clone, Copy)]
+struct SubLink(ptr::NonNull<Ops>, ptr::NonNull<Ops>);
+
+// SAFETY: two ops addresses, compared and turned back into an `OpsRef`
+// only under `ftrace_lock` (the only way to reach [`SUBOPS`]), whichever
+// task holds it; the ops they name are live while linked (`subops`).
+unsafe impl Send for SubLink {}
 
 /// The registered ops, newest first, alive while `_k` is: under
 /// `ftrace_lock`, or with preemption off (an unregistered dynamic ops is

@@ -35,6 +35,11 @@ pub(crate) struct Slot {
     pub(crate) was: Target,
 }
 
+// SAFETY: `ops` is the address of a registered ops, read and turned back
+// into an `OpsRef` only under `ftrace_lock` (the only way to reach
+// [`SLOTS`]), whichever task holds it; the rest is plain data.
+unsafe impl Send for Slot {}
+
 pub(crate) static SLOTS: Locked<KVec<Slot>> = Locked::new(KVec::new());
 
 /// The slot number of `ops` (0: none).

@@ -52,6 +52,14 @@ pub struct FtraceHash {
     loose: AtomicUsize,
 }
 
+// SAFETY: what a `&FtraceHash` reads from any CPU is the set's published
+// state: its buckets and entries are not changed while readers may use
+// it, but for the two in-place edits the module doc names, which readers
+// see whole or not at all; the counters are atomics. Writing and freeing
+// go through the writers' lock or the set's own `&mut` (see the module
+// doc), never through a shared reference.
+unsafe impl Sync for FtraceHash {}
+
 /// A block of entries of one set: this header, then `cap` entries, of
 /// which the first `used` were handed out.
 #[repr(C)]
