@@ -3,7 +3,8 @@
 //! The bottom layer: the C the core calls and the kernel objects it
 //! handles. The C functions and data the kernel's bindings do not give
 //! ([`ffi`]); the C-visible globals, lock guards and the proofs borrowed
-//! from them, errno at the boundary ([`sys`]); the cells of the core's
+//! from them, errno at the boundary ([`sys`]); the C structs whose
+//! all-zero value is valid ([`zeroed`]); the cells of the core's
 //! own state ([`cells`], [`vecs`]); typed views of C objects: an ops'
 //! atomic words ([`opsview`]), tasks and the recursion guard ([`task`]),
 //! scheduler tracepoints ([`tp`]), trace arrays ([`trarray`]); the
@@ -19,6 +20,7 @@ pub(crate) mod ffi;
 pub(crate) mod nokprobe;
 pub(crate) mod opsview;
 pub(crate) mod sys;
+pub(crate) mod zeroed;
 pub(crate) mod task;
 pub(crate) mod tp;
 pub(crate) mod trarray;

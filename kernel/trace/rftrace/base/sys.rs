@@ -17,6 +17,7 @@ use kernel::prelude::*;
 
 pub(crate) use crate::base::ffi::TraceArray;
 use crate::base::ffi::{kprobe_ftrace_kill, rftrace_cpu, rftrace_irq_restore, rftrace_irq_save};
+use crate::base::zeroed::{zeroed, zeroed_ops};
 
 /// The C boundary's form of a result: 0, or the negative errno.
 #[inline(always)]
@@ -57,36 +58,6 @@ unsafe extern "C" {
     /// whose `struct mutex` a `CMutex` starts with: it reads the lockdep
     /// map, zero or initialised.
     safe fn rftrace_assert_held(m: &CMutex);
-}
-
-/// A C struct whose all-zero bytes are a valid value: what C's `= {}`
-/// and `kzalloc()` give it (null pointers, no callbacks, zero counts and
-/// flags).
-///
-/// # Safety
-///
-/// All-zero bytes are a valid value of the type.
-pub(crate) unsafe trait Zeroed: Sized {}
-
-// SAFETY: null pointers, no callback, no flags; the core initialises an
-// ops (`OpsRef::init`) before it uses its lock.
-unsafe impl Zeroed for bindings::ftrace_ops {}
-// SAFETY: no methods.
-unsafe impl Zeroed for bindings::file_operations {}
-// SAFETY: no callbacks, index 0, an all-zero embedded ops (above).
-unsafe impl Zeroed for bindings::fgraph_ops {}
-// SAFETY: a mutex not yet initialised: plain integers and pointers, which
-// `mutex_init()` sets before use (see `CMutex`).
-unsafe impl Zeroed for bindings::mutex {}
-
-/// The all-zero value of `T`, in constants too.
-pub(crate) const fn zeroed<T: Zeroed>() -> T {
-    // SAFETY: all-zero bytes are a valid `T` (the trait's contract).
-    unsafe { core::mem::zeroed() }
-}
-
-pub(crate) const fn zeroed_ops() -> bindings::ftrace_ops {
-    zeroed()
 }
 
 // --- The C core's global data (include/linux/ftrace.h, ftrace_internal.h) --

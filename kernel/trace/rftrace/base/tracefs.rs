@@ -254,7 +254,7 @@ impl<'a> PageSeq<'a> {
 }
 
 pub(crate) const fn zeroed_fops() -> bindings::file_operations {
-    crate::base::sys::zeroed()
+    crate::base::zeroed::zeroed()
 }
 
 /// One write's worth of user bytes, copied before any lock is taken.

@@ -78,7 +78,7 @@ impl ProbeRef {
 
     /// A new probe of `probe_ops` on `tr`, listed.
     fn create(held: &Held, tr: TraceArray, probe_ops: ProbeOps) -> Result<ProbeRef> {
-        let mut ops = crate::base::sys::zeroed_ops();
+        let mut ops = crate::base::zeroed::zeroed_ops();
         ops.func = crate::ops::registry::ops_fn(probe_call);
         ops.private = tr.as_ptr();
         let b = Arc::new(

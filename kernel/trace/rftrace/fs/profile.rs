@@ -305,7 +305,7 @@ const GRAPH_FNS: (
 static GOPS: CGlobal<bindings::fgraph_ops> = CGlobal::new(bindings::fgraph_ops {
     entryfunc: GRAPH_FNS.0,
     retfunc: GRAPH_FNS.1,
-    ..crate::base::sys::zeroed()
+    ..crate::base::zeroed::zeroed()
 });
 
 /// Whether the function graph's time of a function includes its

@@ -76,7 +76,7 @@ static STATE: Locked<State> = Locked::new(State {
 
 /// The manager ops of all graph ops.
 pub static GRAPH_OPS: CGlobal<Ops> = CGlobal::new({
-    let mut o = crate::base::sys::zeroed_ops();
+    let mut o = crate::base::zeroed::zeroed_ops();
     o.func = Some(bindings::ftrace_graph_func);
     // x86_64 has its own graph callback: not a stub (C's
     // FTRACE_OPS_GRAPH_STUB is 0 there).

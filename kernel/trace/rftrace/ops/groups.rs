@@ -174,7 +174,7 @@ fn make(
         COLLECTED.store(0, Ordering::Relaxed);
         return None;
     };
-    let mut ops = crate::base::sys::zeroed_ops();
+    let mut ops = crate::base::zeroed::zeroed_ops();
     // Never called: the trampoline calls the members.
     ops.func = Some(bindings::ftrace_stub);
     if regs {
