@@ -77,15 +77,14 @@ pub(crate) fn startup(held: &Held, ops: OpsRef<'_>) -> Result {
             crate::ops::pidstate::ftrace_pid_func,
         ));
     }
-    ops.publish(held);
-    let before_tramp = ops.trampoline().0;
+    let tx = Publishing::publish(held, ops, add & F_DYNAMIC != 0);
     if flags & F_DIRECT != 0 {
         // Alone on a site, a direct ops' site calls its direct trampoline.
         slot_alloc(held, ops, Target::direct_of(ops));
     } else {
         arch::update_trampoline(held, ops);
         let tramp = Target::trampoline_of(ops);
-        if tramp.addr() != before_tramp {
+        if tramp.addr() != tx.before_tramp {
             arch::perf_trampoline(held, ops, false);
         }
         if !tramp.is_nop() {
@@ -94,21 +93,68 @@ pub(crate) fn startup(held: &Held, ops: OpsRef<'_>) -> Result {
     }
     let r = update_scope(held, &own_sites(held, ops));
     ops.clear(F_ADDING);
-    if let Err(e) = r {
+    // On an error the update failed before writing a site (or tracing is
+    // dead), and dropping the transaction takes the ops off again.
+    r?;
+    tx.commit();
+    Ok(())
+}
+
+/// An ops `startup` has published and not committed yet: dropping it
+/// unpublishes the ops and releases what the startup gave it (its slot,
+/// the groups made with it, and a dynamic ops' trampoline made by this
+/// startup, which its owner may free with the ops on the error), through
+/// the same [`release`] as [`shutdown`]. No site was written to call any
+/// of them: the update that failed writes none, or tracing is dead.
+struct Publishing<'h, 'o> {
+    held: &'h Held,
+    ops: OpsRef<'o>,
+    /// The ops' trampoline before the startup.
+    before_tramp: u64,
+    dynamic: bool,
+}
+
+impl<'h, 'o> Publishing<'h, 'o> {
+    fn publish(held: &'h Held, ops: OpsRef<'o>, dynamic: bool) -> Self {
+        ops.publish(held);
+        Publishing {
+            held,
+            ops,
+            before_tramp: ops.trampoline().0,
+            dynamic,
+        }
+    }
+
+    /// The ops stays registered.
+    fn commit(self) {
+        core::mem::forget(self);
+    }
+}
+
+impl Drop for Publishing<'_, '_> {
+    fn drop(&mut self) {
+        let (held, ops) = (self.held, self.ops);
         ops.unlink(held);
         ops.clear(F_ENABLED);
-        ops.set_func(ops.saved_func());
-        slot_free(held, ops);
-        // The update failed before writing a site (or tracing is dead):
-        // no site calls the trampoline made above, nor a group made with
-        // the ops. A dynamic ops' trampoline goes now, as in C; its owner
-        // may free the ops on this error.
-        let gone = take_groups(held, ops);
-        let made = add & F_DYNAMIC != 0 && ops.trampoline().0 != before_tramp;
-        crate::ops::groups::retire(held, gone, made.then_some(ops));
-        return Err(e);
+        let made = self.dynamic && ops.trampoline().0 != self.before_tramp;
+        release(held, ops, made);
     }
-    Ok(())
+}
+
+/// Releases what an ops that no site calls any more was given: its slot,
+/// its groups (taken out of the list) and, for `own`, its own trampoline,
+/// which go after the waits of `groups::retire`; and gives it back the
+/// function it was registered with. The last step of both [`shutdown`]
+/// and a failed [`startup`].
+fn release(held: &Held, ops: OpsRef<'_>, own: bool) {
+    slot_free(held, ops);
+    let gone = take_groups(held, ops);
+    // Out of the dispatch now (a failed startup never set it).
+    ops.clear(F_REMOVING);
+    if ops.saved_func().is_some() {
+        ops.set_func(ops.saved_func());
+    }
+    crate::ops::groups::retire(held, gone, own.then_some(ops));
 }
 
 /// Takes the groups of `ops`, which is going and whose sites no longer call
@@ -148,13 +194,7 @@ pub(crate) fn shutdown(held: &Held, ops: OpsRef<'_>) -> Result {
         return Err(e);
     }
     // No site calls its trampoline now, nor those of its groups.
-    slot_free(held, ops);
-    let gone = take_groups(held, ops);
-    ops.clear(F_REMOVING);
-    if ops.saved_func().is_some() {
-        ops.set_func(ops.saved_func());
-    }
-    crate::ops::groups::retire(held, gone, ops.has(F_DYNAMIC).then_some(ops));
+    release(held, ops, ops.has(F_DYNAMIC));
     Ok(())
 }
 
