@@ -12,14 +12,20 @@
 #include <linux/moduleparam.h>
 
 #define F(n) static noinline int rftrace_near_##n(int x) { return x * 1##n + 3; }
-#define F10(n) F(n##0) F(n##1) F(n##2) F(n##3) F(n##4) \
-	F(n##5) F(n##6) F(n##7) F(n##8) F(n##9)
-F10(0) F10(1) F10(2) F10(3)
+F(00) F(01) F(02) F(03) F(04) F(05) F(06) F(07)
+F(08) F(09) F(10) F(11) F(12) F(13) F(14) F(15)
+F(16) F(17) F(18) F(19) F(20) F(21) F(22) F(23)
+F(24) F(25) F(26) F(27) F(28) F(29) F(30) F(31)
+F(32) F(33) F(34) F(35) F(36) F(37) F(38) F(39)
 
 #define P(n) rftrace_near_##n,
-#define P10(n) P(n##0) P(n##1) P(n##2) P(n##3) P(n##4) \
-	P(n##5) P(n##6) P(n##7) P(n##8) P(n##9)
-static int (*const near_fns[])(int) = { P10(0) P10(1) P10(2) P10(3) };
+static int (*const near_fns[])(int) = {
+	P(00) P(01) P(02) P(03) P(04) P(05) P(06) P(07)
+	P(08) P(09) P(10) P(11) P(12) P(13) P(14) P(15)
+	P(16) P(17) P(18) P(19) P(20) P(21) P(22) P(23)
+	P(24) P(25) P(26) P(27) P(28) P(29) P(30) P(31)
+	P(32) P(33) P(34) P(35) P(36) P(37) P(38) P(39)
+};
 
 static int near_call(const char *val, const struct kernel_param *kp)
 {

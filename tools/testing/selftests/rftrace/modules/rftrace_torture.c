@@ -189,22 +189,25 @@ noinline int rftrace_torture_fn_##n(int x)				\
 	OPTIMIZER_HIDE_VAR(y);						\
 	return y ^ (x >> (1##n % 7));					\
 }
-#define TT_FN10(d) TT_FN(d##0) TT_FN(d##1) TT_FN(d##2) TT_FN(d##3) TT_FN(d##4) \
-	TT_FN(d##5) TT_FN(d##6) TT_FN(d##7) TT_FN(d##8) TT_FN(d##9)
-TT_FN10(0) TT_FN10(1) TT_FN10(2) TT_FN(30) TT_FN(31)
+TT_FN(00) TT_FN(01) TT_FN(02) TT_FN(03) TT_FN(04) TT_FN(05) TT_FN(06) TT_FN(07)
+TT_FN(08) TT_FN(09) TT_FN(10) TT_FN(11) TT_FN(12) TT_FN(13) TT_FN(14) TT_FN(15)
+TT_FN(16) TT_FN(17) TT_FN(18) TT_FN(19) TT_FN(20) TT_FN(21) TT_FN(22) TT_FN(23)
+TT_FN(24) TT_FN(25) TT_FN(26) TT_FN(27) TT_FN(28) TT_FN(29) TT_FN(30) TT_FN(31)
 
 #define TT_P(n) rftrace_torture_fn_##n,
-#define TT_P10(d) TT_P(d##0) TT_P(d##1) TT_P(d##2) TT_P(d##3) TT_P(d##4) \
-	TT_P(d##5) TT_P(d##6) TT_P(d##7) TT_P(d##8) TT_P(d##9)
 static int (*const tt_fns[TT_NFN])(int) = {
-	TT_P10(0) TT_P10(1) TT_P10(2) TT_P(30) TT_P(31)
+	TT_P(00) TT_P(01) TT_P(02) TT_P(03) TT_P(04) TT_P(05) TT_P(06) TT_P(07)
+	TT_P(08) TT_P(09) TT_P(10) TT_P(11) TT_P(12) TT_P(13) TT_P(14) TT_P(15)
+	TT_P(16) TT_P(17) TT_P(18) TT_P(19) TT_P(20) TT_P(21) TT_P(22) TT_P(23)
+	TT_P(24) TT_P(25) TT_P(26) TT_P(27) TT_P(28) TT_P(29) TT_P(30) TT_P(31)
 };
 
 #define TT_N(n) "rftrace_torture_fn_" #n,
-#define TT_N10(d) TT_N(d##0) TT_N(d##1) TT_N(d##2) TT_N(d##3) TT_N(d##4) \
-	TT_N(d##5) TT_N(d##6) TT_N(d##7) TT_N(d##8) TT_N(d##9)
 static const char *const tt_names[TT_NFN] = {
-	TT_N10(0) TT_N10(1) TT_N10(2) TT_N(30) TT_N(31)
+	TT_N(00) TT_N(01) TT_N(02) TT_N(03) TT_N(04) TT_N(05) TT_N(06) TT_N(07)
+	TT_N(08) TT_N(09) TT_N(10) TT_N(11) TT_N(12) TT_N(13) TT_N(14) TT_N(15)
+	TT_N(16) TT_N(17) TT_N(18) TT_N(19) TT_N(20) TT_N(21) TT_N(22) TT_N(23)
+	TT_N(24) TT_N(25) TT_N(26) TT_N(27) TT_N(28) TT_N(29) TT_N(30) TT_N(31)
 };
 
 #define TT_ALL_FNS	0xffffffffU
@@ -640,11 +643,13 @@ static notrace const char *tt_mutate_notrace(struct tt_slot *s, u32 *rnd, int *r
 	int act = tt_rand(rnd) % 4, p, ret;
 	const char *what;
 
+	/* A pattern to remove, drawn only when one is to be removed. */
+	p = act == 1 && n ? tt_pick_remove_pattern(n, true, rnd) : -1;
 	if (act == 0 && n) {
 		what = "notrace cleared";
 		nn = 0;
 		ret = ftrace_set_notrace(&s->ops, NULL, 0, 1);
-	} else if (act == 1 && n && (p = tt_pick_remove_pattern(n, true, rnd)) >= 0) {
+	} else if (p >= 0) {
 		what = "notrace pattern removed";
 		nn = n & ~tt_pat_mask[p];
 		ret = tt_set_pattern(s, true, true, p, 0);

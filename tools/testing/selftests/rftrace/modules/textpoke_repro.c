@@ -84,21 +84,39 @@ static noinline int tp_fn_##n(int x)					\
 		r += 3;							\
 	return r;							\
 }
-#define FN8(g) FN(g##0, 0, 3) FN(g##1, 1, 4) FN(g##2, 2, 5) FN(g##3, 3, 6) \
-	FN(g##4, 4, 7) FN(g##5, 5, 0) FN(g##6, 6, 1) FN(g##7, 7, 2)
-FN8(0) FN8(1) FN8(2) FN8(3) FN8(4) FN8(5) FN8(6) FN8(7)
+FN(00, 0, 3) FN(01, 1, 4) FN(02, 2, 5) FN(03, 3, 6)
+FN(04, 4, 7) FN(05, 5, 0) FN(06, 6, 1) FN(07, 7, 2)
+FN(10, 0, 3) FN(11, 1, 4) FN(12, 2, 5) FN(13, 3, 6)
+FN(14, 4, 7) FN(15, 5, 0) FN(16, 6, 1) FN(17, 7, 2)
+FN(20, 0, 3) FN(21, 1, 4) FN(22, 2, 5) FN(23, 3, 6)
+FN(24, 4, 7) FN(25, 5, 0) FN(26, 6, 1) FN(27, 7, 2)
+FN(30, 0, 3) FN(31, 1, 4) FN(32, 2, 5) FN(33, 3, 6)
+FN(34, 4, 7) FN(35, 5, 0) FN(36, 6, 1) FN(37, 7, 2)
+FN(40, 0, 3) FN(41, 1, 4) FN(42, 2, 5) FN(43, 3, 6)
+FN(44, 4, 7) FN(45, 5, 0) FN(46, 6, 1) FN(47, 7, 2)
+FN(50, 0, 3) FN(51, 1, 4) FN(52, 2, 5) FN(53, 3, 6)
+FN(54, 4, 7) FN(55, 5, 0) FN(56, 6, 1) FN(57, 7, 2)
+FN(60, 0, 3) FN(61, 1, 4) FN(62, 2, 5) FN(63, 3, 6)
+FN(64, 4, 7) FN(65, 5, 0) FN(66, 6, 1) FN(67, 7, 2)
+FN(70, 0, 3) FN(71, 1, 4) FN(72, 2, 5) FN(73, 3, 6)
+FN(74, 4, 7) FN(75, 5, 0) FN(76, 6, 1) FN(77, 7, 2)
 
 #define NR_FNS 64
 
 /* Direct calls of all 64: the fast path of the callers' loop. */
 #define CALL(n) (s += tp_fn_##n(x));
-#define CALL8(g) CALL(g##0) CALL(g##1) CALL(g##2) CALL(g##3) \
-	CALL(g##4) CALL(g##5) CALL(g##6) CALL(g##7)
 static noinline int tp_call_all(int x)
 {
 	int s = 0;
 
-	CALL8(0) CALL8(1) CALL8(2) CALL8(3) CALL8(4) CALL8(5) CALL8(6) CALL8(7)
+	CALL(00) CALL(01) CALL(02) CALL(03) CALL(04) CALL(05) CALL(06) CALL(07)
+	CALL(10) CALL(11) CALL(12) CALL(13) CALL(14) CALL(15) CALL(16) CALL(17)
+	CALL(20) CALL(21) CALL(22) CALL(23) CALL(24) CALL(25) CALL(26) CALL(27)
+	CALL(30) CALL(31) CALL(32) CALL(33) CALL(34) CALL(35) CALL(36) CALL(37)
+	CALL(40) CALL(41) CALL(42) CALL(43) CALL(44) CALL(45) CALL(46) CALL(47)
+	CALL(50) CALL(51) CALL(52) CALL(53) CALL(54) CALL(55) CALL(56) CALL(57)
+	CALL(60) CALL(61) CALL(62) CALL(63) CALL(64) CALL(65) CALL(66) CALL(67)
+	CALL(70) CALL(71) CALL(72) CALL(73) CALL(74) CALL(75) CALL(76) CALL(77)
 	return s;
 }
 
