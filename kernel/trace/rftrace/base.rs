@@ -5,7 +5,7 @@
 //! ([`ffi`]); the C-visible globals, lock guards and the proofs borrowed
 //! from them, errno at the boundary ([`sys`]); the C structs whose
 //! all-zero value is valid ([`zeroed`]); the cells of the core's
-//! own state ([`cells`], [`vecs`]); typed views of C objects: an ops'
+//! own state ([`cells`]); typed views of C objects: an ops'
 //! atomic words ([`opsview`]), tasks and the recursion guard ([`task`]),
 //! scheduler tracepoints ([`tp`]), trace arrays ([`trarray`]); the
 //! kernel's text bounds ([`ktext`]), `NOKPROBE` ([`nokprobe`]), checked C
@@ -24,7 +24,6 @@ pub(crate) mod zeroed;
 pub(crate) mod task;
 pub(crate) mod tp;
 pub(crate) mod trarray;
-pub(crate) mod vecs;
 // Each crate uses the part it needs.
 #[allow(dead_code)]
 pub(crate) mod ktext;

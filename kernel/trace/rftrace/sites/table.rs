@@ -111,7 +111,7 @@ impl Group {
         let mut v = KVVec::with_capacity(ips.len(), GFP_KERNEL)?;
         for &ip in ips {
             // The room is there: `with_capacity` reserved it.
-            crate::base::vecs::push_within_capacity(&mut v, Cell::new(ip)).map_err(|_| ENOMEM)?;
+            v.push_within_capacity(Cell::new(ip)).map_err(|_| ENOMEM)?;
         }
         Ok(KBox::new(
             Group {
