@@ -136,7 +136,7 @@ pub(crate) fn commit(held: &Held, ops: OpsRef<'_>, notrace: bool, private: FnSet
         let Some(n) = new.as_ref() else {
             return Err(EINVAL);
         };
-        if crate::ops::register::ipmodify_conflict(held, ops, n.as_set()) {
+        if crate::ops::update::ipmodify_conflict(held, ops, n.as_set()) {
             return Err(EBUSY);
         }
     }
@@ -165,7 +165,7 @@ pub(crate) fn commit(held: &Held, ops: OpsRef<'_>, notrace: bool, private: FnSet
             let scope = [old.as_set(), f];
             // Fails only when a site did not hold what its record said,
             // which killed tracing.
-            crate::ops::register::update_scope(held, if both { &scope } else { &[] })
+            crate::ops::update::update_scope(held, if both { &scope } else { &[] })
         }
     }
 }

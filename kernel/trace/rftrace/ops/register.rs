@@ -1,13 +1,16 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! Registering and unregistering an ops (`register_ftrace_function()`),
-//! with the sharing of functions between IPMODIFY and direct ops, and
-//! the one path by which the other modules reach the ops layer: the
-//! registry, the plan, sub-ops and the direct calls are re-exported here.
+//! with the sharing of functions between IPMODIFY and direct ops. The
+//! upper layers import what they use of the ops layer from the module
+//! that defines it (`registry`, `update`, ...): nothing is re-exported
+//! here.
 
 use crate::base::sys::{dead, enabled, to_errno, CoreGuard, Held};
 use crate::ops::arch::{self, Target};
-use crate::ops::update::{own_sites, reserve_plan, slot_alloc, slot_free};
+use crate::ops::update::{
+    ipmodify_conflict, own_sites, reserve_plan, slot_alloc, slot_free, update_scope,
+};
 use core::ptr;
 use kernel::bindings;
 use kernel::ffi::c_int;
@@ -17,7 +20,6 @@ use crate::ops::registry::{
     direct_peer, list, DirectGuard, OpsRef, DIRECT_LOCK, F_ADDING, F_DELETED, F_DIRECT, F_DYNAMIC,
     F_ENABLED, F_IPMODIFY, F_PERMANENT, F_REMOVING, F_SAVE_REGS, F_SAVE_REGS_IF,
 };
-pub(crate) use crate::ops::update::{ipmodify_conflict, update_scope};
 
 fn is_core_data(a: u64) -> bool {
     // Linker symbols; only their addresses are used.
