@@ -31,5 +31,4 @@ pub(crate) mod layout;
 /// The x86_64 per-CPU reads the hot path inlines (`current`, preempt count).
 #[path = "../../../arch/x86/kernel/rftrace/percpu.rs"]
 pub(crate) mod percpu;
-pub(crate) mod seqfile;
 pub(crate) mod tracefs;

@@ -147,7 +147,7 @@ pub(crate) extern "C" fn ftrace_reset_array_ops(tr: Option<TraceArray>) {
 #[no_mangle]
 pub(crate) extern "C" fn ftrace_init_tracefs_toplevel(
     _tr: Option<TraceArray>,
-    d: base::tracefs::Dir,
+    d: kernel::tracefs::Dir,
 ) {
     fs::files::create_listings(d);
     // The top-level filter files belong to `global_ops` (no trace array).

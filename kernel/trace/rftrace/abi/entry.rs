@@ -14,10 +14,8 @@
 //! code they serve.
 
 use crate::base::ffi::{CStrArg, ModuleRef};
-use crate::base::seqfile;
 use crate::base::sys::{global_ops, CGlobal, TraceArray};
 use crate::base::task::TaskRef;
-use crate::base::tracefs::OpenMode;
 use crate::graph::shadow::Fresh;
 use crate::ops::arch::UnrunSites;
 use crate::ops::registry::OpsRef;
@@ -201,10 +199,10 @@ pub unsafe extern "C" fn ftrace_regex_open(
     file: *mut bindings::file,
 ) -> c_int {
     // SAFETY: the VFS's file, live (the contract).
-    let mode = unsafe { OpenMode::new((*file).f_mode, (*file).f_flags) };
+    let mode = unsafe { kernel::tracefs::OpenMode::new((*file).f_mode, (*file).f_flags) };
     match filterfile::RegexFile::open(tr, ops, flag, mode) {
         // SAFETY: the VFS's file, being opened, by nothing else yet.
-        Ok(f) => unsafe { seqfile::open_with(file, f) },
+        Ok(f) => unsafe { kernel::seq_file::open_with(file, f) },
         Err(e) => e.to_errno(),
     }
 }
@@ -223,8 +221,8 @@ pub unsafe extern "C" fn ftrace_filter_write(
 ) -> isize {
     // SAFETY: `ftrace_regex_open` opened `file` with
     // `open_with::<RegexFile>` (the contract), and the VFS passes the
-    // file's position: what `write_thunk::<RegexFile>` needs.
-    unsafe { seqfile::write_thunk::<filterfile::RegexFile>(file, ubuf, cnt, ppos) }
+    // file's position: what `write_adapter::<RegexFile>` needs.
+    unsafe { kernel::seq_file::write_adapter::<filterfile::RegexFile>(file, ubuf, cnt, ppos) }
 }
 
 /// Closes a filter file.
@@ -240,7 +238,7 @@ pub unsafe extern "C" fn ftrace_regex_release(
 ) -> c_int {
     // SAFETY: `ftrace_regex_open` opened `file` with
     // `open_with::<RegexFile>` (the contract), and this is its last close.
-    unsafe { seqfile::release_thunk::<filterfile::RegexFile>(inode, file) }
+    unsafe { kernel::seq_file::release_adapter::<filterfile::RegexFile>(inode, file) }
 }
 
 // --- the tracers' output -------------------------------------------------------

@@ -69,6 +69,20 @@ impl TraceArray {
     }
 }
 
+/// A trace array as the data of the files of its directory, which it
+/// outlives.
+impl kernel::tracefs::Handle for TraceArray {
+    fn as_ptr(self) -> NonNull<c_void> {
+        self.0
+    }
+
+    unsafe fn from_ptr(p: NonNull<c_void>) -> Self {
+        // INVARIANT: the address of a live array (the contract of
+        // `from_ptr`), which its files' creator keeps while they exist.
+        TraceArray(p)
+    }
+}
+
 /// A pid list of the tracing core (`struct trace_pid_list`, private to
 /// kernel/trace/): only the tracing core's functions touch it.
 ///

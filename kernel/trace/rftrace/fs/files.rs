@@ -4,9 +4,10 @@
 //! available_filter_functions_addrs, enabled_functions,
 //! touched_functions.
 
-use crate::base::seqfile::{self, SeqOpen, SeqText};
-use crate::base::sys::{dead, CGlobal, CoreGuard, Held};
-use crate::base::tracefs::{create, Dir, Fops, OpenMode, Out, SeqFile};
+use crate::base::sys::{dead, CoreGuard, Held};
+use crate::base::tracefs::{create, Out};
+use kernel::seq_file::{SeqFile, SeqText};
+use kernel::tracefs::{seq_fops, Dir, Fops, OpenMode, SeqOpen};
 use crate::logic::sites::flags as sf;
 use crate::sites::table::{self, Cell};
 use core::fmt::Write;
@@ -143,14 +144,7 @@ impl Listing {
     }
 }
 
-static LISTING_SOPS: CGlobal<bindings::seq_operations> =
-    CGlobal::new(seqfile::seq_ops::<Listing>());
-
 impl SeqText for Listing {
-    fn seq_ops() -> *const bindings::seq_operations {
-        LISTING_SOPS.get()
-    }
-
     fn start(&mut self, _m: &SeqFile, pos: &mut bindings::loff_t) -> *mut c_void {
         // Released in `stop`, which seq_file calls after every `start`.
         self.locked = Some(CoreGuard::lock());
@@ -223,7 +217,7 @@ impl SeqOpen for Listing {
     }
 }
 
-static RO_FOPS: Fops<usize> = seqfile::fops::<Listing>();
+static RO_FOPS: Fops<usize> = seq_fops::<Listing>(crate::base::ffi::tracing_lseek);
 
 /// Creates the listings in the top-level directory `d`.
 pub(crate) fn create_listings(d: Dir) {

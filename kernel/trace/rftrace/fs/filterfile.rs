@@ -5,11 +5,11 @@
 //! a file edits a private copy of the set and commits it at close, with
 //! the C core's semantics (Documentation/design/filter-files.md).
 
-use crate::base::seqfile::{self, SeqOpen, SeqText};
-use crate::base::sys::{dead, global_ops, CGlobal, CMutex, CoreGuard, TraceArray};
-use crate::base::tracefs::{
-    self, copy_chunk, write_token, Dir, Fops, Lines, OpenMode, Out, SeqFile,
-};
+use crate::base::sys::{dead, global_ops, CMutex, CoreGuard, TraceArray};
+use crate::base::ffi::tracing_lseek;
+use crate::base::tracefs::{self, copy_chunk, write_token, Lines, Out};
+use kernel::seq_file::{SeqFile, SeqText};
+use kernel::tracefs::{seq_fops, Dir, Fops, OpenMode, SeqOpen};
 use crate::base::trarray::TrOpen;
 use crate::filter::api::{commit, match_records};
 use crate::logic::explain::Why;
@@ -114,14 +114,7 @@ impl RegexFile {
     }
 }
 
-static REGEX_SOPS: CGlobal<bindings::seq_operations> =
-    CGlobal::new(seqfile::seq_ops::<RegexFile>());
-
 impl SeqText for RegexFile {
-    fn seq_ops() -> *const bindings::seq_operations {
-        REGEX_SOPS.get()
-    }
-
     const SEQ_FOR_READERS_ONLY: bool = true;
 
     fn start(&mut self, _m: &SeqFile, pos: &mut bindings::loff_t) -> *mut c_void {
@@ -274,8 +267,9 @@ impl<const FLAG: c_int> SeqOpen for RegexOpen<FLAG> {
 }
 
 static FILTER_FOPS: Fops<Option<TraceArray>> =
-    seqfile::fops::<RegexOpen<{ FLAG_FILTER | FLAG_PROBES }>>();
-static NOTRACE_FOPS: Fops<Option<TraceArray>> = seqfile::fops::<RegexOpen<FLAG_NOTRACE>>();
+    seq_fops::<RegexOpen<{ FLAG_FILTER | FLAG_PROBES }>>(tracing_lseek);
+static NOTRACE_FOPS: Fops<Option<TraceArray>> =
+    seq_fops::<RegexOpen<FLAG_NOTRACE>>(tracing_lseek);
 
 /// set_ftrace_filter and set_ftrace_notrace of trace array `tr` (none:
 /// the top level's `global_ops`) in `parent`.

@@ -5,7 +5,8 @@
 //! private copy and committed at close.
 
 use crate::base::sys::{dead, CoreGuard};
-use crate::base::tracefs::{self, write_token, Chunk, Dir, Fops, OpenMode, Out, TextFile};
+use crate::base::tracefs::{self, write_token, Chunk, Out, TextFile};
+use kernel::tracefs::{Dir, Fops, OpenMode};
 use crate::filter::api::Matcher;
 use crate::fs::filterfile::PARSER_LOCK;
 use crate::logic::glob::{Kind, Pattern};

@@ -9,11 +9,11 @@
 //! call [`ftrace_pid_func`] first, which checks that record.
 
 use crate::base::ffi::{rftrace_tr_reset_ignore_pid, rftrace_tr_set_ignore_pid, PidList};
-use crate::base::seqfile::{self, SeqOpen, SeqText};
-use crate::base::sys::{CGlobal, CoreGuard, Held, PreemptOff, TraceArray};
+use crate::base::sys::{CoreGuard, Held, PreemptOff, TraceArray};
 use crate::base::task::{Current, TaskRef};
 use crate::base::tp;
-use crate::base::tracefs::{Dir, Fops, OpenMode, SeqFile};
+use kernel::seq_file::{SeqFile, SeqText};
+use kernel::tracefs::{seq_fops, Dir, Fops, OpenMode, SeqOpen};
 use crate::base::trarray::{pid_lists, replace_pid_list, write_pid_list, TrOpen};
 use crate::ops::pidstate::{
     ftrace_pid_func, pids_enabled, trace_filter_add_remove_task, trace_ignore_this_task,
@@ -184,20 +184,7 @@ impl<const KIND: c_int> PidFile<KIND> {
     }
 }
 
-static PID_SOPS: CGlobal<bindings::seq_operations> =
-    CGlobal::new(seqfile::seq_ops::<PidFile<TRACE_PIDS>>());
-static NO_PID_SOPS: CGlobal<bindings::seq_operations> =
-    CGlobal::new(seqfile::seq_ops::<PidFile<TRACE_NO_PIDS>>());
-
 impl<const KIND: c_int> SeqText for PidFile<KIND> {
-    fn seq_ops() -> *const bindings::seq_operations {
-        if KIND == TRACE_PIDS {
-            PID_SOPS.get()
-        } else {
-            NO_PID_SOPS.get()
-        }
-    }
-
     fn start(&mut self, _m: &SeqFile, pos: &mut bindings::loff_t) -> *mut c_void {
         // Released in `stop`, which seq_file calls after every `start`.
         let g = CoreGuard::lock();
@@ -303,8 +290,10 @@ fn write_pids(
     r as isize
 }
 
-static PID_FOPS: Fops<Option<TraceArray>> = seqfile::fops::<PidFile<TRACE_PIDS>>();
-static NO_PID_FOPS: Fops<Option<TraceArray>> = seqfile::fops::<PidFile<TRACE_NO_PIDS>>();
+static PID_FOPS: Fops<Option<TraceArray>> =
+    seq_fops::<PidFile<TRACE_PIDS>>(crate::base::ffi::tracing_lseek);
+static NO_PID_FOPS: Fops<Option<TraceArray>> =
+    seq_fops::<PidFile<TRACE_NO_PIDS>>(crate::base::ffi::tracing_lseek);
 
 /// The per trace array files of the core: C passes a trace array and its
 /// directory, which lives no longer than the array.

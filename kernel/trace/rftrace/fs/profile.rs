@@ -12,7 +12,9 @@
 use crate::base::cells::Forever;
 use crate::base::sys::{CGlobal, CMutex, IrqOff};
 use crate::base::task::Current;
-use crate::base::tracefs::{fops, Chunk, Dir, Fops, OpenMode, Out, SeqFile, TextFile};
+use crate::base::tracefs::{fops, Chunk, Out, TextFile};
+use kernel::seq_file::SeqFile;
+use kernel::tracefs::{Dir, Fops, OpenMode};
 use crate::graph::fgraph::{register_ftrace_graph, unregister_ftrace_graph, with_subtime};
 use crate::graph::gops::{graph_fns, GopsRef};
 use crate::logic::profile;

@@ -9,7 +9,7 @@
 
 use crate::base::ffi::CStrArg;
 use crate::base::sys::TraceArray;
-use crate::base::tracefs::SeqFile;
+use kernel::seq_file::SeqFile;
 use crate::sites::hash::{FnSet, FtraceHash};
 use core::ptr;
 use core::sync::atomic::{AtomicPtr, Ordering};
@@ -212,7 +212,7 @@ impl ProbeOps {
     /// `None` if the probe type has no `print`.
     pub(crate) fn print(self, ip: u64, data: ProbeData, page: &mut [u8; 512]) -> Option<usize> {
         let f = self.get().print?;
-        let m = crate::base::tracefs::PageSeq::over(page);
+        let m = kernel::seq_file::SeqBuf::over(page);
         f(m.seq(), ip as c_ulong, self, data);
         Some(m.count())
     }

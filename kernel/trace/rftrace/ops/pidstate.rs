@@ -10,7 +10,7 @@
 use crate::base::ffi::{rftrace_tr_ignore_pid, PidList};
 use crate::base::sys::TraceArray;
 use crate::base::task::{Current, TaskRef};
-use crate::base::tracefs::SeqFile;
+use kernel::seq_file::SeqFile;
 use crate::ops::registry::{Fregs, OpsRef};
 use core::sync::atomic::Ordering;
 use kernel::bindings;

@@ -65,6 +65,11 @@ pub struct FtraceHash {
 // go through the writers' lock or the set's own `&mut` (see the module
 // doc), never through a shared reference.
 unsafe impl Sync for FtraceHash {}
+// SAFETY: a set owns its buckets, blocks and entries, which the kernel's
+// allocators give and take from any task; nothing in it is tied to the
+// task that made it (no per-CPU or per-task state, no lock held), so the
+// set may be freed or edited by whichever task owns it next.
+unsafe impl Send for FtraceHash {}
 
 /// A block of entries of one set: this header, then `cap` entries, of
 /// which the first `used` were handed out.
