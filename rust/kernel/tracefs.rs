@@ -18,7 +18,7 @@
 //! ```
 //! use core::pin::Pin;
 //! use kernel::bindings::loff_t;
-//! use kernel::prelude::*;
+//! use kernel::{c_str, prelude::*};
 //! use kernel::tracefs::{self, Dir, File, Fops, OpenMode};
 //! use kernel::uaccess::{UserPtr, UserSlice};
 //!
@@ -28,7 +28,7 @@
 //!     type Data = usize;
 //!
 //!     fn open(data: usize, _mode: OpenMode) -> Result<Pin<KBox<Self>>> {
-//!         KBox::pin(Number(data), GFP_KERNEL)
+//!         Ok(KBox::pin(Number(data), GFP_KERNEL)?)
 //!     }
 //!
 //!     fn read(&self, ubuf: UserPtr, cnt: usize, pos: &mut loff_t) -> isize {

@@ -22,7 +22,8 @@
 use core::marker::PhantomData;
 use core::mem::offset_of;
 use core::ptr::NonNull;
-use core::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
+use core::cell::UnsafeCell;
+use core::sync::atomic::{fence, AtomicPtr, AtomicUsize, Ordering};
 use kernel::bindings;
 use kernel::ffi::{c_ulong, c_void};
 
@@ -54,16 +55,43 @@ pub(crate) fn regex_lock_of(h: *mut bindings::ftrace_ops_hash) -> *mut bindings:
         .cast()
 }
 
-/// A callback of the ops from its word.
-#[inline(always)]
-fn func_of(p: *mut ()) -> bindings::ftrace_func_t {
-    // SAFETY: the word holds an `ftrace_func_t` (null for `None`), written
-    // by C or by `store_func`; the types have the same layout (above).
-    unsafe { core::mem::transmute::<*mut (), bindings::ftrace_func_t>(p) }
-}
+/// A callback field of a C struct that other CPUs read while the core
+/// changes it (an ops' `func`, a graph ops' `entryfunc`), typed as the
+/// field is (an `Option` of a C function pointer: one word, null for
+/// `None`). It is loaded and stored whole, as C's `READ_ONCE()` and
+/// `WRITE_ONCE()` do; a store is ordered after what the core wrote before
+/// it, and a load before what the reader reads after it.
+#[repr(transparent)]
+pub(crate) struct FnWord<F: Copy>(UnsafeCell<F>);
 
-fn word_of(f: bindings::ftrace_func_t) -> *mut () {
-    f.map_or(core::ptr::null_mut(), |f| f as *mut ())
+// SAFETY: shared, the word is only loaded and stored whole (below), one
+// aligned machine word each (checked in `load` and `store`), which no CPU
+// sees torn; the values are function pointers, which any task may call.
+unsafe impl<F: Copy + Send> Sync for FnWord<F> {}
+
+impl<F: Copy> FnWord<F> {
+    /// The callback now.
+    #[inline(always)]
+    pub(crate) fn load(&self) -> F {
+        const { assert!(core::mem::size_of::<F>() == core::mem::size_of::<usize>()) };
+        // SAFETY: a live, aligned word of the field's type (the `&self`
+        // comes from a live struct), read whole by one volatile load
+        // (`READ_ONCE()`), which races only with whole stores (`store`,
+        // or C's) of values of the same type.
+        let f = unsafe { core::ptr::read_volatile(self.0.get()) };
+        fence(Ordering::Acquire);
+        f
+    }
+
+    /// Sets the callback.
+    #[inline(always)]
+    pub(crate) fn store(&self, f: F) {
+        const { assert!(core::mem::size_of::<F>() == core::mem::size_of::<usize>()) };
+        fence(Ordering::Release);
+        // SAFETY: as in `load`: one volatile store (`WRITE_ONCE()`) of a
+        // whole word, of the field's type.
+        unsafe { core::ptr::write_volatile(self.0.get(), f) }
+    }
 }
 
 impl<'a> OpsView<'a> {
@@ -91,9 +119,8 @@ impl<'a> OpsView<'a> {
         let p = self.as_ptr().cast::<u8>().wrapping_add(off).cast::<T>();
         // SAFETY: the callers above pass the offset of a field of a live
         // ops (the invariants) with the size and alignment of `T`: an
-        // atomic of the field's type, through which every concurrent access
-        // goes, or (`ops_func`) the field's own type, for a field nobody
-        // writes while the core holds the ops.
+        // atomic of the field's type, or for a callback an `FnWord` of its
+        // type, through which every concurrent access goes.
         unsafe { &*p }
     }
 
@@ -120,31 +147,27 @@ impl<'a> OpsView<'a> {
     /// The callback the core calls for the ops.
     #[inline(always)]
     pub(crate) fn func(self) -> bindings::ftrace_func_t {
-        func_of(
-            self.word::<AtomicPtr<()>>(offset_of!(Ops, func))
-                .load(Ordering::Acquire),
-        )
+        self.word::<FnWord<bindings::ftrace_func_t>>(offset_of!(Ops, func))
+            .load()
     }
 
     /// Points the ops at another callback.
     pub(crate) fn set_func(self, f: bindings::ftrace_func_t) {
-        self.word::<AtomicPtr<()>>(offset_of!(Ops, func))
-            .store(word_of(f), Ordering::Release);
+        self.word::<FnWord<bindings::ftrace_func_t>>(offset_of!(Ops, func))
+            .store(f);
     }
 
     /// The callback a pid-filtered ops really calls (`saved_func`).
     #[inline(always)]
     pub(crate) fn saved_func(self) -> bindings::ftrace_func_t {
-        func_of(
-            self.word::<AtomicPtr<()>>(offset_of!(Ops, saved_func))
-                .load(Ordering::Acquire),
-        )
+        self.word::<FnWord<bindings::ftrace_func_t>>(offset_of!(Ops, saved_func))
+            .load()
     }
 
     /// Sets `saved_func`.
     pub(crate) fn set_saved_func(self, f: bindings::ftrace_func_t) {
-        self.word::<AtomicPtr<()>>(offset_of!(Ops, saved_func))
-            .store(word_of(f), Ordering::Release);
+        self.word::<FnWord<bindings::ftrace_func_t>>(offset_of!(Ops, saved_func))
+            .store(f);
     }
 
     /// The direct trampoline of a direct ops (0: none).

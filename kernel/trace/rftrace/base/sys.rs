@@ -274,19 +274,28 @@ pub(crate) fn synchronize_rcu_tasks_rude() {
     crate::base::ffi::synchronize_rcu_tasks_rude()
 }
 
-/// Runs `f(Some(tr))` on every online CPU (from an interrupt, or here
-/// with preemption off) and waits for all of them (sleeps).
-pub(crate) fn on_each_online_cpu(f: extern "C" fn(Option<TraceArray>), tr: TraceArray) {
-    type CFn = unsafe extern "C" fn(*mut c_void);
-    // SAFETY: `f` has the ABI of an SMP call function (an `Option` of a
-    // `TraceArray` is a nullable pointer) and gets the info given here,
-    // `tr`, live while this call waits (`wait`) for every run to finish;
-    // the mask is the kernel's own online mask.
+/// The SMP call function that runs the `F` at `info`.
+///
+/// # Safety
+///
+/// `info` points to an `F` that lives until every CPU ran it.
+unsafe extern "C" fn run_on_cpu<F: Fn() + Sync>(info: *mut c_void) {
+    // SAFETY: the contract; shared by the CPUs that run it (`Sync`).
+    let f = unsafe { &*info.cast_const().cast::<F>() };
+    f()
+}
+
+/// Runs `f` on every online CPU (from an interrupt, or here with
+/// preemption off) and waits for all of them (sleeps).
+pub(crate) fn on_each_online_cpu<F: Fn() + Sync>(f: &F) {
+    // SAFETY: `run_on_cpu::<F>` gets `f`, which lives while this call waits
+    // (`wait`) for every run to finish; the mask is the kernel's own
+    // online mask.
     unsafe {
         bindings::on_each_cpu_cond_mask(
             None,
-            Some(core::mem::transmute::<extern "C" fn(Option<TraceArray>), CFn>(f)),
-            tr.as_ptr(),
+            Some(run_on_cpu::<F>),
+            ptr::from_ref(f).cast_mut().cast(),
             true,
             ptr::addr_of!(bindings::__cpu_online_mask),
         )

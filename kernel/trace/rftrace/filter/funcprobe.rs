@@ -12,7 +12,7 @@ use crate::filter::api::{commit, match_records_locked};
 use crate::logic::glob::{Kind, Pattern};
 use crate::logic::recursion;
 use crate::ops::clients::{ProbeData, ProbeDataCell, ProbeOps};
-use crate::ops::registry::{Fregs, HasOps, OpsFn};
+use crate::ops::registry::{Fregs, HasOps, OpsCallback};
 use crate::ops::registry::{Ops, OpsRef};
 use crate::sites::hash::FnSet;
 use core::ptr;
@@ -45,26 +45,26 @@ unsafe impl Send for Probe {}
 // and data, which change only atomically or under `ftrace_lock`.
 unsafe impl Sync for Probe {}
 
-// SAFETY: `Probe` is `repr(C)` with its ops first; `probe_call` is
+// SAFETY: `Probe` is `repr(C)` with its ops first; its callback is
 // installed only in the ops of a `Probe` (`ProbeRef::create`), which stays
 // allocated while the core lists it, until after its ops is unregistered
-// (`destroy`), and `probe_call` is code of its own.
-unsafe impl HasOps for Probe {
-    const CALLBACK: OpsFn = probe_call;
-}
+// (`destroy`).
+unsafe impl HasOps for Probe {}
 
 /// The probes of every trace array, oldest first.
 static PROBES: Locked<KVec<Arc<Probe>>> = Locked::new(KVec::new());
 
 /// The callback of a probe's ops.
-extern "C" fn probe_call(ip: c_ulong, parent_ip: c_ulong, op: OpsRef<'_>, _fregs: Fregs<'_>) {
-    let Some(p) = op.container::<Probe>() else {
-        return;
-    };
-    // The function recursion guard, as C's probe callback takes it.
-    crate::base::task::guarded(recursion::FTRACE_START, |_| {
-        p.probe_ops.call(ip, parent_ip, p.tr, p.data.get());
-    });
+impl OpsCallback for Probe {
+    fn call(ip: c_ulong, parent_ip: c_ulong, op: OpsRef<'_>, _fregs: Fregs<'_>) {
+        let Some(p) = op.container::<Probe>() else {
+            return;
+        };
+        // The function recursion guard, as C's probe callback takes it.
+        crate::base::task::guarded(recursion::FTRACE_START, |_| {
+            p.probe_ops.call(ip, parent_ip, p.tr, p.data.get());
+        });
+    }
 }
 
 /// A probe of [`PROBES`], handled under `ftrace_lock`: a reference that
@@ -79,7 +79,7 @@ impl ProbeRef {
     /// A new probe of `probe_ops` on `tr`, listed.
     fn create(held: &Held, tr: TraceArray, probe_ops: ProbeOps) -> Result<ProbeRef> {
         let mut ops = crate::base::zeroed::zeroed_ops();
-        ops.func = crate::ops::registry::ops_fn(probe_call);
+        ops.func = crate::ops::registry::ops_fn::<Probe>();
         ops.private = tr.as_ptr();
         let b = Arc::new(
             Probe {

@@ -12,18 +12,18 @@ use crate::base::ffi::{rftrace_tr_reset_ignore_pid, rftrace_tr_set_ignore_pid, P
 use crate::base::sys::{CoreGuard, Held, PreemptOff, TraceArray};
 use crate::base::task::{Current, TaskRef};
 use crate::base::tp;
-use kernel::seq_file::{SeqFile, SeqText};
-use kernel::tracefs::{seq_fops, Dir, Fops, OpenMode, SeqOpen};
 use crate::base::trarray::{pid_lists, replace_pid_list, write_pid_list, TrOpen};
 use crate::ops::pidstate::{
-    ftrace_pid_func, pids_enabled, trace_filter_add_remove_task, trace_ignore_this_task,
-    trace_pid_next, trace_pid_show, trace_pid_start, PID_IGNORE,
+    pids_enabled, trace_filter_add_remove_task, trace_ignore_this_task, trace_pid_next,
+    trace_pid_show, trace_pid_start, PidFunc, PID_IGNORE,
 };
 use core::ptr;
 use core::sync::atomic::Ordering;
 use kernel::bindings;
 use kernel::error::{code::EINVAL, Result};
 use kernel::ffi::{c_char, c_int, c_uint, c_ulong, c_void};
+use kernel::seq_file::{SeqFile, SeqText};
+use kernel::tracefs::{seq_fops, Dir, Fops, OpenMode, SeqOpen};
 
 const TRACE_PIDS: c_int = 1;
 const TRACE_NO_PIDS: c_int = 2;
@@ -55,7 +55,7 @@ pub(crate) fn update_pid_funcs(held: &Held) {
             continue;
         }
         let f: bindings::ftrace_func_t = if pids_enabled(op) {
-            crate::ops::registry::ops_fn(ftrace_pid_func)
+            crate::ops::registry::ops_fn::<PidFunc>()
         } else {
             op.saved_func()
         };
@@ -249,13 +249,11 @@ fn truncate(tr: Option<TraceArray>, kind: c_int) {
     let _ = crate::ops::update::update_sites(g.held());
 }
 
-/// Runs on every CPU after a pid list changed: records this CPU's
-/// verdict for the task it runs.
-extern "C" fn ignore_task_cpu(tr: Option<TraceArray>) {
-    if let Some(tr) = tr {
-        // The lists are stable: the writer holds `ftrace_lock`.
-        record_verdict(tr, Current::get().task());
-    }
+/// Runs on every CPU after a pid list of `tr` changed: records this
+/// CPU's verdict for the task it runs.
+fn ignore_task_cpu(tr: TraceArray) {
+    // The lists are stable: the writer holds `ftrace_lock`.
+    record_verdict(tr, Current::get().task());
 }
 
 /// A write of `cnt` user bytes at `ubuf` to the pid list (`no`: the
@@ -281,7 +279,7 @@ fn write_pids(
         switch_probe(tr, true);
     }
     // The array is referenced by the open file.
-    crate::base::sys::on_each_online_cpu(ignore_task_cpu, tr);
+    crate::base::sys::on_each_online_cpu(&|| ignore_task_cpu(tr));
     update_pid_funcs(g.held());
     let _ = crate::ops::update::update_sites(g.held());
     if r > 0 {

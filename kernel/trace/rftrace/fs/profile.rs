@@ -13,16 +13,16 @@ use crate::base::cells::Forever;
 use crate::base::sys::{CGlobal, CMutex, IrqOff};
 use crate::base::task::Current;
 use crate::base::tracefs::{fops, Chunk, Out, TextFile};
-use kernel::seq_file::SeqFile;
-use kernel::tracefs::{Dir, Fops, OpenMode};
 use crate::graph::fgraph::{register_ftrace_graph, unregister_ftrace_graph, with_subtime};
-use crate::graph::gops::{graph_fns, GopsRef};
+use crate::graph::gops::{entry_fn, return_fn, GopsRef, GraphEntry, GraphReturn};
 use crate::logic::profile;
 use core::ptr;
 use core::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use kernel::bindings;
 use kernel::ffi::{c_char, c_int, c_void};
 use kernel::prelude::*;
+use kernel::seq_file::SeqFile;
+use kernel::tracefs::{Dir, Fops, OpenMode};
 
 /// One profiled function.
 #[derive(Clone, Copy)]
@@ -259,54 +259,55 @@ fn hit(ip: u64) {
     }
 }
 
-extern "C" fn graph_entry(trace: &mut bindings::ftrace_graph_ent, _gops: GopsRef<'_>) -> c_int {
-    hit(trace.func as u64);
-    let cur = Current::get();
-    match with_subtime(&cur, 0, |w| w.store(0, Ordering::Relaxed)) {
-        Some(()) => 1,
-        None => 0,
+/// The profiler's graph callbacks.
+struct Profiler;
+
+impl GraphEntry for Profiler {
+    fn entry(trace: &mut bindings::ftrace_graph_ent, _gops: GopsRef<'_>) -> c_int {
+        hit(trace.func as u64);
+        let cur = Current::get();
+        match with_subtime(&cur, 0, |w| w.store(0, Ordering::Relaxed)) {
+            Some(()) => 1,
+            None => 0,
+        }
     }
 }
 
-extern "C" fn graph_return(trace: &mut bindings::ftrace_graph_ret, _gops: GopsRef<'_>) {
-    let t = &*trace;
-    let irq = IrqOff::new();
-    if let Some(tab) = tables(irq.cpu()) {
-        if ENABLED.load(Ordering::Relaxed) && t.calltime != 0 {
-            let mut time = t.rettime.wrapping_sub(t.calltime);
-            if !GRAPH_TIME.load(Ordering::Relaxed) {
-                // The parent's children's time grows by this call's; this
-                // call's own time is its time less its children's.
-                let cur = Current::get();
-                with_subtime(&cur, 1, |w| {
-                    w.store(
-                        w.load(Ordering::Relaxed).wrapping_add(time),
-                        Ordering::Relaxed,
-                    )
-                });
-                time = with_subtime(&cur, 0, |w| w.load(Ordering::Relaxed))
-                    .filter(|&sub| sub < time)
-                    .map_or(0, |sub| time - sub);
-            }
-            if let Some(r) = tab.find(t.func as u64) {
-                r.update(|r| {
-                    r.time = r.time.wrapping_add(time);
-                    r.time2 = r.time2.wrapping_add(time.wrapping_mul(time));
-                });
+impl GraphReturn for Profiler {
+    fn ret(trace: &mut bindings::ftrace_graph_ret, _gops: GopsRef<'_>) {
+        let t = &*trace;
+        let irq = IrqOff::new();
+        if let Some(tab) = tables(irq.cpu()) {
+            if ENABLED.load(Ordering::Relaxed) && t.calltime != 0 {
+                let mut time = t.rettime.wrapping_sub(t.calltime);
+                if !GRAPH_TIME.load(Ordering::Relaxed) {
+                    // The parent's children's time grows by this call's; this
+                    // call's own time is its time less its children's.
+                    let cur = Current::get();
+                    with_subtime(&cur, 1, |w| {
+                        w.store(
+                            w.load(Ordering::Relaxed).wrapping_add(time),
+                            Ordering::Relaxed,
+                        )
+                    });
+                    time = with_subtime(&cur, 0, |w| w.load(Ordering::Relaxed))
+                        .filter(|&sub| sub < time)
+                        .map_or(0, |sub| time - sub);
+                }
+                if let Some(r) = tab.find(t.func as u64) {
+                    r.update(|r| {
+                        r.time = r.time.wrapping_add(time);
+                        r.time2 = r.time2.wrapping_add(time.wrapping_mul(time));
+                    });
+                }
             }
         }
     }
 }
 
-/// The profiler's graph callbacks, as C calls them.
-const GRAPH_FNS: (
-    bindings::trace_func_graph_ent_t,
-    bindings::trace_func_graph_ret_t,
-) = graph_fns(graph_entry, Some(graph_return));
-
 static GOPS: CGlobal<bindings::fgraph_ops> = CGlobal::new(bindings::fgraph_ops {
-    entryfunc: GRAPH_FNS.0,
-    retfunc: GRAPH_FNS.1,
+    entryfunc: entry_fn::<Profiler>(),
+    retfunc: return_fn::<Profiler>(),
     ..crate::base::zeroed::zeroed()
 });
 
@@ -375,9 +376,11 @@ extern "C" fn stat_show(m: &SeqFile, v: &RecCell) -> c_int {
     if thresh != 0 && r.time / r.hits < thresh {
         return 0;
     }
-    let mut name = [0u8; bindings::KSYM_NAME_LEN as usize];
-    let n = crate::sites::names::lookup(r.ip, &mut name).map_or(0, |s| s.name.len());
-    let mut line = profile::row(&name[..n], r.hits, r.time, r.time2, true);
+    let mut buf = [0u8; bindings::KSYM_NAME_LEN as usize];
+    // The name is in `buf` or in the kept names: the symbol says where.
+    let sym = crate::sites::names::lookup(r.ip, &mut buf);
+    let name = sym.as_ref().map_or(&b""[..], |s| s.name);
+    let mut line = profile::row(name, r.hits, r.time, r.time2, true);
     line.push(b"\n");
     m.write(line.bytes());
     0

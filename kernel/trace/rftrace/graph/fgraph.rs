@@ -51,7 +51,7 @@ use kernel::c_str;
 use kernel::ffi::{c_int, c_uint, c_ulong, c_void};
 use kernel::prelude::*;
 
-use crate::graph::gops::{graph_fns, Gops, GopsArray, GopsRef, KeepsGops};
+use crate::graph::gops::{entry_fn, Gops, GopsArray, GopsRef, GraphEntry, KeepsGops};
 
 /// The registered graph ops by index.
 static ARRAY: GopsArray<OPS_SLOTS> = GopsArray::new();
@@ -252,15 +252,19 @@ crate::base::nokprobe::nokprobe!(ftrace_return_to_handler);
 /// only for the tasks its trace array traces.
 ///
 /// Installed as [`PID_ENTRY`].
-extern "C" fn fgraph_pid_func(trace: &mut bindings::ftrace_graph_ent, g: GopsRef<'_>) -> c_int {
-    if !traces_current(g.trace_array()) {
-        return 0;
+struct PidEntry;
+
+impl GraphEntry for PidEntry {
+    fn entry(trace: &mut bindings::ftrace_graph_ent, g: GopsRef<'_>) -> c_int {
+        if !traces_current(g.trace_array()) {
+            return 0;
+        }
+        c_int::from(g.call_entry(true, trace))
     }
-    c_int::from(g.call_entry(true, trace))
 }
 
-/// [`fgraph_pid_func`] as C calls it.
-const PID_ENTRY: bindings::trace_func_graph_ent_t = graph_fns(fgraph_pid_func, None).0;
+/// [`PidEntry`] as C calls it.
+const PID_ENTRY: bindings::trace_func_graph_ent_t = entry_fn::<PidEntry>();
 
 // --- what callbacks and unwinders ask --------------------------------------
 

@@ -3,6 +3,7 @@
 //! A graph ops (`struct fgraph_ops`) as the function graph core uses it:
 //! its callbacks, its index, and the ops inside it.
 
+use crate::base::opsview::FnWord;
 use crate::base::sys::{Held, NoPreempt, TraceArray};
 use crate::ops::registry::OpsRef;
 use core::marker::PhantomData;
@@ -34,17 +35,6 @@ pub(crate) type Gops = bindings::fgraph_ops;
 #[repr(transparent)]
 pub(crate) struct GopsRef<'a>(NonNull<Gops>, PhantomData<&'a Gops>);
 
-/// A graph entry callback from its word.
-#[inline(always)]
-fn entry_of(p: *mut ()) -> bindings::trace_func_graph_ent_t {
-    // SAFETY: the word holds a `trace_func_graph_ent_t` (null: `None`),
-    // written by C or by `store`; one pointer word.
-    unsafe { core::mem::transmute::<*mut (), bindings::trace_func_graph_ent_t>(p) }
-}
-
-fn word_of(f: bindings::trace_func_graph_ent_t) -> *mut () {
-    f.map_or(core::ptr::null_mut(), |f| f as *mut ())
-}
 
 impl<'a> GopsRef<'a> {
     /// # Safety
@@ -89,7 +79,7 @@ impl<'a> GopsRef<'a> {
         // SAFETY: the callers below pass the offset of a field of a live
         // graph ops (the invariants) with the size and alignment of `T`:
         // an atomic of the field's type for the words others change
-        // meanwhile (the callbacks as pointer words, `idx`), the field's
+        // meanwhile (`idx`; the callbacks as `FnWord`s), the field's
         // own type for `retfunc`, which does not change (the invariants),
         // and for the embedded ops an `Opaque` of it, which others may
         // change through handles.
@@ -97,7 +87,7 @@ impl<'a> GopsRef<'a> {
     }
 
     #[inline(always)]
-    fn word(self, off: usize) -> &'a AtomicPtr<()> {
+    fn word(self, off: usize) -> &'a FnWord<bindings::trace_func_graph_ent_t> {
         self.field(off)
     }
 
@@ -128,29 +118,21 @@ impl<'a> GopsRef<'a> {
     /// The entry callback the core calls.
     #[inline(always)]
     pub(crate) fn entry(self) -> bindings::trace_func_graph_ent_t {
-        entry_of(
-            self.word(offset_of!(Gops, entryfunc))
-                .load(Ordering::Acquire),
-        )
+        self.word(offset_of!(Gops, entryfunc)).load()
     }
 
     pub(crate) fn set_entry(self, f: bindings::trace_func_graph_ent_t) {
-        self.word(offset_of!(Gops, entryfunc))
-            .store(word_of(f), Ordering::Release);
+        self.word(offset_of!(Gops, entryfunc)).store(f);
     }
 
     /// The owner's entry callback while the pid filter stands in front.
     #[inline(always)]
     pub(crate) fn saved(self) -> bindings::trace_func_graph_ent_t {
-        entry_of(
-            self.word(offset_of!(Gops, saved_func))
-                .load(Ordering::Acquire),
-        )
+        self.word(offset_of!(Gops, saved_func)).load()
     }
 
     pub(crate) fn set_saved(self, f: bindings::trace_func_graph_ent_t) {
-        self.word(offset_of!(Gops, saved_func))
-            .store(word_of(f), Ordering::Release);
+        self.word(offset_of!(Gops, saved_func)).store(f);
     }
 
     /// Runs its entry callback (`saved`: the one the pid filter stands in
@@ -171,36 +153,48 @@ impl<'a> GopsRef<'a> {
     }
 }
 
-/// An entry callback of the core's own graph ops, its arguments typed.
-pub(crate) type EntryFn =
-    for<'a, 'b> extern "C" fn(&'a mut bindings::ftrace_graph_ent, GopsRef<'b>) -> c_int;
-/// A return callback of the core's own graph ops, its arguments typed.
-pub(crate) type RetFn = for<'a, 'b> extern "C" fn(&'a mut bindings::ftrace_graph_ret, GopsRef<'b>);
+/// An entry callback of the core's own graph ops, its arguments typed;
+/// [`entry_fn`] gives its C function.
+pub(crate) trait GraphEntry {
+    /// The entry of the function `trace` records: whether the graph ops
+    /// wants its return.
+    fn entry(trace: &mut bindings::ftrace_graph_ent, g: GopsRef<'_>) -> c_int;
+}
 
-/// The C types of the core's graph callbacks `entry` and `ret`.
-pub(crate) const fn graph_fns(
-    entry: EntryFn,
-    ret: Option<RetFn>,
-) -> (
-    bindings::trace_func_graph_ent_t,
-    bindings::trace_func_graph_ret_t,
-) {
-    type CEntry = unsafe extern "C" fn(*mut bindings::ftrace_graph_ent, *mut Gops) -> c_int;
-    type CRet = unsafe extern "C" fn(*mut bindings::ftrace_graph_ret, *mut Gops);
-    // SAFETY: the same ABI (references and a `repr(transparent)` non-null
-    // pointer are pointers), and the one caller of graph callbacks, this
-    // crate's graph core (`call_entry`, `RetCallback::call`), passes what
-    // the typed arguments promise: a live record, borrowed for the call,
-    // and the live graph ops.
-    unsafe {
-        (
-            Some(core::mem::transmute::<EntryFn, CEntry>(entry)),
-            match ret {
-                Some(r) => Some(core::mem::transmute::<RetFn, CRet>(r)),
-                None => None,
-            },
-        )
-    }
+/// A return callback of the core's own graph ops, its arguments typed;
+/// [`return_fn`] gives its C function.
+pub(crate) trait GraphReturn {
+    /// The return of the function `trace` records.
+    fn ret(trace: &mut bindings::ftrace_graph_ret, g: GopsRef<'_>);
+}
+
+// The one caller of the graph callbacks below is this crate's graph core
+// (`call_entry`, `RetCallback::call`), with a live record, borrowed for
+// the call, and the live graph ops they are the callbacks of.
+
+unsafe extern "C" fn c_entry<T: GraphEntry>(
+    trace: *mut bindings::ftrace_graph_ent,
+    g: *mut Gops,
+) -> c_int {
+    // SAFETY: see above.
+    let (trace, g) = unsafe { (&mut *trace, GopsRef::from_raw(g)) };
+    T::entry(trace, g)
+}
+
+unsafe extern "C" fn c_return<T: GraphReturn>(trace: *mut bindings::ftrace_graph_ret, g: *mut Gops) {
+    // SAFETY: see above.
+    let (trace, g) = unsafe { (&mut *trace, GopsRef::from_raw(g)) };
+    T::ret(trace, g)
+}
+
+/// The C function of the entry callback `T`.
+pub(crate) const fn entry_fn<T: GraphEntry>() -> bindings::trace_func_graph_ent_t {
+    Some(c_entry::<T>)
+}
+
+/// The C function of the return callback `T`.
+pub(crate) const fn return_fn<T: GraphReturn>() -> bindings::trace_func_graph_ret_t {
+    Some(c_return::<T>)
 }
 
 /// The return callback of a live graph ops, as read from it.

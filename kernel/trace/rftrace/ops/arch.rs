@@ -14,7 +14,7 @@
 
 use crate::base::sys::{addr, dead, Held, TextGuard};
 use crate::ops::archif::{Change, Member};
-use crate::ops::registry::{Ops, OpsFn, OpsRef, F_ALLOC_TRAMP};
+use crate::ops::registry::{Ops, OpsRef, F_ALLOC_TRAMP};
 use core::ptr;
 use kernel::bindings;
 use kernel::ffi::{c_int, c_void};
@@ -187,11 +187,10 @@ impl<'a> UnrunSites<'a> {
 
 /// Points the shared trampolines' callback call at `f` (`text_mutex` is
 /// taken here).
-pub(crate) fn point_shared(f: OpsFn) -> Result {
-    let f = crate::ops::registry::ops_fn(f);
+pub(crate) fn point_shared(f: bindings::ftrace_func_t) -> Result {
     let _t = TextGuard::lock();
     // SAFETY: `text_mutex` is held, as the arch layer requires; `f` is a
-    // callback with the ABI the trampolines call (`ops_fn`).
+    // callback of the C type the trampolines call.
     kernel::error::to_result(unsafe { bindings::ftrace_update_ftrace_func(f) })
 }
 

@@ -7,7 +7,7 @@
 
 use crate::base::task::guarded as recursion_guarded;
 use crate::logic::recursion;
-use crate::ops::registry::{ops_fn, Fregs, OpsRef, F_RCU, F_RECURSION};
+use crate::ops::registry::{c_callback, ops_fn, Fregs, OpsCallback, OpsRef, F_RCU, F_RECURSION};
 use kernel::bindings;
 use kernel::ffi::c_ulong;
 
@@ -21,22 +21,23 @@ fn guarded_call(ip: c_ulong, parent_ip: c_ulong, ops: OpsRef<'_>, fregs: Fregs<'
     });
 }
 
-/// Wraps an ops' callback that asks for recursion protection or needs
-/// RCU watching. The RCU test is out of line: the common path makes one
-/// call, and keeps only the recursion word and bit across it.
-extern "C" fn ftrace_ops_assist_func(
-    ip: c_ulong,
-    parent_ip: c_ulong,
-    ops: OpsRef<'_>,
-    fregs: Fregs<'_>,
-) {
-    if ops.has(F_RCU) {
-        assist_rcu(ip, parent_ip, ops, fregs);
-    } else {
-        guarded_call(ip, parent_ip, ops, fregs);
+/// The callback that wraps an ops' callback that asks for recursion
+/// protection or needs RCU watching. The RCU test is out of line: the
+/// common path makes one call, and keeps only the recursion word and bit
+/// across it.
+struct AssistFunc;
+
+impl OpsCallback for AssistFunc {
+    #[inline(always)]
+    fn call(ip: c_ulong, parent_ip: c_ulong, ops: OpsRef<'_>, fregs: Fregs<'_>) {
+        if ops.has(F_RCU) {
+            assist_rcu(ip, parent_ip, ops, fregs);
+        } else {
+            guarded_call(ip, parent_ip, ops, fregs);
+        }
     }
 }
-crate::base::nokprobe::nokprobe!(ftrace_ops_assist_func);
+crate::base::nokprobe::nokprobe!(c_callback::<AssistFunc>);
 
 /// The assist of an ops that needs RCU watching: not called where RCU
 /// does not watch (`rcu_is_watching()` is notrace, callable anywhere).
@@ -54,7 +55,7 @@ crate::base::nokprobe::nokprobe!(assist_rcu);
 pub extern "C" fn ftrace_ops_get_func(ops: OpsRef<'_>) -> bindings::ftrace_func_t {
     // RECURSION asks the core for recursion protection.
     if ops.has(F_RECURSION | F_RCU) {
-        ops_fn(ftrace_ops_assist_func)
+        ops_fn::<AssistFunc>()
     } else {
         ops.func()
     }

@@ -7,7 +7,7 @@ use crate::base::sys::{addr, assert_held, to_errno, CoreGuard, Held};
 use crate::ops::arch::Target;
 use crate::ops::register::{ftrace_free_filter, shutdown, startup};
 use crate::ops::registry::{
-    list, ops_fn, Fregs, OpsRef, DIRECT_LOCK, F_DIRECT, F_ENABLED, F_IPMODIFY, F_SAVE_REGS,
+    c_callback, list, ops_fn, Fregs, OpsCallback, OpsRef, DIRECT_LOCK, F_DIRECT, F_ENABLED, F_IPMODIFY, F_SAVE_REGS,
 };
 use crate::ops::update::{own_sites, slot_of, update_scope, SLOTS};
 use kernel::bindings;
@@ -18,18 +18,18 @@ use kernel::prelude::*;
 /// trampoline return into the ops' direct trampoline (the ops saves
 /// regs, so the list dispatcher calls it with the whole `pt_regs` frame
 /// of ftrace_regs_caller).
-extern "C" fn call_direct_funcs(
-    _ip: c_ulong,
-    _parent_ip: c_ulong,
-    op: OpsRef<'_>,
-    fregs: Fregs<'_>,
-) {
-    let a = op.direct_call();
-    if a != 0 {
-        fregs.set_orig_ax(a);
+struct CallDirect;
+
+impl OpsCallback for CallDirect {
+    #[inline(always)]
+    fn call(_ip: c_ulong, _parent_ip: c_ulong, op: OpsRef<'_>, fregs: Fregs<'_>) {
+        let a = op.direct_call();
+        if a != 0 {
+            fregs.set_orig_ax(a);
+        }
     }
 }
-crate::base::nokprobe::nokprobe!(call_direct_funcs);
+crate::base::nokprobe::nokprobe!(c_callback::<CallDirect>);
 
 /// Attaches the direct trampoline `target` to the functions of the filter
 /// of `ops`.
@@ -76,7 +76,7 @@ fn register_direct(held: &Held, ops: OpsRef<'_>, target: c_ulong) -> Result {
         ops.ask(bindings::ftrace_ops_cmd_FTRACE_OPS_CMD_ENABLE_SHARE_IPMODIFY_SELF)?;
     }
     // Not registered yet (checked above): no dispatcher reads it.
-    ops.set_func(ops_fn(call_direct_funcs));
+    ops.set_func(ops_fn::<CallDirect>());
     ops.set_trampoline(held, addr(bindings::ftrace_regs_caller), 0);
     ops.set_direct_call(held, target);
     ops.set(F_DIRECT | F_SAVE_REGS);

@@ -12,7 +12,7 @@ use kernel::ffi::{c_int, c_ulong, c_void};
 
 /// The callback of the shared trampolines when several ops, or an ops
 /// without its own trampoline, trace a site: calls every registered ops
-/// that wants `ip`. Installed through [`ops_fn`].
+/// that wants `ip`. Installed by its C name (`update::set_list_func`).
 #[no_mangle]
 pub extern "C" fn arch_ftrace_ops_list_func(
     ip: c_ulong,

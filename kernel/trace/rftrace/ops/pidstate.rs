@@ -11,7 +11,7 @@ use crate::base::ffi::{rftrace_tr_ignore_pid, PidList};
 use crate::base::sys::TraceArray;
 use crate::base::task::{Current, TaskRef};
 use kernel::seq_file::SeqFile;
-use crate::ops::registry::{Fregs, OpsRef};
+use crate::ops::registry::{Fregs, OpsCallback, OpsRef};
 use core::sync::atomic::Ordering;
 use kernel::bindings;
 use kernel::ffi::{c_int, c_ulong, c_void};
@@ -84,14 +84,14 @@ pub(crate) fn traces_current(tr: Option<TraceArray>) -> bool {
 /// The callback of a pid-filtered ops: calls the real one only for the
 /// tasks the trace array traces. Hot path; installed through
 /// [`crate::ops::registry::ops_fn`].
-pub(crate) extern "C" fn ftrace_pid_func(
-    ip: c_ulong,
-    parent_ip: c_ulong,
-    ops: OpsRef<'_>,
-    fregs: Fregs<'_>,
-) {
-    if traces_current(ops.trace_array()) {
-        ops.call(true, ip, parent_ip, fregs);
+pub(crate) struct PidFunc;
+
+impl OpsCallback for PidFunc {
+    #[inline(always)]
+    fn call(ip: c_ulong, parent_ip: c_ulong, ops: OpsRef<'_>, fregs: Fregs<'_>) {
+        if traces_current(ops.trace_array()) {
+            ops.call(true, ip, parent_ip, fregs);
+        }
     }
 }
-crate::base::nokprobe::nokprobe!(ftrace_pid_func);
+crate::base::nokprobe::nokprobe!(crate::ops::registry::c_callback::<PidFunc>);

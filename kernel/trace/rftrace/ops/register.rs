@@ -75,9 +75,7 @@ pub(crate) fn startup(held: &Held, ops: OpsRef<'_>) -> Result {
     ops.set(add);
     ops.set_saved_func(held, ops.func());
     if crate::ops::pidstate::pids_enabled(ops) {
-        ops.set_func(crate::ops::registry::ops_fn(
-            crate::ops::pidstate::ftrace_pid_func,
-        ));
+        ops.set_func(crate::ops::registry::ops_fn::<crate::ops::pidstate::PidFunc>());
     }
     let tx = Publishing::publish(held, ops, add & F_DYNAMIC != 0);
     if flags & F_DIRECT != 0 {

@@ -45,7 +45,7 @@ pub(crate) const F_PERMANENT: c_ulong = fl(bindings::FTRACE_OPS_FL_PERMANENT);
 /// *`; null when it saved none).
 ///
 /// The core's own callbacks take it as their `struct ftrace_regs *`
-/// parameter (the same ABI: a pointer), through [`ops_fn`].
+/// parameter, through [`ops_fn`].
 ///
 /// # Invariants
 ///
@@ -89,34 +89,49 @@ impl Fregs<'_> {
     }
 }
 
-/// A callback of one of the core's own ops, its arguments typed.
-pub(crate) type OpsFn = for<'a, 'b> extern "C" fn(c_ulong, c_ulong, OpsRef<'a>, Fregs<'b>);
+/// A callback of one of the core's own ops, its arguments typed: the
+/// ops it was called for and the trampoline's frame. [`ops_fn`] gives its
+/// C function.
+pub(crate) trait OpsCallback {
+    /// The call for the function at `ip`, called from `parent_ip`.
+    fn call(ip: c_ulong, parent_ip: c_ulong, op: OpsRef<'_>, fregs: Fregs<'_>);
+}
 
-/// A Rust object with an ops inside, which the ops' callback finds again
-/// from the ops (as `container_of()` does in C).
+/// The C callback of `T`, which the trampolines and the dispatchers call.
+///
+/// # Safety
+///
+/// Called as an ops' callback: with that ops, live for the call, and the
+/// frame of the trampoline that called (or null).
+pub(crate) unsafe extern "C" fn c_callback<T: OpsCallback>(
+    ip: c_ulong,
+    parent_ip: c_ulong,
+    op: *mut Ops,
+    fregs: *mut bindings::ftrace_regs,
+) {
+    // SAFETY: every caller of an ops' callback passes a live ops and the
+    // frame (the contract): the shared trampolines `function_trace_op` (a
+    // static ops from boot on) or their own ops, the list dispatcher and
+    // the assist callback a listed ops, with the trampoline's frame.
+    let op = unsafe { OpsRef::from_raw(op) };
+    // INVARIANT: the calling trampoline's frame, or null, for this call.
+    T::call(ip, parent_ip, op, Fregs(fregs, PhantomData))
+}
+
+/// The C function of the callback `T`.
+pub(crate) const fn ops_fn<T: OpsCallback>() -> bindings::ftrace_func_t {
+    Some(c_callback::<T>)
+}
+
+/// A Rust object with an ops inside, which the ops' callback (`Self`'s)
+/// finds again from the ops (as `container_of()` does in C).
 ///
 /// # Safety
 ///
 /// `Self` is `repr(C)` with the `Opaque<Ops>` as its first field; an ops
-/// whose callback is [`HasOps::CALLBACK`] (installed through [`ops_fn`])
-/// is that field of a `Self` that outlives the ops' registration; and no
-/// other function shares the callback's address (it runs `Self`'s code).
-pub(crate) unsafe trait HasOps: Sized {
-    /// The callback every ops inside a `Self` has.
-    const CALLBACK: OpsFn;
-}
-
-/// The C type of the core's callback `f`.
-pub(crate) const fn ops_fn(f: OpsFn) -> bindings::ftrace_func_t {
-    type CFn = unsafe extern "C" fn(c_ulong, c_ulong, *mut Ops, *mut bindings::ftrace_regs);
-    // SAFETY: the same ABI (an `OpsRef` is a non-null ops pointer, a
-    // `Fregs` a frame pointer, both `repr(transparent)`), and every caller
-    // of an ops' callback passes what the typed arguments promise: the
-    // shared trampolines `function_trace_op` (a static ops from boot on)
-    // or their own ops, the list dispatcher and the assist callback a
-    // listed ops, live for the call, with the trampoline's frame.
-    Some(unsafe { core::mem::transmute::<OpsFn, CFn>(f) })
-}
+/// whose callback is `ops_fn::<Self>()` is that field of a `Self` that
+/// outlives the ops' registration.
+pub(crate) unsafe trait HasOps: OpsCallback + Sized {}
 
 /// An ops the core was handed, alive for `'a`: by its C caller (the ops
 /// of a registration lives until it is unregistered), by the lock or
@@ -177,7 +192,7 @@ impl<'a> OpsRef<'a> {
     #[inline(always)]
     pub(crate) fn container<T: HasOps>(self) -> Option<&'a T> {
         let f = self.func()? as *const ();
-        (f == T::CALLBACK as *const ()).then(|| {
+        (f == c_callback::<T> as *const ()).then(|| {
             // SAFETY: an ops with `T`'s callback is the first field of a
             // `T` (`repr(C)`: at the same address) that outlives the ops'
             // registration, during which `'a` lasts (the trait's contract).

@@ -16,7 +16,6 @@ use crate::base::sys::{dead, enabled, Held};
 use crate::logic::plan::{self, OpsSites, Shared};
 use crate::logic::sites::{flags as sf, Site};
 use crate::ops::arch::{Changes, Target};
-use crate::ops::dispatch::arch_ftrace_ops_list_func;
 use crate::ops::registry::{list, Ops, OpsRef, F_DIRECT, F_IPMODIFY, F_SAVE_REGS, F_STUB};
 use crate::sites::hash::SetRef;
 use crate::sites::publish::PlanRoom;
@@ -122,8 +121,12 @@ fn set_list_func() {
     if LIST_FUNC_SET.load(Ordering::Relaxed) {
         return;
     }
-    crate::base::sys::set_trace_function(crate::ops::registry::ops_fn(arch_ftrace_ops_list_func));
-    let r = crate::ops::arch::point_shared(arch_ftrace_ops_list_func);
+    // The dispatcher is an exported function: its C prototype is the
+    // callback type.
+    let list_func: kernel::bindings::ftrace_func_t =
+        Some(kernel::bindings::arch_ftrace_ops_list_func);
+    crate::base::sys::set_trace_function(list_func);
+    let r = crate::ops::arch::point_shared(list_func);
     match r {
         Ok(()) => LIST_FUNC_SET.store(true, Ordering::Relaxed),
         Err(e) => pr_err!(
