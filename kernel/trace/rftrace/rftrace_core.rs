@@ -30,7 +30,6 @@ use kernel::c_str;
 use kernel::ffi::{c_char, c_int, c_ulong, c_void};
 use kernel::prelude::*;
 
-use crate::base::ffi::sched_clock;
 
 /// The portable logic, the same files the host tests run (logic/).
 #[allow(missing_docs)]
@@ -93,6 +92,8 @@ pub(crate) fn boot(sites: &ops::arch::UnrunSites<'_>) {
     let n = sites.ips().len();
     pr_info!("taking {} call sites from __mcount_loc\n", n);
     // A clock that works this early.
+    // SAFETY: `sched_clock()` has no precondition.
+    let sched_clock = || unsafe { bindings::sched_clock() };
     let t0 = sched_clock();
     match abi::module::add_sites(g.held(), ptr::null_mut(), sites) {
         Ok((count, written)) => {

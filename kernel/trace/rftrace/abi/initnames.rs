@@ -8,7 +8,6 @@
 use crate::base::cells::{RcuBox, Retired};
 use crate::base::sys::{Held, ReadSide};
 use crate::sites::names;
-use kernel::bindings;
 use kernel::prelude::*;
 use kernel::sync::Arc;
 
@@ -46,7 +45,7 @@ pub(crate) fn save(held: &Held, key: usize, ips: impl Iterator<Item = u64>) {
         name: KVec::new(),
         funcs: KVec::new(),
     };
-    let mut buf = [0u8; bindings::KSYM_NAME_LEN as usize];
+    let mut buf = kernel::kallsyms::SymbolBuf::new();
     for ip in ips {
         let Some((sym, size)) = names::lookup_sized(ip, &mut buf) else {
             continue;

@@ -2,8 +2,12 @@
 
 //! The C the crate calls that the kernel's bindings do not give: the
 //! helpers of `abi.c` (accessors of `struct trace_array`, private to
-//! kernel/trace/trace.h, and what C has only as macros) and the tracing
-//! core's own functions and data, declared once, here. The declarations
+//! kernel/trace/trace.h, and what C has only as macros), the tracing
+//! core's own functions and data (private to kernel/trace/trace.h), and
+//! data bindgen gives untyped or not at all, declared once, here. What the
+//! kernel's headers declare comes from bindgen (`kernel::bindings`) or the
+//! kernel crate's abstractions (`kernel::kallsyms`, `kernel::sync::rcu`,
+//! `kernel::seq_file`, `kernel::tracefs`). The declarations
 //! that name types of higher modules stay beside those types:
 //! `register_stat_tracer` (profile.rs), `rftrace_arch_apply` (update.rs),
 //! `rftrace_idle_task` (task.rs), `rftrace_assert_held` (sys.rs) and the
@@ -245,6 +249,12 @@ impl SymName {
         }
         Some(SymName(b))
     }
+
+    /// The name, up to its NUL.
+    pub(crate) fn as_cstr(&self) -> Option<&kernel::str::CStr> {
+        let n = self.0.iter().position(|&c| c == 0)?;
+        kernel::str::CStr::from_bytes_with_nul(&self.0[..=n]).ok()
+    }
 }
 
 /// A mutex C defines and initialises at build time (`DEFINE_MUTEX()`):
@@ -301,12 +311,6 @@ impl<'a> CStrArg<'a> {
     }
 }
 
-/// The size of a buffer for the kallsyms printers: `KSYM_SYMBOL_LEN` (a
-/// macro bindgen cannot see) is a name, two hex numbers, a module name
-/// and a build id, below 700 bytes.
-pub(crate) const SYM_BUF: usize = 1024;
-const _: () = assert!((bindings::KSYM_NAME_LEN as usize) + 256 <= SYM_BUF);
-
 // Bindgen types of empty C structs are fine behind pointers.
 #[allow(improper_ctypes)]
 unsafe extern "C" {
@@ -362,67 +366,11 @@ unsafe extern "C" {
     /// load of it is.
     pub(crate) safe static tracing_thresh: core::sync::atomic::AtomicUsize;
 
-    // --- the rest of the kernel ---
-    // Waiting for a grace period may sleep, which a caller in atomic
-    // context must not do; that is a bug lockdep and might_sleep report,
-    // not one that touches memory wrongly, so the waits are safe to call.
-    /// Waits until every CPU left its RCU read side (and preempt-off)
-    /// sections that started before the call.
-    pub(crate) safe fn synchronize_rcu();
-    /// Waits until every CPU went through a point where RCU watches, even
-    /// those running where it does not.
-    pub(crate) safe fn synchronize_rcu_tasks_rude();
-    /// Waits until every task was off the CPU voluntarily.
-    pub(crate) safe fn synchronize_rcu_tasks();
-    /// Preemption off, notrace (the `preempt_disable_notrace()` macro): an
-    /// unpaired disable stalls the CPU's scheduling, it corrupts nothing.
-    #[link_name = "rust_helper_ftrace_preempt_disable_notrace"]
-    pub(crate) safe fn ftrace_preempt_disable_notrace();
-    /// Enters an RCU read-side section (as `kernel::sync::rcu` does,
-    /// the entry is safe; the exit is the guard's).
-    pub(crate) safe fn __rcu_read_lock();
-    /// The size and offset in its symbol of `addr` (0: no symbol).
-    pub(crate) safe fn kallsyms_lookup_size_offset(
-        addr: c_ulong,
-        size: &mut c_ulong,
-        offset: &mut c_ulong,
-    ) -> c_int;
-    /// The name of the symbol at `addr` (null: none), written into
-    /// `namebuf` (at most its `KSYM_NAME_LEN` bytes, NUL included) or the
-    /// module's own string, with its size, the offset of `addr` in it and
-    /// the name of its module (null: the kernel's).
-    pub(crate) safe fn kallsyms_lookup(
-        addr: c_ulong,
-        size: &mut c_ulong,
-        offset: &mut c_ulong,
-        modname: &mut *mut c_char,
-        namebuf: &mut [u8; bindings::KSYM_NAME_LEN as usize],
-    ) -> *const c_char;
-    /// The address of the symbol `name` (0: none; loaded modules too).
-    pub(crate) safe fn kallsyms_lookup_name(name: &SymName) -> c_ulong;
-    /// `%pS` of `addr` into `buf`, which has room for `KSYM_SYMBOL_LEN`
-    /// bytes (below [`SYM_BUF`]); the length written.
-    pub(crate) safe fn sprint_symbol(buf: &mut [u8; SYM_BUF], addr: c_ulong) -> c_int;
-    /// `%ps` of `addr`, likewise.
-    pub(crate) safe fn sprint_symbol_no_offset(buf: &mut [u8; SYM_BUF], addr: c_ulong) -> c_int;
-    pub(crate) safe fn rcu_is_watching() -> bool;
-    /// The tracing clock, callable in any context (notrace).
-    pub(crate) safe fn trace_clock_local() -> u64;
+    // --- the rest of the kernel: data bindgen gives untyped (a C
+    // `DEFINE_MUTEX()` as a `static mut`), or not at all (the tracepoints
+    // `DECLARE_TRACE()` makes, the linker's section bounds) ---
     /// Set once while the boot CPU brings up the kernel, read-only after.
     pub(crate) safe static nr_cpu_ids: c_uint;
-    pub(crate) safe fn sched_clock() -> u64;
-    /// The kprobes core's hook for a dead function tracer.
-    pub(crate) safe fn kprobe_ftrace_kill();
-    pub(crate) fn tracepoint_probe_register(
-        tp: *mut bindings::tracepoint,
-        probe: *mut c_void,
-        data: *mut c_void,
-    ) -> c_int;
-    pub(crate) fn tracepoint_probe_unregister(
-        tp: *mut bindings::tracepoint,
-        probe: *mut c_void,
-        data: *mut c_void,
-    ) -> c_int;
     pub(crate) static mut __tracepoint_sched_switch: bindings::tracepoint;
     pub(crate) static mut __tracepoint_sched_process_fork: bindings::tracepoint;
     pub(crate) static mut __tracepoint_sched_process_free: bindings::tracepoint;

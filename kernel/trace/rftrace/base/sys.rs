@@ -16,7 +16,7 @@ use kernel::ffi::{c_int, c_ulong, c_void};
 use kernel::prelude::*;
 
 pub(crate) use crate::base::ffi::TraceArray;
-use crate::base::ffi::{kprobe_ftrace_kill, rftrace_cpu, rftrace_irq_restore, rftrace_irq_save};
+use crate::base::ffi::{rftrace_cpu, rftrace_irq_restore, rftrace_irq_save};
 use crate::base::zeroed::{zeroed, zeroed_ops};
 
 /// The C boundary's form of a result: 0, or the negative errno.
@@ -262,17 +262,7 @@ pub(crate) unsafe fn mutex_init_keyed(
     unsafe { bindings::__mutex_init(m, name.as_char_ptr(), key) };
 }
 
-/// Waits until every CPU left its RCU read-side (and preempt-off)
-/// sections (sleeps).
-pub(crate) fn synchronize_rcu() {
-    crate::base::ffi::synchronize_rcu()
-}
-
-/// Waits until every CPU went through a point where RCU watches, even
-/// those running where it does not (sleeps).
-pub(crate) fn synchronize_rcu_tasks_rude() {
-    crate::base::ffi::synchronize_rcu_tasks_rude()
-}
+pub(crate) use kernel::sync::rcu::{synchronize_rcu, synchronize_rcu_tasks, synchronize_rcu_tasks_rude};
 
 /// The SMP call function that runs the `F` at `info`.
 ///
@@ -300,11 +290,6 @@ pub(crate) fn on_each_online_cpu<F: Fn() + Sync>(f: &F) {
             ptr::addr_of!(bindings::__cpu_online_mask),
         )
     };
-}
-
-/// Waits until every task was off the CPU voluntarily (sleeps).
-pub(crate) fn synchronize_rcu_tasks() {
-    crate::base::ffi::synchronize_rcu_tasks()
 }
 
 /// A work item of the core in static memory that runs `run` on the
@@ -526,8 +511,10 @@ pub(crate) struct PreemptOff(());
 
 impl PreemptOff {
     pub(crate) fn new() -> Self {
-        // Paired with the enable in `drop`.
-        crate::base::ffi::ftrace_preempt_disable_notrace();
+        // SAFETY: paired with the enable in `drop`, on this task (the guard
+        // is not `Send`): an unpaired disable would stall this CPU's
+        // scheduling, it corrupts nothing.
+        unsafe { bindings::ftrace_preempt_disable_notrace() };
         PreemptOff(())
     }
 
@@ -541,24 +528,6 @@ impl Drop for PreemptOff {
     fn drop(&mut self) {
         // SAFETY: disabled in `new`.
         unsafe { bindings::ftrace_preempt_enable_notrace() };
-    }
-}
-
-/// An RCU read-side section, for the life of the guard.
-pub(crate) struct RcuRead(());
-
-impl RcuRead {
-    pub(crate) fn new() -> Self {
-        // Paired with the unlock in `drop`.
-        crate::base::ffi::__rcu_read_lock();
-        RcuRead(())
-    }
-}
-
-impl Drop for RcuRead {
-    fn drop(&mut self) {
-        // SAFETY: locked in `new`.
-        unsafe { bindings::__rcu_read_unlock() };
     }
 }
 
@@ -644,8 +613,8 @@ pub(crate) fn addr(f: unsafe extern "C" fn()) -> u64 {
 #[no_mangle]
 pub extern "C" fn ftrace_kill() {
     DEAD.store(true, Ordering::Relaxed);
-    // The kprobes core's hook for exactly this.
-    kprobe_ftrace_kill();
+    // SAFETY: the kprobes core's hook for exactly this; no precondition.
+    unsafe { bindings::kprobe_ftrace_kill() };
 }
 
 /// Whether tracing was stopped for good by [`ftrace_kill`].

@@ -8,8 +8,8 @@
 
 use crate::base::ffi::{
     __tracepoint_sched_process_fork, __tracepoint_sched_process_free, __tracepoint_sched_switch,
-    tracepoint_probe_register, tracepoint_probe_unregister,
 };
+use kernel::bindings::{tracepoint_probe_register, tracepoint_probe_unregister};
 use crate::base::sys::TraceArray;
 use crate::base::task::TaskRef;
 use core::ptr;

@@ -6,13 +6,12 @@
 //! VFS, seq_file and tracefs protocols are `kernel::seq_file`'s and
 //! `kernel::tracefs`'s.
 
-use crate::base::ffi::{sprint_symbol, sprint_symbol_no_offset, SYM_BUF};
 use crate::logic::parser::{Parser, BUF_SIZE};
 use core::fmt::Write;
 use core::pin::Pin;
 use core::ptr;
 use kernel::bindings;
-use kernel::ffi::{c_char, c_ulong, c_void};
+use kernel::ffi::{c_char, c_void};
 use kernel::prelude::*;
 use kernel::seq_file::SeqFile;
 use kernel::sync::{new_mutex, Mutex};
@@ -54,14 +53,9 @@ impl Out {
 
     /// `%ps` (`%pS` with `offset`) of `a`.
     pub(crate) fn sym(&mut self, a: u64, offset: bool) {
-        let mut b = [0u8; SYM_BUF];
-        let n = if offset {
-            sprint_symbol(&mut b, a as c_ulong)
-        } else {
-            sprint_symbol_no_offset(&mut b, a as c_ulong)
-        };
-        let n = (n.max(0) as usize).min(b.len());
-        self.bytes(&b[..n]);
+        let mut b = [0u8; kernel::kallsyms::SYMBOL_LEN];
+        let s = kernel::kallsyms::sprint(&mut b, a as usize, offset);
+        self.bytes(s);
     }
 
     pub(crate) fn ok(&self) -> bool {

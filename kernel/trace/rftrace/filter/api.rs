@@ -13,7 +13,6 @@ use crate::ops::registry::OpsRef;
 use crate::sites::hash::{FnSet, SetRef, LINK_MAX};
 use crate::sites::publish::UNLINK_MAX;
 use crate::sites::table;
-use kernel::bindings;
 use kernel::ffi::{c_int, c_ulong};
 use kernel::prelude::*;
 
@@ -83,7 +82,7 @@ pub(crate) fn match_records_locked(
         return Ok(true);
     }
     let mut found = false;
-    let mut buf = [0u8; bindings::KSYM_NAME_LEN as usize];
+    let mut buf = kernel::kallsyms::SymbolBuf::new();
     let mut m = Matcher::new(pat)?;
     for c in table::all() {
         let s = c.read(held);

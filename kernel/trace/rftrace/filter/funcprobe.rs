@@ -16,7 +16,6 @@ use crate::ops::registry::{Fregs, HasOps, OpsCallback};
 use crate::ops::registry::{Ops, OpsRef};
 use crate::sites::hash::FnSet;
 use core::ptr;
-use kernel::bindings;
 use kernel::ffi::{c_int, c_ulong};
 use kernel::prelude::*;
 use kernel::sync::Arc;
@@ -284,7 +283,7 @@ fn remove_matching(held: &Held, p: &ProbeRef, glob: &[u8]) -> Result<bool> {
     }
     let mut h = FnSet::copy_of(old)?;
     let mut removed = KVec::<u64>::new();
-    let mut buf = [0u8; bindings::KSYM_NAME_LEN as usize];
+    let mut buf = kernel::kallsyms::SymbolBuf::new();
     let mut m = crate::filter::api::Matcher::new(pat)?;
     let mut oom = false;
     h.retain(|ip| {

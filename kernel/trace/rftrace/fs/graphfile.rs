@@ -114,7 +114,7 @@ fn graph_token(h: &mut FnSet, tok: &[u8]) -> Result {
         return Err(ENODEV);
     }
     let mut done = false;
-    let mut buf = [0u8; bindings::KSYM_NAME_LEN as usize];
+    let mut buf = kernel::kallsyms::SymbolBuf::new();
     let mut m = Matcher::new(pat)?;
     for c in table::all() {
         let s = c.read(g.held());

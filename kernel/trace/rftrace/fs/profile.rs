@@ -376,7 +376,7 @@ extern "C" fn stat_show(m: &SeqFile, v: &RecCell) -> c_int {
     if thresh != 0 && r.time / r.hits < thresh {
         return 0;
     }
-    let mut buf = [0u8; bindings::KSYM_NAME_LEN as usize];
+    let mut buf = kernel::kallsyms::SymbolBuf::new();
     // The name is in `buf` or in the kept names: the symbol says where.
     let sym = crate::sites::names::lookup(r.ip, &mut buf);
     let name = sym.as_ref().map_or(&b""[..], |s| s.name);

@@ -85,7 +85,9 @@ pub static GRAPH_OPS: CGlobal<Ops> = CGlobal::new({
 });
 
 fn now() -> u64 {
-    crate::base::ffi::trace_clock_local()
+    // SAFETY: the tracing clock has no precondition: callable in any
+    // context, and not traced.
+    unsafe { bindings::trace_clock_local() }
 }
 
 fn return_handler() -> u64 {

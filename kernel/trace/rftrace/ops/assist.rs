@@ -44,7 +44,7 @@ crate::base::nokprobe::nokprobe!(c_callback::<AssistFunc>);
 #[cold]
 #[inline(never)]
 fn assist_rcu(ip: c_ulong, parent_ip: c_ulong, ops: OpsRef<'_>, fregs: Fregs<'_>) {
-    if crate::base::ffi::rcu_is_watching() {
+    if kernel::sync::rcu::is_watching() {
         guarded_call(ip, parent_ip, ops, fregs);
     }
 }

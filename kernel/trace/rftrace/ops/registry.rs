@@ -249,7 +249,7 @@ impl<'a> OpsRef<'a> {
         let flags = self.flags();
         flags & F_STUB == 0
             && (flags & F_SAVE_REGS == 0 || has_regs)
-            && (flags & F_RCU == 0 || crate::base::ffi::rcu_is_watching())
+            && (flags & F_RCU == 0 || kernel::sync::rcu::is_watching())
     }
 
     /// Calls its callback (`saved`: the one a pid filter stands in front

@@ -21,6 +21,7 @@ use core::ptr;
 use core::sync::atomic::{AtomicBool, Ordering};
 use kernel::bindings;
 use kernel::ffi::{c_char, c_int, c_ulong, c_void};
+use kernel::kallsyms::SymbolBuf;
 use kernel::prelude::*;
 
 /// A function's symbol.
@@ -44,39 +45,21 @@ impl Sym<'_> {
     }
 }
 
-/// The symbol at `ip` as kallsyms gives it, its name in `buf`.
-fn lookup_kallsyms(ip: u64, buf: &mut [u8; bindings::KSYM_NAME_LEN as usize]) -> Option<Sym<'_>> {
+/// The symbol at `ip` as kallsyms gives it, its names in `buf`.
+fn lookup_kallsyms(ip: u64, buf: &mut SymbolBuf) -> Option<Sym<'_>> {
     lookup_sized(ip, buf).map(|(sym, _)| sym)
 }
 
-/// The symbol at `ip` as kallsyms gives it, its name in `buf`, and the
+/// The symbol at `ip` as kallsyms gives it, its names in `buf`, and the
 /// symbol's size.
-pub(crate) fn lookup_sized(
-    ip: u64,
-    buf: &mut [u8; bindings::KSYM_NAME_LEN as usize],
-) -> Option<(Sym<'_>, u64)> {
-    let (mut size, mut off): (c_ulong, c_ulong) = (0, 0);
-    let mut module: *mut c_char = ptr::null_mut();
-    let r = crate::base::ffi::kallsyms_lookup(ip as c_ulong, &mut size, &mut off, &mut module, buf);
-    if r.is_null() {
-        return None;
-    }
-    // SAFETY: kallsyms wrote a NUL-terminated name into `buf`, borrowed
-    // for `'_`; the module name (null for the kernel) lives in the module,
-    // which the caller keeps alive (it holds `ftrace_lock`, which module
-    // removal takes).
-    let (name, m) = unsafe {
-        (
-            CStrArg::from_raw(buf.as_ptr().cast()),
-            CStrArg::from_raw(module),
-        )
-    };
+pub(crate) fn lookup_sized(ip: u64, buf: &mut SymbolBuf) -> Option<(Sym<'_>, u64)> {
+    let s = kernel::kallsyms::lookup(ip as usize, buf)?;
     let sym = Sym {
-        name: name.bytes(),
-        offset: off as u64,
-        module: (!module.is_null()).then(|| m.bytes()),
+        name: s.name,
+        offset: s.offset as u64,
+        module: s.module,
     };
-    Some((sym, size as u64))
+    Some((sym, s.size as u64))
 }
 
 /// The address of the symbol whose name is `parts` one after the other
@@ -84,19 +67,19 @@ pub(crate) fn lookup_sized(
 /// too); none for no such symbol, a name longer than a symbol's, or one
 /// with a NUL (which would name a shorter one).
 pub(crate) fn address_of(parts: &[&[u8]]) -> Option<u64> {
-    let a = crate::base::ffi::kallsyms_lookup_name(&crate::base::ffi::SymName::of(parts)?);
-    (a != 0).then_some(a as u64)
+    let name = crate::base::ffi::SymName::of(parts)?;
+    kernel::kallsyms::address_of(name.as_cstr()?).map(|a| a as u64)
 }
 
 /// The symbol at `ip`, its name in `buf` (or in the kept names).
-pub(crate) fn lookup(ip: u64, buf: &mut [u8; bindings::KSYM_NAME_LEN as usize]) -> Option<Sym<'_>> {
+pub(crate) fn lookup(ip: u64, buf: &mut SymbolBuf) -> Option<Sym<'_>> {
     lookup_near(ip, buf, &mut 0)
 }
 
 /// [`lookup`] for a caller that asks in address order (see `name_near`).
 pub(crate) fn lookup_near<'a>(
     ip: u64,
-    buf: &'a mut [u8; bindings::KSYM_NAME_LEN as usize],
+    buf: &'a mut SymbolBuf,
     near: &mut usize,
 ) -> Option<Sym<'a>> {
     match name_near(ip, near) {
@@ -321,7 +304,7 @@ fn build() -> Result<Names> {
 /// Whether the names agree with `kallsyms_lookup()` on every 64th site
 /// and the last.
 fn check(n: &Names) -> bool {
-    let mut buf = [0u8; bindings::KSYM_NAME_LEN as usize];
+    let mut buf = kernel::kallsyms::SymbolBuf::new();
     let last = n.ips.len().saturating_sub(1);
     n.ips
         .iter()
@@ -364,7 +347,7 @@ impl Out {
     /// `print_rec()`: the site's function name and module; false for an
     /// invalid site (the name then says so).
     pub(crate) fn rec(&mut self, ip: u64) -> bool {
-        let mut b = [0u8; bindings::KSYM_NAME_LEN as usize];
+        let mut b = kernel::kallsyms::SymbolBuf::new();
         match lookup_near(ip, &mut b, &mut self.near) {
             Some(s) if s.is_entry() => {
                 self.bytes(s.name);

@@ -265,7 +265,7 @@ pub(crate) fn core_group() -> Option<&'static Group> {
 /// The address of the first record overlapping `[start, end]`, or 0.
 /// Lock-free.
 pub(crate) fn location_range(start: u64, end: u64) -> u64 {
-    let _rcu = crate::base::sys::RcuRead::new();
+    let _rcu = kernel::sync::rcu::read_lock();
     groups()
         .find_map(|g| g.first_overlapping(start, end))
         .map_or(0, |c| c.ip())
@@ -286,11 +286,10 @@ pub extern "C" fn ftrace_location(ip: c_ulong) -> c_ulong {
     if loc != 0 {
         return loc as c_ulong;
     }
-    let (mut size, mut off): (c_ulong, c_ulong) = (0, 0);
-    let found =
-        crate::base::ffi::kallsyms_lookup_size_offset(ip as c_ulong, &mut size, &mut off) != 0;
-    if found && off == 0 && size > 0 {
-        return location_range(ip, ip + size as u64 - 1) as c_ulong;
+    if let Some((size, 0)) = kernel::kallsyms::size_offset(ip as usize) {
+        if size > 0 {
+            return location_range(ip, ip + size as u64 - 1) as c_ulong;
+        }
     }
     0
 }
