@@ -30,8 +30,19 @@ glue_new=$(cat "$top"/scripts/kernel-glue/*.patch 2>/dev/null || true)
 glue_old=$(cat "$state/glue.applied" 2>/dev/null || true)
 if [ "$glue_new" != "$glue_old" ]; then
 	if [ -n "$glue_old" ]; then
-		echo "  GLUE    revert previous glue edits"
-		patch -s -R -p1 -d "$src" < "$state/glue.applied"
+		# Take every file the previous edits touched back to the
+		# tarball's (or away, if the edits made it): reverting the
+		# series with patch -R fails once two patches edit one place.
+		echo "  GLUE    restore the files of the previous glue edits"
+		mapfile -t touched < <(sed -n 's|^+++ b/\([^[:space:]]*\).*|\1|p' "$state/glue.applied" | sort -u)
+		members=()
+		for f in "${touched[@]}"; do
+			rm -f "$src/$f" "$src/$f.orig" "$src/$f.rej"
+			members+=("linux-source-6.12/$f")
+		done
+		if [ ${#members[@]} -gt 0 ]; then
+			tar -xf "$tarball" -C "$src" --strip-components=1 "${members[@]}" 2>/dev/null || true
+		fi
 	fi
 	rm -f "$state/glue.applied"
 	if [ -n "$glue_new" ]; then

@@ -92,8 +92,7 @@ pub(crate) fn boot(sites: &ops::arch::UnrunSites<'_>) {
     let n = sites.ips().len();
     pr_info!("taking {} call sites from __mcount_loc\n", n);
     // A clock that works this early.
-    // SAFETY: `sched_clock()` has no precondition.
-    let sched_clock = || unsafe { bindings::sched_clock() };
+    let sched_clock = crate::base::sys::sched_clock;
     let t0 = sched_clock();
     match abi::module::add_sites(g.held(), ptr::null_mut(), sites) {
         Ok((count, written)) => {

@@ -264,6 +264,20 @@ pub(crate) unsafe fn mutex_init_keyed(
 
 pub(crate) use kernel::sync::rcu::{synchronize_rcu, synchronize_rcu_tasks, synchronize_rcu_tasks_rude};
 
+/// The tracing clock (`trace_clock_local()`, ns): callable in any
+/// context, and not traced.
+#[inline(always)]
+pub(crate) fn trace_clock() -> u64 {
+    // SAFETY: no precondition.
+    unsafe { bindings::trace_clock_local() }
+}
+
+/// The scheduler's clock (ns), which works from early boot.
+pub(crate) fn sched_clock() -> u64 {
+    // SAFETY: no precondition.
+    unsafe { bindings::sched_clock() }
+}
+
 /// The SMP call function that runs the `F` at `info`.
 ///
 /// # Safety

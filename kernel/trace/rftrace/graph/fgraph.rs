@@ -85,9 +85,7 @@ pub static GRAPH_OPS: CGlobal<Ops> = CGlobal::new({
 });
 
 fn now() -> u64 {
-    // SAFETY: the tracing clock has no precondition: callable in any
-    // context, and not traced.
-    unsafe { bindings::trace_clock_local() }
+    crate::base::sys::trace_clock()
 }
 
 fn return_handler() -> u64 {
