@@ -1,7 +1,9 @@
 #!/bin/sh
 # The safe Rust API of the function tracer (rust/kernel/ftrace.rs), on
 # either core: its rustdoc examples ran at boot as KUnit tests
-# (CONFIG_RUST_KERNEL_DOCTESTS) and passed, and the sample module
+# (CONFIG_RUST_KERNEL_DOCTESTS) and passed, as did every other kernel
+# doctest (those of the kernel crate modules the core uses too), and the
+# sample module
 # samples/rust/rust_ftrace.ko counts the calls of the function its
 # parameter names: its ops is in enabled_functions while loaded, the
 # count it prints on unload covers the calls made meanwhile, and a name
@@ -25,7 +27,21 @@ else
 	[ "$(echo "$res" | grep -c ' ok ')" -ge 2 ] || bad "want 2 kernel::ftrace doctests, got: $res"
 fi
 
-# 2. The sample.
+# 2. Every kernel doctest passed, those of the kernel crate modules the
+# core adds or uses among them (kernel::seq_file, kernel::tracefs,
+# kernel::kallsyms, kernel::sync::rcu, Vec::push_within_capacity).
+sum=$(dmesg | grep -E 'rust_doctests_kernel: pass:[0-9]+ fail:[0-9]+' | tail -1)
+if [ -n "$sum" ]; then
+	echo "$sum" | sed 's/^.*\] *//'
+	echo "$sum" | grep -q ' fail:0 ' || bad "a kernel doctest failed: $sum"
+	dmesg | grep -E 'not ok [0-9]+ rust_doctest_kernel_' | sed 's/^/FAIL: /'
+	for t in seq_file_rs_0 tracefs_rs_0 kallsyms_rs_0 sync_rcu_rs_0 alloc_kvec_rs_5; do
+		dmesg | grep -qE " ok [0-9]+ rust_doctest_kernel_$t\$" ||
+			bad "doctest rust_doctest_kernel_$t did not pass"
+	done
+fi
+
+# 3. The sample.
 ko=$(find /lib/modules -name rust_ftrace.ko | head -1)
 [ -f "$ko" ] || { echo "rust_ftrace.ko not built (CONFIG_SAMPLE_RUST_FTRACE)"; exit 4; }
 dmesg -c > /dev/null
