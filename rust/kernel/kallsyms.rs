@@ -115,8 +115,8 @@ pub fn lookup(addr: usize, buf: &mut SymbolBuf) -> Option<Symbol<'_>> {
     let found = !r.is_null();
     found.then(|| Symbol {
         name: until_nul(&buf.name),
-        size: size as usize,
-        offset: offset as usize,
+        size,
+        offset,
         module: (!module.is_null()).then(|| until_nul(&buf.module)),
     })
 }
@@ -126,7 +126,7 @@ pub fn size_offset(addr: usize) -> Option<(usize, usize)> {
     let (mut size, mut offset): (c_ulong, c_ulong) = (0, 0);
     // SAFETY: the outputs are this frame's.
     let r = unsafe { bindings::kallsyms_lookup_size_offset(addr as c_ulong, &mut size, &mut offset) };
-    (r != 0).then_some((size as usize, offset as usize))
+    (r != 0).then_some((size, offset))
 }
 
 /// The address of the symbol `name` (`module:name` names one of that

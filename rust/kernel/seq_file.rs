@@ -273,20 +273,25 @@ unsafe fn parts<'a, T>(m: *mut bindings::seq_file) -> (&'a mut T, &'a SeqFile) {
     unsafe { (&mut *(*m).private.cast::<T>(), SeqFile::from_raw(m)) }
 }
 
-// The adapters below are the operations of `SeqTable<T>`: the seq_file
-// core calls them only with the live seq_file of a file opened with that
-// table (`open_with::<T>`, `SeqBuf::render`), whose private data is its
-// `T`, one operation at a time, with the read's position.
-
+/// # Safety
+///
+/// An operation of `SeqTable<T>`: called only with the live seq_file of a
+/// file opened with that table (`open_with::<T>`, `SeqBuf::render`), whose
+/// private data is its `T`, one operation at a time, with the read's
+/// position.
 unsafe extern "C" fn start_adapter<T: SeqText>(
     m: *mut bindings::seq_file,
     pos: *mut bindings::loff_t,
 ) -> *mut c_void {
-    // SAFETY: see above; `pos` is the read's position, for the call.
+    // SAFETY: the function's contract; `pos` is the read's position, for
+    // the call.
     let ((s, mf), pos) = unsafe { (parts::<T>(m), &mut *pos) };
     s.start(mf, pos)
 }
 
+/// # Safety
+///
+/// As for [`start_adapter`].
 unsafe extern "C" fn next_adapter<T: SeqText>(
     m: *mut bindings::seq_file,
     v: *mut c_void,
@@ -297,12 +302,18 @@ unsafe extern "C" fn next_adapter<T: SeqText>(
     s.next(mf, v, pos)
 }
 
+/// # Safety
+///
+/// As for [`start_adapter`].
 unsafe extern "C" fn stop_adapter<T: SeqText>(m: *mut bindings::seq_file, _v: *mut c_void) {
     // SAFETY: as for `start_adapter`.
     let (s, _) = unsafe { parts::<T>(m) };
     s.stop();
 }
 
+/// # Safety
+///
+/// As for [`start_adapter`].
 unsafe extern "C" fn show_adapter<T: SeqText>(m: *mut bindings::seq_file, v: *mut c_void) -> c_int {
     // SAFETY: as for `start_adapter`.
     let (s, mf) = unsafe { parts::<T>(m) };

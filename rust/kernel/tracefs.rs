@@ -319,10 +319,11 @@ unsafe fn file_state<'a, T: File>(file: *mut bindings::file) -> Pin<&'a T> {
     unsafe { <Pin<KBox<T>> as ForeignOwnable>::borrow((*file).private_data) }
 }
 
-// The adapters below are the operations of `file_fops::<T>`: the VFS calls
-// them only for files whose operations that table is, with live arguments;
-// `open` first, `release` at the last close, the rest in between.
-
+/// # Safety
+///
+/// An operation of `file_fops::<T>()`: the VFS calls it only for files
+/// whose operations that table is, with live arguments; `open` first,
+/// `release` at the last close, the rest in between.
 unsafe extern "C" fn file_open<T: File>(inode: *mut bindings::inode, file: *mut bindings::file) -> c_int {
     // SAFETY: the VFS's inode and file, being opened, of a file whose
     // operations are `file_fops::<T>()`: its data is a `T::Data`.
@@ -338,28 +339,37 @@ unsafe extern "C" fn file_open<T: File>(inode: *mut bindings::inode, file: *mut 
     }
 }
 
+/// # Safety
+///
+/// As for [`file_open`].
 unsafe extern "C" fn file_read<T: File>(
     file: *mut bindings::file,
     ubuf: *mut c_char,
     cnt: usize,
     pos: *mut bindings::loff_t,
 ) -> isize {
-    // SAFETY: an open file of `T` (see above) and its read position.
+    // SAFETY: an open file of `T` (the contract) and its read position.
     let (s, pos) = unsafe { (file_state::<T>(file), &mut *pos) };
     s.read(ubuf as UserPtr, cnt, pos)
 }
 
+/// # Safety
+///
+/// As for [`file_open`].
 unsafe extern "C" fn file_write<T: File>(
     file: *mut bindings::file,
     ubuf: *const c_char,
     cnt: usize,
     pos: *mut bindings::loff_t,
 ) -> isize {
-    // SAFETY: an open file of `T` (see above) and its write position.
+    // SAFETY: an open file of `T` (the contract) and its write position.
     let (s, pos) = unsafe { (file_state::<T>(file), &mut *pos) };
     s.write(ubuf as UserPtr, cnt, pos)
 }
 
+/// # Safety
+///
+/// As for [`file_open`].
 unsafe extern "C" fn file_release<T: File>(
     _inode: *mut bindings::inode,
     file: *mut bindings::file,
@@ -395,6 +405,10 @@ pub trait SeqOpen {
     fn open(data: Self::Data, mode: OpenMode) -> Result<Self::State>;
 }
 
+/// # Safety
+///
+/// The open of `seq_fops::<T>()`: the VFS calls it with the live inode and
+/// file of a file whose operations that table is, being opened.
 unsafe extern "C" fn seq_open_adapter<T: SeqOpen>(
     inode: *mut bindings::inode,
     file: *mut bindings::file,

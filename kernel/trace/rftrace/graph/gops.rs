@@ -168,21 +168,29 @@ pub(crate) trait GraphReturn {
     fn ret(trace: &mut bindings::ftrace_graph_ret, g: GopsRef<'_>);
 }
 
-// The one caller of the graph callbacks below is this crate's graph core
-// (`call_entry`, `RetCallback::call`), with a live record, borrowed for
-// the call, and the live graph ops they are the callbacks of.
-
+/// The C function of the entry callback `T`.
+///
+/// # Safety
+///
+/// Called as a graph ops' entry callback, by this crate's graph core
+/// (`call_entry`): with a live record, borrowed for the call, and the live
+/// graph ops it is the callback of.
 unsafe extern "C" fn c_entry<T: GraphEntry>(
     trace: *mut bindings::ftrace_graph_ent,
     g: *mut Gops,
 ) -> c_int {
-    // SAFETY: see above.
+    // SAFETY: the function's contract.
     let (trace, g) = unsafe { (&mut *trace, GopsRef::from_raw(g)) };
     T::entry(trace, g)
 }
 
+/// The C function of the return callback `T`.
+///
+/// # Safety
+///
+/// As for [`c_entry`], from `RetCallback::call`, with the return record.
 unsafe extern "C" fn c_return<T: GraphReturn>(trace: *mut bindings::ftrace_graph_ret, g: *mut Gops) {
-    // SAFETY: see above.
+    // SAFETY: the function's contract.
     let (trace, g) = unsafe { (&mut *trace, GopsRef::from_raw(g)) };
     T::ret(trace, g)
 }
