@@ -20,10 +20,10 @@ pub(crate) mod ffi;
 pub(crate) mod nokprobe;
 pub(crate) mod opsview;
 pub(crate) mod sys;
-pub(crate) mod zeroed;
 pub(crate) mod task;
 pub(crate) mod tp;
 pub(crate) mod trarray;
+pub(crate) mod zeroed;
 // Each crate uses the part it needs.
 #[allow(dead_code)]
 pub(crate) mod ktext;

@@ -10,8 +10,7 @@
 //! This is the upper face of the crate's abstraction layer; the lower one
 //! (the C the core calls, and the handles of C objects) is `ffi`, `sys`
 //! and their kin. The entry points whose arguments a handle type carries
-//! (`OpsRef`, `TraceArray`, `Dir`, ...) stay safe functions beside the
-//! code they serve.
+//! (`OpsRef`, `TraceArray`, `Dir`, ...) are the other files of `abi`.
 
 use crate::base::ffi::{CStrArg, ModuleRef};
 use crate::base::sys::{global_ops, CGlobal, TraceArray};

@@ -173,3 +173,13 @@ pub(crate) fn free_range(m: *mut bindings::module, start: u64, end: u64) {
     table::replace(held, g, Some(new));
     update_counts();
 }
+
+/// A module's init memory `[start, end)` is being freed.
+#[no_mangle]
+pub extern "C" fn ftrace_free_mem(
+    m: *mut bindings::module,
+    start: *mut kernel::ffi::c_void,
+    end: *mut kernel::ffi::c_void,
+) {
+    free_range(m, start as u64, end as u64);
+}

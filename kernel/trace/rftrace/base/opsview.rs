@@ -19,10 +19,10 @@
 //! fields with plain loads are word-sized loads of the same words (the
 //! kernel's memory model).
 
+use core::cell::UnsafeCell;
 use core::marker::PhantomData;
 use core::mem::offset_of;
 use core::ptr::NonNull;
-use core::cell::UnsafeCell;
 use core::sync::atomic::{fence, AtomicPtr, AtomicUsize, Ordering};
 use kernel::bindings;
 use kernel::ffi::{c_ulong, c_void};

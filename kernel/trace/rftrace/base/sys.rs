@@ -262,7 +262,9 @@ pub(crate) unsafe fn mutex_init_keyed(
     unsafe { bindings::__mutex_init(m, name.as_char_ptr(), key) };
 }
 
-pub(crate) use kernel::sync::rcu::{synchronize_rcu, synchronize_rcu_tasks, synchronize_rcu_tasks_rude};
+pub(crate) use kernel::sync::rcu::{
+    synchronize_rcu, synchronize_rcu_tasks, synchronize_rcu_tasks_rude,
+};
 
 /// The tracing clock (`trace_clock_local()`, ns): callable in any
 /// context, and not traced.
@@ -624,16 +626,14 @@ pub(crate) fn addr(f: unsafe extern "C" fn()) -> u64 {
 }
 
 /// Stops all function tracing for good, after something went wrong.
-#[no_mangle]
-pub extern "C" fn ftrace_kill() {
+pub(crate) fn ftrace_kill() {
     DEAD.store(true, Ordering::Relaxed);
     // SAFETY: the kprobes core's hook for exactly this; no precondition.
     unsafe { bindings::kprobe_ftrace_kill() };
 }
 
 /// Whether tracing was stopped for good by [`ftrace_kill`].
-#[no_mangle]
-pub extern "C" fn ftrace_is_dead() -> c_int {
+pub(crate) fn ftrace_is_dead() -> c_int {
     c_int::from(dead())
 }
 
@@ -641,8 +641,7 @@ pub extern "C" fn ftrace_is_dead() -> c_int {
 /// stops tracing.
 ///
 /// `rec` is null or a record (only its `ip` is read).
-#[no_mangle]
-pub extern "C" fn ftrace_bug(failed: c_int, rec: Option<&bindings::dyn_ftrace>) {
+pub(crate) fn ftrace_bug(failed: c_int, rec: Option<&bindings::dyn_ftrace>) {
     let ip = rec.map_or(0, |r| r.ip as u64);
     report_bug(Error::from_errno(failed), ip);
 }

@@ -9,11 +9,11 @@
 use crate::base::ffi::{
     __tracepoint_sched_process_fork, __tracepoint_sched_process_free, __tracepoint_sched_switch,
 };
-use kernel::bindings::{tracepoint_probe_register, tracepoint_probe_unregister};
 use crate::base::sys::TraceArray;
 use crate::base::task::TaskRef;
 use core::ptr;
 use kernel::bindings;
+use kernel::bindings::{tracepoint_probe_register, tracepoint_probe_unregister};
 use kernel::error::{to_result, Result};
 use kernel::ffi::{c_uint, c_void};
 

@@ -420,8 +420,7 @@ pub(crate) fn set_pattern(
 }
 
 /// Adds (or removes) one function, by address, to the filter of `ops`.
-#[no_mangle]
-pub extern "C" fn ftrace_set_filter_ip(
+pub(crate) fn ftrace_set_filter_ip(
     ops: OpsRef<'_>,
     ip: c_ulong,
     remove: c_int,
@@ -464,8 +463,7 @@ pub(crate) fn set_global(pattern: Option<&[u8]>, reset: bool, notrace: bool) {
 }
 
 /// Makes `ops` use the filter of `global_ops`.
-#[no_mangle]
-pub extern "C" fn ftrace_ops_set_global_filter(ops: OpsRef<'_>) {
+pub(crate) fn ftrace_ops_set_global_filter(ops: OpsRef<'_>) {
     if ops.has(crate::ops::registry::F_INITIALIZED) {
         return;
     }
@@ -478,8 +476,7 @@ pub extern "C" fn ftrace_ops_set_global_filter(ops: OpsRef<'_>) {
 ///
 /// The C caller passes the boot parameter's buffer, a NUL-terminated
 /// string that stays for the call: a [`CStrArg`].
-#[no_mangle]
-pub extern "C" fn ftrace_set_early_filter(ops: OpsRef<'_>, buf: CStrArg<'_>, enable: c_int) {
+pub(crate) fn ftrace_set_early_filter(ops: OpsRef<'_>, buf: CStrArg<'_>, enable: c_int) {
     let s = buf.bytes();
     for (i, pat) in s.split(|&b| b == b',').enumerate() {
         if pat.is_empty() {

@@ -176,8 +176,7 @@ fn find(held: &Held, tr: TraceArray, probe_ops: ProbeOps) -> Option<ProbeRef> {
 /// Puts `probe_ops` on the functions matching `glob` in `tr`. Returns
 /// how many functions were new.
 ///
-#[no_mangle]
-pub extern "C" fn register_ftrace_function_probe(
+pub(crate) fn register_ftrace_function_probe(
     glob: CStrArg<'_>,
     tr: Option<TraceArray>,
     probe_ops: Option<ProbeOps>,
@@ -241,8 +240,7 @@ fn add_functions(held: &Held, p: &ProbeRef, glob: &[u8], data: ProbeData) -> Res
 
 /// Takes `probe_ops` off the functions matching `glob` (all for null,
 /// empty or `*`) in `tr`.
-#[no_mangle]
-pub extern "C" fn unregister_ftrace_function_probe_func(
+pub(crate) fn unregister_ftrace_function_probe_func(
     glob: CStrArg<'_>,
     tr: Option<TraceArray>,
     probe_ops: Option<ProbeOps>,
@@ -321,8 +319,7 @@ fn remove_matching(held: &Held, p: &ProbeRef, glob: &[u8]) -> Result<bool> {
 
 /// Removes every probe of `tr`, and its cached `:mod:` entries: the trace
 /// array is going away.
-#[no_mangle]
-pub extern "C" fn clear_ftrace_function_probes(tr: Option<TraceArray>) {
+pub(crate) fn clear_ftrace_function_probes(tr: Option<TraceArray>) {
     let Some(tr) = tr else {
         return;
     };

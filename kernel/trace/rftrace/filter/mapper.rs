@@ -11,20 +11,17 @@ use kernel::ffi::{c_int, c_ulong, c_void};
 use kernel::prelude::*;
 
 /// A new, empty mapper (null: no memory).
-#[no_mangle]
-pub extern "C" fn allocate_ftrace_func_mapper() -> *mut Mapper {
+pub(crate) fn allocate_ftrace_func_mapper() -> *mut Mapper {
     Mapper::alloc_raw()
 }
 
 /// The data slot of `ip`, or null. Lock-free: probes call it when hit.
-#[no_mangle]
-pub extern "C" fn ftrace_func_mapper_find_ip(m: Option<&Mapper>, ip: c_ulong) -> *mut *mut c_void {
+pub(crate) fn ftrace_func_mapper_find_ip(m: Option<&Mapper>, ip: c_ulong) -> *mut *mut c_void {
     m.map_or(ptr::null_mut(), |m| m.find(ip as u64))
 }
 
 /// Maps `ip` to `data`: `-EBUSY` if it is mapped already.
-#[no_mangle]
-pub extern "C" fn ftrace_func_mapper_add_ip(
+pub(crate) fn ftrace_func_mapper_add_ip(
     m: Option<&Mapper>,
     ip: c_ulong,
     data: *mut c_void,
@@ -36,8 +33,7 @@ pub extern "C" fn ftrace_func_mapper_add_ip(
 }
 
 /// Unmaps `ip`; its data, or null.
-#[no_mangle]
-pub extern "C" fn ftrace_func_mapper_remove_ip(m: Option<&Mapper>, ip: c_ulong) -> *mut c_void {
+pub(crate) fn ftrace_func_mapper_remove_ip(m: Option<&Mapper>, ip: c_ulong) -> *mut c_void {
     m.and_then(|m| m.remove(ip as u64))
         .unwrap_or(ptr::null_mut())
 }

@@ -21,8 +21,7 @@ use kernel::prelude::*;
 static COMMANDS: Locked<KVec<Command>> = Locked::new(KVec::new());
 
 /// Registers a filter-file command; `EBUSY` if the name is taken.
-#[no_mangle]
-pub extern "C" fn register_ftrace_command(cmd: Option<Command>) -> c_int {
+pub(crate) fn register_ftrace_command(cmd: Option<Command>) -> c_int {
     let Some(cmd) = cmd else {
         return EINVAL.to_errno();
     };
@@ -42,8 +41,7 @@ pub extern "C" fn register_ftrace_command(cmd: Option<Command>) -> c_int {
 }
 
 /// Unregisters a filter-file command (found by address).
-#[no_mangle]
-pub extern "C" fn unregister_ftrace_command(cmd: Option<Command>) -> c_int {
+pub(crate) fn unregister_ftrace_command(cmd: Option<Command>) -> c_int {
     let g = CoreGuard::lock();
     let mut cmds = match COMMANDS.borrow(g.held()) {
         Ok(c) => c,

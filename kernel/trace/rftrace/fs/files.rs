@@ -6,8 +6,6 @@
 
 use crate::base::sys::{dead, CoreGuard, Held};
 use crate::base::tracefs::{create, Out};
-use kernel::seq_file::{SeqFile, SeqText};
-use kernel::tracefs::{seq_fops, Dir, Fops, OpenMode, SeqOpen};
 use crate::logic::sites::flags as sf;
 use crate::sites::table::{self, Cell};
 use core::fmt::Write;
@@ -16,6 +14,8 @@ use kernel::bindings;
 use kernel::c_str;
 use kernel::ffi::{c_char, c_int, c_void};
 use kernel::prelude::*;
+use kernel::seq_file::{SeqFile, SeqText};
+use kernel::tracefs::{seq_fops, Dir, Fops, OpenMode, SeqOpen};
 
 /// What a read-only file of ours lists.
 #[derive(Clone, Copy, PartialEq, Eq)]

@@ -5,11 +5,9 @@
 //! a file edits a private copy of the set and commits it at close, with
 //! the C core's semantics (Documentation/design/filter-files.md).
 
-use crate::base::sys::{dead, global_ops, CMutex, CoreGuard, TraceArray};
 use crate::base::ffi::tracing_lseek;
+use crate::base::sys::{dead, global_ops, CMutex, CoreGuard, TraceArray};
 use crate::base::tracefs::{self, copy_chunk, write_token, Lines, Out};
-use kernel::seq_file::{SeqFile, SeqText};
-use kernel::tracefs::{seq_fops, Dir, Fops, OpenMode, SeqOpen};
 use crate::base::trarray::TrOpen;
 use crate::filter::api::{commit, match_records};
 use crate::logic::explain::Why;
@@ -21,6 +19,8 @@ use kernel::bindings;
 use kernel::c_str;
 use kernel::ffi::{c_char, c_int, c_void};
 use kernel::prelude::*;
+use kernel::seq_file::{SeqFile, SeqText};
+use kernel::tracefs::{seq_fops, Dir, Fops, OpenMode, SeqOpen};
 
 /// Serializes the token processing of all filter files.
 pub(crate) static PARSER_LOCK: CMutex = CMutex::new();
@@ -268,13 +268,11 @@ impl<const FLAG: c_int> SeqOpen for RegexOpen<FLAG> {
 
 static FILTER_FOPS: Fops<Option<TraceArray>> =
     seq_fops::<RegexOpen<{ FLAG_FILTER | FLAG_PROBES }>>(tracing_lseek);
-static NOTRACE_FOPS: Fops<Option<TraceArray>> =
-    seq_fops::<RegexOpen<FLAG_NOTRACE>>(tracing_lseek);
+static NOTRACE_FOPS: Fops<Option<TraceArray>> = seq_fops::<RegexOpen<FLAG_NOTRACE>>(tracing_lseek);
 
 /// set_ftrace_filter and set_ftrace_notrace of trace array `tr` (none:
 /// the top level's `global_ops`) in `parent`.
-#[no_mangle]
-pub extern "C" fn ftrace_create_filter_files(tr: Option<TraceArray>, parent: Dir) {
+pub(crate) fn ftrace_create_filter_files(tr: Option<TraceArray>, parent: Dir) {
     tracefs::create(c_str!("set_ftrace_filter"), 0o640, parent, tr, &FILTER_FOPS);
     tracefs::create(
         c_str!("set_ftrace_notrace"),
@@ -287,8 +285,7 @@ pub extern "C" fn ftrace_create_filter_files(tr: Option<TraceArray>, parent: Dir
 
 /// An instance's function tracer goes: its ops is stopped and marked
 /// deleted, its sets freed (the files go with their directory).
-#[no_mangle]
-pub extern "C" fn ftrace_destroy_filter_files(ops: OpsRef<'_>) {
+pub(crate) fn ftrace_destroy_filter_files(ops: OpsRef<'_>) {
     let g = CoreGuard::lock();
     ops.init(g.held());
     if ops.has(crate::ops::registry::F_ENABLED) {

@@ -6,7 +6,6 @@
 
 use crate::base::sys::{dead, CoreGuard};
 use crate::base::tracefs::{self, write_token, Chunk, Out, TextFile};
-use kernel::tracefs::{Dir, Fops, OpenMode};
 use crate::filter::api::Matcher;
 use crate::fs::filterfile::PARSER_LOCK;
 use crate::logic::glob::{Kind, Pattern};
@@ -18,6 +17,7 @@ use crate::sites::table;
 use kernel::bindings;
 use kernel::c_str;
 use kernel::prelude::*;
+use kernel::tracefs::{Dir, Fops, OpenMode};
 
 /// Initialises the lock of the graph filter files (boot).
 pub(crate) fn init_locks() {

@@ -113,8 +113,7 @@ extern "C" fn exit_probe(tr: Option<TraceArray>, task: TaskRef<'_>) {
 }
 
 /// Makes forks of traced tasks traced too (the `function-fork` option).
-#[no_mangle]
-pub extern "C" fn ftrace_pid_follow_fork(tr: Option<TraceArray>, enable: bool) {
+pub(crate) fn ftrace_pid_follow_fork(tr: Option<TraceArray>, enable: bool) {
     let Some(tr) = tr else {
         return;
     };
@@ -148,8 +147,7 @@ fn clear(held: &Held, tr: TraceArray, kind: c_int) {
 }
 
 /// Drops both pid lists of `tr`.
-#[no_mangle]
-pub extern "C" fn ftrace_clear_pids(tr: Option<TraceArray>) {
+pub(crate) fn ftrace_clear_pids(tr: Option<TraceArray>) {
     let g = CoreGuard::lock();
     if let Some(tr) = tr {
         clear(g.held(), tr, TRACE_PIDS | TRACE_NO_PIDS);
@@ -295,8 +293,7 @@ static NO_PID_FOPS: Fops<Option<TraceArray>> =
 
 /// The per trace array files of the core: C passes a trace array and its
 /// directory, which lives no longer than the array.
-#[no_mangle]
-pub extern "C" fn ftrace_init_tracefs(tr: Option<TraceArray>, d: Dir) {
+pub(crate) fn ftrace_init_tracefs(tr: Option<TraceArray>, d: Dir) {
     let pid = kernel::c_str!("set_ftrace_pid");
     crate::base::tracefs::create(pid, 0o640, d, tr, &PID_FOPS);
     let no_pid = kernel::c_str!("set_ftrace_notrace_pid");

@@ -313,8 +313,7 @@ static GOPS: CGlobal<bindings::fgraph_ops> = CGlobal::new(bindings::fgraph_ops {
 
 /// Whether the function graph's time of a function includes its
 /// children (the `graph-time` option).
-#[no_mangle]
-pub extern "C" fn ftrace_graph_graph_time_control(enable: bool) {
+pub(crate) fn ftrace_graph_graph_time_control(enable: bool) {
     GRAPH_TIME.store(enable, Ordering::Relaxed);
 }
 

@@ -118,8 +118,8 @@ unsafe impl KeepsGops for InReturn {}
 ///
 /// The x86_64 layer calls it from the traced function's entry on the
 /// current task, `parent` being that function's return address slot.
-#[no_mangle]
-pub extern "C" fn rftrace_graph_entry(func: c_ulong, parent: &mut c_ulong) {
+#[inline(always)]
+pub(crate) fn rftrace_graph_entry(func: c_ulong, parent: &mut c_ulong) {
     let Some(live) = live_ops() else {
         return;
     };
@@ -140,8 +140,8 @@ pub extern "C" fn rftrace_graph_entry(func: c_ulong, parent: &mut c_ulong) {
 /// Called from the current task's traced function, `retp` being its
 /// return address slot (only its address is recorded). The x86_64 layer
 /// of the Rust core enters through [`rftrace_graph_entry`] instead.
-#[no_mangle]
-pub extern "C" fn function_graph_enter(
+#[inline(always)]
+pub(crate) fn function_graph_enter(
     ret: c_ulong,
     func: c_ulong,
     _frame_pointer: c_ulong,
@@ -213,8 +213,8 @@ fn bad_return(top: Option<usize>) -> c_ulong {
 /// a `struct pt_regs`; the return value registers are saved in it); the
 /// current task's top frame is the one of the returning function, which
 /// the frame's checks verify.
-#[no_mangle]
-pub extern "C" fn ftrace_return_to_handler(regs: &bindings::pt_regs) -> c_ulong {
+#[inline(always)]
+pub(crate) fn ftrace_return_to_handler(regs: &bindings::pt_regs) -> c_ulong {
     // The clock first: fewer values live across the call.
     let rettime = now();
     let cur = Current::get();
@@ -271,8 +271,7 @@ const PID_ENTRY: bindings::trace_func_graph_ent_t = entry_fn::<PidEntry>();
 /// Reserves `size_bytes` (up to 256) on the frame being entered for graph
 /// ops `idx`; only from that ops' entry callback. Null when it does not
 /// fit.
-#[no_mangle]
-pub extern "C" fn fgraph_reserve_data(idx: c_int, size_bytes: c_int) -> *mut c_void {
+pub(crate) fn fgraph_reserve_data(idx: c_int, size_bytes: c_int) -> *mut c_void {
     let (Ok(idx), Ok(size)) = (usize::try_from(idx), usize::try_from(size_bytes)) else {
         return ptr::null_mut();
     };
@@ -288,8 +287,7 @@ pub extern "C" fn fgraph_reserve_data(idx: c_int, size_bytes: c_int) -> *mut c_v
 
 /// The data graph ops `idx` reserved at the entry of the function now
 /// returning; only from that ops' return callback.
-#[no_mangle]
-pub extern "C" fn fgraph_retrieve_data(idx: c_int, size_bytes: Option<&mut c_int>) -> *mut c_void {
+pub(crate) fn fgraph_retrieve_data(idx: c_int, size_bytes: Option<&mut c_int>) -> *mut c_void {
     let Ok(idx) = usize::try_from(idx) else {
         return ptr::null_mut();
     };
@@ -312,8 +310,7 @@ pub extern "C" fn fgraph_retrieve_data(idx: c_int, size_bytes: Option<&mut c_int
 static SPARE_TASK_VAR: AtomicU64 = AtomicU64::new(0);
 
 /// The current task's variable of `g` (a registered graph ops).
-#[no_mangle]
-pub extern "C" fn fgraph_get_task_var(g: GopsRef<'_>) -> *mut c_ulong {
+pub(crate) fn fgraph_get_task_var(g: GopsRef<'_>) -> *mut c_ulong {
     // Registration gave it an index below `OPS_SLOTS` (the mask keeps any
     // other value in range).
     let idx = g.idx() as usize & (OPS_SLOTS - 1);
@@ -328,8 +325,7 @@ pub extern "C" fn fgraph_get_task_var(g: GopsRef<'_>) -> *mut c_ulong {
 /// The `idx`-th frame (0: the top one) of `t`'s shadow stack, or null.
 /// The caller uses the result while that frame exists (callers ask about
 /// the current task, from its callbacks).
-#[no_mangle]
-pub extern "C" fn ftrace_graph_get_ret_stack(
+pub(crate) fn ftrace_graph_get_ret_stack(
     t: TaskRef<'_>,
     idx: c_int,
 ) -> *mut bindings::ftrace_ret_stack {
@@ -362,8 +358,7 @@ pub(crate) fn with_subtime<R>(
 /// `return_to_handler` and a frame of `t` saved the address of slot
 /// `retp`; `*idx` (0 at first; C passes null or its cursor, `Option<&mut>`
 /// being that pointer's ABI) says where to go on from.
-#[no_mangle]
-pub extern "C" fn ftrace_graph_ret_addr(
+pub(crate) fn ftrace_graph_ret_addr(
     t: TaskRef<'_>,
     idx: Option<&mut c_int>,
     ret: c_ulong,
@@ -387,22 +382,19 @@ pub extern "C" fn ftrace_graph_ret_addr(
 }
 
 /// Stops graph tracing for good after an error (the selftests call it).
-#[no_mangle]
-pub extern "C" fn ftrace_graph_stop() {
+pub(crate) fn ftrace_graph_stop() {
     DEAD.store(true, Ordering::Relaxed);
     // Process context (the callers'): it enables a static key.
     crate::base::ffi::rftrace_kill_graph();
 }
 
 /// `sleep-time` of the function_graph tracer and the profiler.
-#[no_mangle]
-pub extern "C" fn ftrace_graph_sleep_time_control(enable: bool) {
+pub(crate) fn ftrace_graph_sleep_time_control(enable: bool) {
     SLEEP_TIME.store(enable, Ordering::Relaxed);
 }
 
 /// The entry callback that wants nothing.
-#[no_mangle]
-pub extern "C" fn ftrace_graph_entry_stub(
+pub(crate) fn ftrace_graph_entry_stub(
     _trace: *mut bindings::ftrace_graph_ent,
     _gops: *mut Gops,
 ) -> c_int {
@@ -467,8 +459,7 @@ fn stop_graph(held: &Held, st: &mut State) {
 
 /// Registers a graph ops: its callbacks run at the entry and return of
 /// the functions its filter selects.
-#[no_mangle]
-pub extern "C" fn register_ftrace_graph(g: GopsRef<'_>) -> c_int {
+pub(crate) fn register_ftrace_graph(g: GopsRef<'_>) -> c_int {
     let guard = CoreGuard::lock();
     let held = guard.held();
     let mut st = match STATE.borrow(held) {
@@ -522,8 +513,7 @@ pub extern "C" fn register_ftrace_graph(g: GopsRef<'_>) -> c_int {
 }
 
 /// Unregisters a graph ops.
-#[no_mangle]
-pub extern "C" fn unregister_ftrace_graph(g: GopsRef<'_>) {
+pub(crate) fn unregister_ftrace_graph(g: GopsRef<'_>) {
     let guard = CoreGuard::lock();
     let held = guard.held();
     let Ok(mut st) = STATE.borrow(held) else {
@@ -556,8 +546,7 @@ pub extern "C" fn unregister_ftrace_graph(g: GopsRef<'_>) {
 ///
 /// C passes a graph ops' ops not yet registered and the function ops of
 /// the same trace array, which outlives it (trace_functions_graph.c).
-#[no_mangle]
-pub extern "C" fn fgraph_init_ops<'a>(dst: OpsRef<'a>, src: Option<OpsRef<'a>>) {
+pub(crate) fn fgraph_init_ops<'a>(dst: OpsRef<'a>, src: Option<OpsRef<'a>>) {
     let g = CoreGuard::lock();
     dst.init_graph(g.held(), src);
 }

@@ -8,7 +8,6 @@ use crate::base::ffi::rftrace_next_online_cpu;
 use crate::base::sys::{CMutex, Held, PreemptOff};
 use crate::base::task::{for_each_thread, rftrace_idle_task, TaskRef};
 use crate::graph::shadow::{Fresh, Taken, TaskStack};
-use core::ptr;
 use core::sync::atomic::{AtomicI32, Ordering};
 use kernel::ffi::{c_int, c_uint};
 use kernel::prelude::*;
@@ -16,25 +15,6 @@ use kernel::prelude::*;
 /// How many graph ops are registered (C's `ftrace_graph_active`).
 #[no_mangle]
 pub static ftrace_graph_active: AtomicI32 = AtomicI32::new(0);
-
-/// A new task: it does not share its parent's stack, and gets its own
-/// while graph tracing runs.
-///
-/// # Safety
-///
-/// `t` is a task being created.
-#[no_mangle]
-pub unsafe extern "C" fn ftrace_graph_init_task(t: TaskRef<'_>) {
-    t.stack().store(ptr::null_mut(), Ordering::Relaxed);
-    t.top().store(0, Ordering::Relaxed);
-    t.depth().store(-1, Ordering::Relaxed);
-    if ftrace_graph_active.load(Ordering::Relaxed) != 0 {
-        if let Some(s) = Fresh::alloc() {
-            // A new task has none: it takes this one.
-            let _ = s.give(t);
-        }
-    }
-}
 
 /// Initialises the graph state of idle task `t`; while graph tracing
 /// runs it gets a stack: the one `reuse` takes back from it, or a new one.

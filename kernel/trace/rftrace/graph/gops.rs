@@ -35,7 +35,6 @@ pub(crate) type Gops = bindings::fgraph_ops;
 #[repr(transparent)]
 pub(crate) struct GopsRef<'a>(NonNull<Gops>, PhantomData<&'a Gops>);
 
-
 impl<'a> GopsRef<'a> {
     /// # Safety
     ///
@@ -189,7 +188,10 @@ unsafe extern "C" fn c_entry<T: GraphEntry>(
 /// # Safety
 ///
 /// As for [`c_entry`], from `RetCallback::call`, with the return record.
-unsafe extern "C" fn c_return<T: GraphReturn>(trace: *mut bindings::ftrace_graph_ret, g: *mut Gops) {
+unsafe extern "C" fn c_return<T: GraphReturn>(
+    trace: *mut bindings::ftrace_graph_ret,
+    g: *mut Gops,
+) {
     // SAFETY: the function's contract.
     let (trace, g) = unsafe { (&mut *trace, GopsRef::from_raw(g)) };
     T::ret(trace, g)

@@ -51,8 +51,7 @@ fn assist_rcu(ip: c_ulong, parent_ip: c_ulong, ops: OpsRef<'_>, fregs: Fregs<'_>
 crate::base::nokprobe::nokprobe!(assist_rcu);
 
 /// What a trampoline dedicated to `ops` calls.
-#[no_mangle]
-pub extern "C" fn ftrace_ops_get_func(ops: OpsRef<'_>) -> bindings::ftrace_func_t {
+pub(crate) fn ftrace_ops_get_func(ops: OpsRef<'_>) -> bindings::ftrace_func_t {
     // RECURSION asks the core for recursion protection.
     if ops.has(F_RECURSION | F_RCU) {
         ops_fn::<AssistFunc>()

@@ -9,7 +9,6 @@
 
 use crate::base::ffi::CStrArg;
 use crate::base::sys::TraceArray;
-use kernel::seq_file::SeqFile;
 use crate::sites::hash::{FnSet, FtraceHash};
 use core::ptr;
 use core::sync::atomic::{AtomicPtr, Ordering};
@@ -17,6 +16,7 @@ use kernel::bindings;
 use kernel::error::to_result;
 use kernel::ffi::{c_char, c_int, c_ulong, c_void};
 use kernel::prelude::*;
+use kernel::seq_file::SeqFile;
 
 /// `struct ftrace_func_command` (kernel/trace/trace.h).
 #[repr(C)]

@@ -3,11 +3,12 @@
 //! The direct-call API: an ops whose sites call a trampoline of its
 //! owner (BPF) directly.
 
-use crate::base::sys::{addr, assert_held, to_errno, CoreGuard, Held};
+use crate::base::sys::{addr, to_errno, CoreGuard, Held};
 use crate::ops::arch::Target;
 use crate::ops::register::{ftrace_free_filter, shutdown, startup};
 use crate::ops::registry::{
-    c_callback, list, ops_fn, Fregs, OpsCallback, OpsRef, DIRECT_LOCK, F_DIRECT, F_ENABLED, F_IPMODIFY, F_SAVE_REGS,
+    c_callback, list, ops_fn, Fregs, OpsCallback, OpsRef, DIRECT_LOCK, F_DIRECT, F_ENABLED,
+    F_IPMODIFY, F_SAVE_REGS,
 };
 use crate::ops::update::{own_sites, slot_of, update_scope, SLOTS};
 use kernel::bindings;
@@ -31,21 +32,8 @@ impl OpsCallback for CallDirect {
 }
 crate::base::nokprobe::nokprobe!(c_callback::<CallDirect>);
 
-/// Attaches the direct trampoline `target` to the functions of the filter
-/// of `ops`.
-///
-/// # Safety
-///
-/// `target` is a direct trampoline: code that takes the traced
-/// function's call as its own.
-#[no_mangle]
-pub unsafe extern "C" fn register_ftrace_direct(ops: OpsRef<'_>, target: c_ulong) -> c_int {
-    let _d = DIRECT_LOCK.lock();
-    to_errno(register_direct(CoreGuard::lock().held(), ops, target))
-}
-
 /// [`register_ftrace_direct`] with its locks held (the direct lock too).
-fn register_direct(held: &Held, ops: OpsRef<'_>, target: c_ulong) -> Result {
+pub(crate) fn register_direct(held: &Held, ops: OpsRef<'_>, target: c_ulong) -> Result {
     ops.init(held);
     if ops.has(F_ENABLED) || target == 0 {
         return Err(EINVAL);
@@ -90,8 +78,7 @@ fn register_direct(held: &Held, ops: OpsRef<'_>, target: c_ulong) -> Result {
 }
 
 /// Detaches a direct ops.
-#[no_mangle]
-pub extern "C" fn unregister_ftrace_direct(
+pub(crate) fn unregister_ftrace_direct(
     ops: OpsRef<'_>,
     _addr: c_ulong,
     free_filters: bool,
@@ -122,7 +109,7 @@ pub extern "C" fn unregister_ftrace_direct(
 /// shares go through the full-regs trampoline, which reads the ops'
 /// `direct_call` at every call. The old trampoline must stay until this
 /// returns (the caller frees it after).
-fn modify_direct(held: &Held, ops: OpsRef<'_>, target: c_ulong) -> Result {
+pub(crate) fn modify_direct(held: &Held, ops: OpsRef<'_>, target: c_ulong) -> Result {
     let (flags, old) = (ops.flags(), ops.direct_call());
     if flags & F_ENABLED == 0 || flags & F_DIRECT == 0 || target == 0 {
         return Err(EINVAL);
@@ -151,28 +138,4 @@ fn modify_direct(held: &Held, ops: OpsRef<'_>, target: c_ulong) -> Result {
         return Err(e);
     }
     retarget(now, Target::NOP)
-}
-
-/// Changes the direct trampoline of a registered direct ops.
-///
-/// # Safety
-///
-/// `addr` is a direct trampoline.
-#[no_mangle]
-pub unsafe extern "C" fn modify_ftrace_direct(ops: OpsRef<'_>, addr: c_ulong) -> c_int {
-    let _d = DIRECT_LOCK.lock();
-    to_errno(modify_direct(CoreGuard::lock().held(), ops, addr))
-}
-
-/// [`modify_ftrace_direct`] for callers that hold the direct lock: an
-/// ops' owner answering `share_with_direct` (BPF's trampoline update
-/// inside `register_ftrace_function()`).
-///
-/// # Safety
-///
-/// `addr` is a direct trampoline; `direct_mutex` is held.
-#[no_mangle]
-pub unsafe extern "C" fn modify_ftrace_direct_nolock(ops: OpsRef<'_>, addr: c_ulong) -> c_int {
-    assert_held(&DIRECT_LOCK);
-    to_errno(modify_direct(CoreGuard::lock().held(), ops, addr))
 }

@@ -13,8 +13,8 @@ use kernel::ffi::{c_int, c_ulong, c_void};
 /// The callback of the shared trampolines when several ops, or an ops
 /// without its own trampoline, trace a site: calls every registered ops
 /// that wants `ip`. Installed by its C name (`update::set_list_func`).
-#[no_mangle]
-pub extern "C" fn arch_ftrace_ops_list_func(
+#[inline(always)]
+pub(crate) fn arch_ftrace_ops_list_func(
     ip: c_ulong,
     parent_ip: c_ulong,
     _op: OpsRef<'_>,
@@ -36,8 +36,7 @@ pub extern "C" fn arch_ftrace_ops_list_func(
 crate::base::nokprobe::nokprobe!(arch_ftrace_ops_list_func);
 
 /// Whether `ops` traces `ip` (fgraph.c asks this of its sub-ops).
-#[no_mangle]
-pub extern "C" fn ftrace_ops_test(ops: OpsRef<'_>, ip: c_ulong, regs: *mut c_void) -> c_int {
+pub(crate) fn ftrace_ops_test(ops: OpsRef<'_>, ip: c_ulong, regs: *mut c_void) -> c_int {
     let p = PreemptOff::new();
     c_int::from(ops_test(p.token(), ops, ip as u64, !regs.is_null()))
 }

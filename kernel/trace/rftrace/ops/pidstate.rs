@@ -10,11 +10,11 @@
 use crate::base::ffi::{rftrace_tr_ignore_pid, PidList};
 use crate::base::sys::TraceArray;
 use crate::base::task::{Current, TaskRef};
-use kernel::seq_file::SeqFile;
 use crate::ops::registry::{Fregs, OpsCallback, OpsRef};
 use core::sync::atomic::Ordering;
 use kernel::bindings;
 use kernel::ffi::{c_int, c_ulong, c_void};
+use kernel::seq_file::SeqFile;
 
 // The pid list functions of the tracing core (kernel/trace/trace.c) that
 // take a task or a seq_file, typed with their handles: see `ffi` for
@@ -63,8 +63,7 @@ pub(crate) fn pids_enabled(ops: OpsRef<'_>) -> bool {
 }
 
 /// Whether pid filtering applies to `ops`.
-#[no_mangle]
-pub extern "C" fn ftrace_pids_enabled(ops: OpsRef<'_>) -> bool {
+pub(crate) fn ftrace_pids_enabled(ops: OpsRef<'_>) -> bool {
     pids_enabled(ops)
 }
 

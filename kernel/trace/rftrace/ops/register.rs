@@ -199,8 +199,7 @@ pub(crate) fn shutdown(held: &Held, ops: OpsRef<'_>) -> Result {
 }
 
 /// Registers an ops with the core.
-#[no_mangle]
-pub extern "C" fn register_ftrace_function(ops: OpsRef<'_>) -> c_int {
+pub(crate) fn register_ftrace_function(ops: OpsRef<'_>) -> c_int {
     let d = DirectGuard::lock();
     if let Err(e) = share_with_direct(&d, ops, Share::Enable) {
         return e.to_errno();
@@ -210,8 +209,7 @@ pub extern "C" fn register_ftrace_function(ops: OpsRef<'_>) -> c_int {
 }
 
 /// Unregisters an ops.
-#[no_mangle]
-pub extern "C" fn unregister_ftrace_function(ops: OpsRef<'_>) -> c_int {
+pub(crate) fn unregister_ftrace_function(ops: OpsRef<'_>) -> c_int {
     let d = DirectGuard::lock();
     let r = shutdown(CoreGuard::lock().held(), ops);
     let _ = share_with_direct(&d, ops, Share::Disable);
@@ -311,8 +309,7 @@ pub(crate) fn describe_direct(held: &Held, o: &mut crate::base::tracefs::Out, ip
 }
 
 /// Frees the sets of an ops that is not registered.
-#[no_mangle]
-pub extern "C" fn ftrace_free_filter(ops: OpsRef<'_>) {
+pub(crate) fn ftrace_free_filter(ops: OpsRef<'_>) {
     let g = CoreGuard::lock();
     if ops.has(F_ENABLED) {
         pr_warn!("ftrace_free_filter() on a registered ops\n");

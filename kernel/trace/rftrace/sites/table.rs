@@ -279,8 +279,7 @@ pub(crate) fn find(_held: &Held, ip: u64) -> Option<&'static Cell> {
 
 /// The call-site address of the function at `ip`: `ip` itself when it is a
 /// site, else the site within the function that starts at `ip`; 0 if none.
-#[no_mangle]
-pub extern "C" fn ftrace_location(ip: c_ulong) -> c_ulong {
+pub(crate) fn ftrace_location(ip: c_ulong) -> c_ulong {
     let ip = ip as u64;
     let loc = location_range(ip, ip);
     if loc != 0 {
@@ -295,13 +294,11 @@ pub extern "C" fn ftrace_location(ip: c_ulong) -> c_ulong {
 }
 
 /// The address of the first call site in `[start, end]`, or 0.
-#[no_mangle]
-pub extern "C" fn ftrace_location_range(start: c_ulong, end: c_ulong) -> c_ulong {
+pub(crate) fn ftrace_location_range(start: c_ulong, end: c_ulong) -> c_ulong {
     location_range(start as u64, end as u64) as c_ulong
 }
 
 /// Whether `[start, end]` holds a call site (kprobes must not touch it).
-#[no_mangle]
-pub extern "C" fn ftrace_text_reserved(start: *const c_void, end: *const c_void) -> c_int {
+pub(crate) fn ftrace_text_reserved(start: *const c_void, end: *const c_void) -> c_int {
     c_int::from(location_range(start as u64, end as u64) != 0)
 }
