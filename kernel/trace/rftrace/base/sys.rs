@@ -14,6 +14,7 @@ use kernel::bindings;
 use kernel::c_str;
 use kernel::ffi::{c_int, c_ulong, c_void};
 use kernel::prelude::*;
+use kernel::sync::rcu;
 
 pub(crate) use crate::base::ffi::TraceArray;
 use crate::base::ffi::{rftrace_cpu, rftrace_irq_restore, rftrace_irq_save};
@@ -494,7 +495,7 @@ impl ReadSide for NoPreempt {}
 /// What delays a plain RCU grace period (`synchronize_rcu()`) while a
 /// reference to it lives: preemption off ([`NoPreempt`]) or an RCU
 /// read-side section ([`InRcu`]).
-pub(crate) trait ReadSide: private::Sealed {}
+pub(crate) trait ReadSide: private::Sealed + rcu::ReadSide {}
 
 /// This task is in an RCU read-side section while a reference to this
 /// lives: asserted by a path C runs inside one.
@@ -513,13 +514,33 @@ impl InRcu {
 impl private::Sealed for InRcu {}
 impl ReadSide for InRcu {}
 
+// SAFETY: preemption off delays every plain grace period (RCU's flavours
+// are one since 5.0): `synchronize_rcu()` waits for this CPU to schedule.
+unsafe impl rcu::ReadSide for NoPreempt {}
+// SAFETY: an RCU read-side section, which the grace periods wait for.
+unsafe impl rcu::ReadSide for InRcu {}
+
 /// What keeps the value of an [`RcuBox`]: a read side (a replaced value
 /// is freed after a grace period) or `ftrace_lock` (which replacing it
 /// takes).
-pub(crate) trait KeepsRcuBox: private::Sealed {}
+pub(crate) trait KeepsRcuBox: private::Sealed {
+    /// The value of `b`, for as long as `self` keeps it.
+    fn load<'a, T: Sync>(&'a self, b: &'a rcu::RcuBox<T>) -> Option<&'a T>;
+}
 
-impl<R: ReadSide> KeepsRcuBox for R {}
-impl KeepsRcuBox for Held {}
+impl<R: ReadSide> KeepsRcuBox for R {
+    fn load<'a, T: Sync>(&'a self, b: &'a rcu::RcuBox<T>) -> Option<&'a T> {
+        b.get(self)
+    }
+}
+
+impl KeepsRcuBox for Held {
+    fn load<'a, T: Sync>(&'a self, b: &'a rcu::RcuBox<T>) -> Option<&'a T> {
+        // SAFETY: `ftrace_lock` is held for `'a`, the lock every writer
+        // of the core's boxes takes.
+        unsafe { b.get_locked() }
+    }
+}
 
 /// Preemption off (notrace, as the tracer's own paths need) for the life
 /// of the guard.

@@ -249,7 +249,7 @@ pub(crate) fn unlink(
     // SAFETY: found in the table, so published: it came from
     // `KBox::into_raw`; unlinked just now under `ftrace_lock`, so only
     // readers of before can still reach it.
-    ptr::NonNull::new(raw).map(|p| unsafe { Retired::new(p) })
+    ptr::NonNull::new(raw).map(|p| unsafe { Retired::from_raw(p) })
 }
 
 /// The group of module `m`.
