@@ -35,7 +35,7 @@ if [ -n "$sum" ]; then
 	echo "$sum" | sed 's/^.*\] *//'
 	echo "$sum" | grep -q ' fail:0 ' || bad "a kernel doctest failed: $sum"
 	dmesg | grep -E 'not ok [0-9]+ rust_doctest_kernel_' | sed 's/^/FAIL: /'
-	for t in seq_file_rs_0 tracefs_rs_0 kallsyms_rs_0 sync_rcu_rs_0 alloc_kvec_rs_5; do
+	for t in seq_file_rs_0 tracefs_rs_0 kallsyms_rs_0 sync_rcu_rs_0 sync_rcu_rs_1 alloc_kvec_rs_5; do
 		dmesg | grep -qE " ok [0-9]+ rust_doctest_kernel_$t\$" ||
 			bad "doctest rust_doctest_kernel_$t did not pass"
 	done
