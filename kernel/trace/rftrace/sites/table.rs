@@ -170,7 +170,7 @@ impl Group {
 }
 
 /// An iterator over the groups. Under `ftrace_lock`, or in an RCU read
-/// side section for a lookup.
+/// side section (or with preemption off) for a lookup.
 pub(crate) struct Groups(*const Group);
 
 impl Iterator for Groups {
@@ -265,7 +265,10 @@ pub(crate) fn core_group() -> Option<&'static Group> {
 /// The address of the first record overlapping `[start, end]`, or 0.
 /// Lock-free.
 pub(crate) fn location_range(start: u64, end: u64) -> u64 {
-    let _rcu = kernel::sync::rcu::read_lock();
+    // A read side without lockdep's bookkeeping (kprobes and BPF ask once
+    // per function they attach to): the grace periods that free unlinked
+    // groups wait for preemption-off sections too.
+    let _rcu = crate::base::sys::PreemptOff::new();
     groups()
         .find_map(|g| g.first_overlapping(start, end))
         .map_or(0, |c| c.ip())
