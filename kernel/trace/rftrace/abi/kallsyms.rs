@@ -74,7 +74,7 @@ pub extern "C" fn ftrace_mod_get_kallsym(
     value: &mut c_ulong,
     ty: &mut c_char,
     name: &mut [u8; bindings::KSYM_NAME_LEN as usize],
-    module_name: &mut [u8; MODULE_NAME_LEN],
+    module_name: &mut [u8; kernel::kallsyms::MODULE_NAME_LEN],
     exported: &mut c_int,
 ) -> c_int {
     let p = PreemptOff::new();
@@ -104,8 +104,6 @@ pub extern "C" fn ftrace_mod_get_kallsym(
 
 /// kallsyms' name of an ops trampoline's pseudo-module.
 const TRAMPOLINE_MOD: &CStr = c_str!("__builtin__ftrace");
-/// `MODULE_NAME_LEN` of include/linux/module.h (a macro bindgen skips).
-const MODULE_NAME_LEN: usize = 64 - core::mem::size_of::<c_ulong>();
 
 /// Copies `s` (up to a NUL) into `dst`, truncated and terminated; the
 /// length copied.

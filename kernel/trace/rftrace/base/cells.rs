@@ -6,7 +6,7 @@
 //! the kernel crate's, with the core's lock) and [`Locked`] (data
 //! reachable only with `ftrace_lock` held). Built on the proofs of `sys`.
 
-use crate::base::sys::{Held, KeepsRcuBox};
+use crate::base::sys::{Held, ReadSide};
 use core::cell::UnsafeCell;
 use core::ptr;
 use core::sync::atomic::{AtomicPtr, Ordering};
@@ -54,6 +54,10 @@ impl<T: Sync> Forever<T> {
 /// hold `ftrace_lock` (copy, change, publish); a replaced value is freed
 /// after a grace period: `kernel::sync::rcu::RcuBox`, whose writers'
 /// lock is `ftrace_lock`.
+///
+/// # Invariants
+///
+/// The box is replaced only by [`RcuBox::swap`], with `ftrace_lock` held.
 pub(crate) struct RcuBox<T>(rcu::RcuBox<T>);
 
 impl<T: Send + Sync> RcuBox<T> {
@@ -64,7 +68,7 @@ impl<T: Send + Sync> RcuBox<T> {
     /// The value, for as long as the reader's read side lasts (or the
     /// writers' lock is held).
     pub(crate) fn get<'a>(&'a self, k: &'a impl KeepsRcuBox) -> Option<&'a T> {
-        k.load(&self.0)
+        k.load(self)
     }
 
     /// Replaces the value by what `f` makes of the current one (`None`:
@@ -88,9 +92,31 @@ impl<T: Send + Sync> RcuBox<T> {
         // The current value stays for the call of `f`, which cannot keep
         // the reference.
         let new = f(self.get(held))?;
-        // SAFETY: every writer of the core's boxes holds `ftrace_lock`
-        // (`held`: here too).
+        // SAFETY: `ftrace_lock` is held (`held`), the lock of every writer
+        // of the box (the invariants).
         Ok(unsafe { self.0.swap(new) })
+    }
+}
+
+/// What keeps the value of an [`RcuBox`]: a read side (a replaced value
+/// is freed after a grace period) or `ftrace_lock` (which replacing it
+/// takes).
+pub(crate) trait KeepsRcuBox {
+    /// The value of `b`, for as long as `self` keeps it.
+    fn load<'a, T: Send + Sync>(&'a self, b: &'a RcuBox<T>) -> Option<&'a T>;
+}
+
+impl<R: ReadSide> KeepsRcuBox for R {
+    fn load<'a, T: Send + Sync>(&'a self, b: &'a RcuBox<T>) -> Option<&'a T> {
+        b.0.get(self)
+    }
+}
+
+impl KeepsRcuBox for Held {
+    fn load<'a, T: Send + Sync>(&'a self, b: &'a RcuBox<T>) -> Option<&'a T> {
+        // SAFETY: `ftrace_lock` is held for `'a`, the lock of every
+        // writer of the box (its invariants).
+        unsafe { b.0.get_locked() }
     }
 }
 

@@ -520,28 +520,6 @@ unsafe impl rcu::ReadSide for NoPreempt {}
 // SAFETY: an RCU read-side section, which the grace periods wait for.
 unsafe impl rcu::ReadSide for InRcu {}
 
-/// What keeps the value of an [`RcuBox`]: a read side (a replaced value
-/// is freed after a grace period) or `ftrace_lock` (which replacing it
-/// takes).
-pub(crate) trait KeepsRcuBox: private::Sealed {
-    /// The value of `b`, for as long as `self` keeps it.
-    fn load<'a, T: Sync>(&'a self, b: &'a rcu::RcuBox<T>) -> Option<&'a T>;
-}
-
-impl<R: ReadSide> KeepsRcuBox for R {
-    fn load<'a, T: Sync>(&'a self, b: &'a rcu::RcuBox<T>) -> Option<&'a T> {
-        b.get(self)
-    }
-}
-
-impl KeepsRcuBox for Held {
-    fn load<'a, T: Sync>(&'a self, b: &'a rcu::RcuBox<T>) -> Option<&'a T> {
-        // SAFETY: `ftrace_lock` is held for `'a`, the lock every writer
-        // of the core's boxes takes.
-        unsafe { b.get_locked() }
-    }
-}
-
 /// Preemption off (notrace, as the tracer's own paths need) for the life
 /// of the guard.
 pub(crate) struct PreemptOff(());

@@ -12,7 +12,7 @@ use core::fmt::Write;
 use core::ptr;
 use kernel::bindings;
 use kernel::c_str;
-use kernel::ffi::{c_char, c_int, c_void};
+use kernel::ffi::{c_int, c_void};
 use kernel::prelude::*;
 use kernel::seq_file::{SeqFile, SeqText};
 use kernel::tracefs::{seq_fops, Dir, Fops, OpenMode, SeqOpen};
@@ -184,10 +184,6 @@ impl SeqText for Listing {
         }
         m.write(&self.line.buf);
         0
-    }
-
-    fn write(&mut self, _ubuf: *const c_char, _cnt: usize, _pos: &mut bindings::loff_t) -> isize {
-        EINVAL.to_errno() as isize
     }
 }
 
