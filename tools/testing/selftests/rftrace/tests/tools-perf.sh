@@ -14,10 +14,18 @@ dd100='dd if=/proc/version of=/dev/null bs=1 count=100'
 echo 0 > /proc/sys/kernel/kptr_restrict
 echo -1 > /proc/sys/kernel/perf_event_paranoid
 
+# perf ftrace prints the trace on its standard output, in the blocks it
+# reads from trace_pipe; dd, which inherits perf's standard error, prints
+# its "records in/out" lines there. With both in one pipe, dd's lines
+# came out in the middle of a trace line ("vfs_re100+0 records in ...
+# ad() {", 2 runs of 40). The trace is read from standard output alone;
+# standard error goes to a file that a failure shows.
+err=/tmp/tools-perf.err
+perf_ftrace() { perf ftrace "$@" -- $dd100 2> $err; }
 # perf ftrace, the function tracer on vfs_read for dd alone.
-out=$(perf ftrace -T vfs_read -- $dd100 2>&1) || fail "perf ftrace: $out"
-# Counted in the output with its line breaks taken out: perf copies
-# trace_pipe as it reads it, and a line may come split in two.
+out=$(perf_ftrace -T vfs_read) || fail "perf ftrace: $out $(cat $err)"
+# Counted in the output with its line breaks taken out, in case a line
+# still comes in two pieces.
 joined() { echo "$out" | tr -d '\n'; }
 n=$(joined | grep -o 'vfs_read <-' | wc -l)
 [ "$n" = 100 ] || fail "perf ftrace -T vfs_read printed $n vfs_read lines, not 100: $(echo "$out" | head -5)"
@@ -28,7 +36,7 @@ pids=$(joined | grep -oE -- '-[0-9]+ +\[[0-9]+\]' | sed 's/^-\([0-9]*\).*/\1/' |
 [ "$(echo "$pids" | wc -l)" = 1 ] || fail "perf ftrace traced more than one task: $pids"
 
 # perf ftrace, function_graph: vfs_read and what it calls, depth 2.
-out=$(perf ftrace -G vfs_read --graph-opts depth=2 -- $dd100 2>&1) || fail "perf ftrace -G: $out"
+out=$(perf_ftrace -G vfs_read --graph-opts depth=2) || fail "perf ftrace -G: $out $(cat $err)"
 # An entry prints as "vfs_read() {" with what it called below it, or as
 # "vfs_read();" when nothing it called was traced.
 n=$(joined | grep -oE 'vfs_read\(\) \{|vfs_read\(\);' | wc -l)
