@@ -43,8 +43,8 @@ pub(crate) fn add_module(m: ModuleRef<'_>, sites: &UnrunSites<'_>) {
 #[no_mangle]
 pub extern "C" fn ftrace_module_enable(m: ModuleRef<'_>) {
     {
-        let guard = CoreGuard::lock();
-        let held = guard.held();
+        let mut guard = CoreGuard::lock();
+        let (held, key) = guard.parts();
         let Some(g) = table::of_module(m.as_ptr()) else {
             return;
         };
@@ -52,7 +52,7 @@ pub extern "C" fn ftrace_module_enable(m: ModuleRef<'_>) {
             c.update(held, |s| s.flags &= !sf::DISABLED);
         }
         // Failures are reported.
-        let _ = crate::ops::update::update_sites(held);
+        let _ = crate::ops::update::update_sites(held, key);
     }
     crate::filter::probe::process_cached_mods(m.name());
 }

@@ -81,11 +81,9 @@ pub extern "C" fn ftrace_pids_enabled(ops: OpsRef<'_>) -> bool {
 #[no_mangle]
 pub unsafe extern "C" fn register_ftrace_direct(ops: OpsRef<'_>, target: c_ulong) -> c_int {
     let _d = DIRECT_LOCK.lock();
-    to_errno(crate::ops::direct::register_direct(
-        CoreGuard::lock().held(),
-        ops,
-        target,
-    ))
+    to_errno(CoreGuard::with(|held, key| {
+        crate::ops::direct::register_direct(held, key, ops, target)
+    }))
 }
 
 /// Changes the direct trampoline of a registered direct ops.
@@ -96,11 +94,9 @@ pub unsafe extern "C" fn register_ftrace_direct(ops: OpsRef<'_>, target: c_ulong
 #[no_mangle]
 pub unsafe extern "C" fn modify_ftrace_direct(ops: OpsRef<'_>, addr: c_ulong) -> c_int {
     let _d = DIRECT_LOCK.lock();
-    to_errno(crate::ops::direct::modify_direct(
-        CoreGuard::lock().held(),
-        ops,
-        addr,
-    ))
+    to_errno(CoreGuard::with(|held, key| {
+        crate::ops::direct::modify_direct(held, key, ops, addr)
+    }))
 }
 
 /// [`modify_ftrace_direct`] for callers that hold the direct lock: an
@@ -113,9 +109,7 @@ pub unsafe extern "C" fn modify_ftrace_direct(ops: OpsRef<'_>, addr: c_ulong) ->
 #[no_mangle]
 pub unsafe extern "C" fn modify_ftrace_direct_nolock(ops: OpsRef<'_>, addr: c_ulong) -> c_int {
     assert_held(&DIRECT_LOCK);
-    to_errno(crate::ops::direct::modify_direct(
-        CoreGuard::lock().held(),
-        ops,
-        addr,
-    ))
+    to_errno(CoreGuard::with(|held, key| {
+        crate::ops::direct::modify_direct(held, key, ops, addr)
+    }))
 }

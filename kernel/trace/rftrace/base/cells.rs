@@ -6,7 +6,7 @@
 //! the kernel crate's, with the core's lock) and [`Locked`] (data
 //! reachable only with `ftrace_lock` held). Built on the proofs of `sys`.
 
-use crate::base::sys::{Held, ReadSide};
+use crate::base::sys::{Held, ReadSide, StateKey};
 use core::cell::UnsafeCell;
 use core::ptr;
 use core::sync::atomic::{AtomicPtr, Ordering};
@@ -121,70 +121,66 @@ impl KeepsRcuBox for Held {
 }
 
 /// Data of the core only touched with `ftrace_lock` held: reachable only
-/// through [`Locked::borrow`], which asks for the proof ([`Held`]) and
-/// refuses a second borrow while the first lives (as a `RefCell`).
+/// with the lock's [`StateKey`], shared to read ([`Locked::get`]) and
+/// mutably to change ([`Locked::borrow`]), as `kernel::sync::LockedBy`
+/// gives its data through its owner. The key stays borrowed while the
+/// data is: a second borrow of core state while a mutable one lives does
+/// not compile. State used together is borrowed together
+/// ([`Locked::borrow_pair`]); `ID` tells the cells apart for it.
 ///
 /// # Invariants
 ///
-/// `data` is accessed only while `ftrace_lock` is held and `busy` was
-/// set by the accessor: at most one reference to it exists at a time.
-pub(crate) struct Locked<T> {
+/// `data` is reached only through the methods below, with a borrow of
+/// the one [`StateKey`] there is while `ftrace_lock` is held
+/// (`CoreGuard`'s invariants) that lasts as long as the reference.
+pub(crate) struct Locked<T, const ID: u32 = 0> {
     data: UnsafeCell<T>,
-    busy: core::cell::Cell<bool>,
 }
 
 // SAFETY: every access happens under `ftrace_lock` (the invariants),
-// which orders it with every other; `busy` too is touched only then.
-unsafe impl<T: Send> Sync for Locked<T> {}
+// which orders it with every other; the data may be reached from any task
+// that takes the lock (`T: Send`). A shared reference handed out is
+// `Send` only when `T: Sync`.
+unsafe impl<T: Send, const ID: u32> Sync for Locked<T, ID> {}
 
-impl<T> Locked<T> {
+impl<T, const ID: u32> Locked<T, ID> {
     pub(crate) const fn new(v: T) -> Self {
         Locked {
             data: UnsafeCell::new(v),
-            busy: core::cell::Cell::new(false),
         }
     }
 
-    /// The data, while the result lives; `EBUSY` if it is borrowed
-    /// already (a path that re-enters itself: a bug, refused without
-    /// harm).
-    pub(crate) fn borrow<'a>(&'a self, _held: &'a Held) -> Result<LockedMut<'a, T>> {
-        if self.busy.replace(true) {
-            pr_warn!("core state borrowed twice\n");
-            return Err(EBUSY);
-        }
-        // SAFETY: the one reference to the data while `busy` is ours,
-        // which the result gives back when it drops, and the lock is held
-        // (`_held`) for as long (the invariants).
-        let data = unsafe { &mut *self.data.get() };
-        Ok(LockedMut {
-            data,
-            busy: &self.busy,
-        })
+    /// The data, shared, while the key stays borrowed.
+    pub(crate) fn get<'a>(&'a self, _key: &'a StateKey) -> &'a T {
+        // SAFETY: only the holder of `ftrace_lock` has a key (the
+        // invariants), so no other task reaches the data; this task's one
+        // key is borrowed shared for `'a`, so no mutable borrow (which
+        // takes it mutably) exists or can be made before the result is
+        // gone.
+        unsafe { &*self.data.get() }
     }
-}
 
-/// A borrow of [`Locked`] data.
-pub(crate) struct LockedMut<'a, T> {
-    data: &'a mut T,
-    busy: &'a core::cell::Cell<bool>,
-}
-
-impl<T> core::ops::Deref for LockedMut<'_, T> {
-    type Target = T;
-    fn deref(&self) -> &T {
-        self.data
+    /// The data, while the key stays borrowed.
+    pub(crate) fn borrow<'a>(&'a self, _key: &'a mut StateKey) -> &'a mut T {
+        // SAFETY: no other task reaches the data (as in `get`), and this
+        // task's one key is borrowed mutably for `'a`: no other reference
+        // to the data of any `Locked`, this one's included, exists or can
+        // be made before the result is gone.
+        unsafe { &mut *self.data.get() }
     }
-}
 
-impl<T> core::ops::DerefMut for LockedMut<'_, T> {
-    fn deref_mut(&mut self) -> &mut T {
-        self.data
-    }
-}
-
-impl<T> Drop for LockedMut<'_, T> {
-    fn drop(&mut self) {
-        self.busy.set(false);
+    /// The data of two cells at once, while the key stays borrowed. The
+    /// cells' `ID`s must differ, which the compiler checks.
+    pub(crate) fn borrow_pair<'a, U, const J: u32>(
+        &'a self,
+        other: &'a Locked<U, J>,
+        _key: &'a mut StateKey,
+    ) -> (&'a mut T, &'a mut U) {
+        const { assert!(ID != J, "borrow_pair of one Locked cell") };
+        // SAFETY: as in `borrow`, for both. The two are distinct objects:
+        // their types differ (`ID != J`), and neither is inside the
+        // other's data, which cannot be reached while the key is borrowed
+        // for the call.
+        unsafe { (&mut *self.data.get(), &mut *other.data.get()) }
     }
 }

@@ -421,29 +421,58 @@ impl Drop for Guard {
     }
 }
 
-/// `ftrace_lock`, held for the life of the guard: what [`Locked::borrow`]
-/// asks for.
+/// `ftrace_lock`, held for the life of the guard, with the proof of it
+/// ([`Held`]) and the right to reach the core's state it guards
+/// ([`StateKey`]).
 ///
 /// # Invariants
 ///
-/// `ftrace_lock` is held by this task while the value lives.
+/// `ftrace_lock` is held by this task while the value lives. `key` is the
+/// only [`StateKey`] while it does: the lock is not recursive, so no other
+/// guard exists, and a key is made nowhere else.
 pub(crate) struct CoreGuard {
-    _held: Guard,
+    _lock: Guard,
+    held: Held,
+    key: StateKey,
 }
 
 impl CoreGuard {
     pub(crate) fn lock() -> CoreGuard {
         CoreGuard {
-            _held: Guard::lock(),
+            _lock: Guard::lock(),
+            held: Held(NotThreadSafe),
+            key: StateKey(NotThreadSafe),
         }
     }
 
     /// The proof that the lock is held, for as long as the guard is
     /// borrowed.
     pub(crate) fn held(&self) -> &Held {
-        &Held(NotThreadSafe)
+        &self.held
+    }
+
+    /// The proof and the key, for as long as the guard is borrowed.
+    pub(crate) fn parts(&mut self) -> (&Held, &mut StateKey) {
+        (&self.held, &mut self.key)
+    }
+
+    /// Runs `f` with the lock held, given its proof and key.
+    pub(crate) fn with<R>(f: impl FnOnce(&Held, &mut StateKey) -> R) -> R {
+        let mut g = CoreGuard::lock();
+        let (held, key) = g.parts();
+        f(held, key)
     }
 }
+
+/// The right to reach the data of the core's
+/// [`Locked`](crate::base::cells::Locked) cells: one per holding of
+/// `ftrace_lock`, kept by its [`CoreGuard`] (its invariants). Borrowed
+/// shared, it lets the data be read; borrowed mutably, changed: a path
+/// that would change core state while it holds a reference to it, or
+/// borrow the same state twice, does not compile (as
+/// `kernel::sync::LockedBy` rules it out through its owner). Like the
+/// proofs, it cannot leave its task.
+pub(crate) struct StateKey(NotThreadSafe);
 
 /// The field of a proof that holds for the task (or CPU) that made it
 /// only, a lock it holds, preemption or a read side it is in: neither
@@ -466,8 +495,7 @@ mod private {
 }
 
 /// `ftrace_lock` is held by this task while a reference to this lives:
-/// borrowed from a [`CoreGuard`] (of the lock, or of a path C enters with
-/// the lock held: [`CoreGuard::assume`]).
+/// borrowed from the [`CoreGuard`] that holds it.
 pub(crate) struct Held(NotThreadSafe);
 
 impl private::Sealed for Held {}

@@ -6,7 +6,7 @@
 //! The files that edit filters are in `filterfile` and `graphfile`.
 
 use crate::base::ffi::CStrArg;
-use crate::base::sys::{dead, global_ops, to_errno, CoreGuard, Held};
+use crate::base::sys::{dead, global_ops, to_errno, CoreGuard, Held, StateKey};
 use crate::logic::glob::{Kind, Pattern};
 use crate::logic::sites::flags as sf;
 use crate::ops::registry::OpsRef;
@@ -122,7 +122,13 @@ pub(crate) fn match_records_locked(
 /// sites just enabled traced every call of the allocator's debug paths
 /// (12.8 s instead of about 4 for one function replaced by `*` under the
 /// function tracer, on the production configuration).
-pub(crate) fn commit(held: &Held, ops: OpsRef<'_>, notrace: bool, private: FnSet) -> Result {
+pub(crate) fn commit(
+    held: &Held,
+    key: &mut StateKey,
+    ops: OpsRef<'_>,
+    notrace: bool,
+    private: FnSet,
+) -> Result {
     let flags = ops.flags();
     let ipmodify = flags & crate::ops::registry::F_IPMODIFY != 0;
     if notrace && ipmodify {
@@ -142,7 +148,7 @@ pub(crate) fn commit(held: &Held, ops: OpsRef<'_>, notrace: bool, private: FnSet
     let old = ops.swap_set(held, notrace, new);
     // Registered ops that use these sets (`global_ops`' may be shared).
     let users = crate::ops::registry::list(held).any(|o| o.func_hash() == ops.func_hash());
-    match crate::ops::subops::refresh_managers(held)? {
+    match crate::ops::subops::refresh_managers(held, key)? {
         // Nothing registered uses these sets: no site changes.
         0 if !users => Ok(()),
         managers => {
@@ -158,13 +164,13 @@ pub(crate) fn commit(held: &Held, ops: OpsRef<'_>, notrace: bool, private: FnSet
             // or disarmed: one), when there is memory to list them.
             if both {
                 if let Some(ips) = changed_ips(old.as_set(), f) {
-                    return crate::ops::update::update_ips(held, &ips);
+                    return crate::ops::update::update_ips(held, key, &ips);
                 }
             }
             let scope = [old.as_set(), f];
             // Fails only when a site did not hold what its record said,
             // which killed tracing.
-            crate::ops::update::update_scope(held, if both { &scope } else { &[] })
+            crate::ops::update::update_scope(held, key, if both { &scope } else { &[] })
         }
     }
 }
@@ -254,7 +260,9 @@ fn set_hash(ops: OpsRef<'_>, e: Edit<'_>) -> Result {
         }
     }
     // `commit` publishes a copy and frees `h`.
-    commit(CoreGuard::lock().held(), ops, e.notrace, h)
+    let mut g = CoreGuard::lock();
+    let (held, key) = g.parts();
+    commit(held, key, ops, e.notrace, h)
 }
 
 /// What a change of a few addresses in a published filter works on:
@@ -276,8 +284,9 @@ fn in_place<const N: usize>(
             return Some(Err(EINVAL));
         }
     }
-    let g = CoreGuard::lock();
-    if crate::ops::update::any_manager(g.held()) {
+    let mut g = CoreGuard::lock();
+    let (held, key) = g.parts();
+    if crate::ops::update::any_manager(held, key) {
         return None;
     }
     Some(Ok((g, at, ips.len().min(N))))
@@ -295,11 +304,11 @@ fn in_place<const N: usize>(
 /// empties (it then traces every function, a change of every site). The
 /// caller holds the ops' regex lock; at most [`UNLINK_MAX`] addresses.
 fn remove_in_place(ops: OpsRef<'_>, ips: &[c_ulong]) -> Option<Result> {
-    let (g, at, n) = match in_place::<UNLINK_MAX>(ops, ips)? {
+    let (mut g, at, n) = match in_place::<UNLINK_MAX>(ops, ips)? {
         Ok(v) => v,
         Err(e) => return Some(Err(e)),
     };
-    let held = g.held();
+    let (held, key) = g.parts();
     let at = &at[..n];
     let mut slot = ops.set_slot_mut(held, false)?;
     let (count, cached) = {
@@ -348,7 +357,7 @@ fn remove_in_place(ops: OpsRef<'_>, ips: &[c_ulong]) -> Option<Result> {
     let gone = slot.unlink(at);
     // Only these sites can change; the update fails only when tracing
     // died.
-    let r = crate::ops::update::update_ips(held, at);
+    let r = crate::ops::update::update_ips(held, key, at);
     drop(g);
     // Frees the entries after a grace period: the dispatchers read the
     // filter under RCU or with preemption off.
@@ -372,11 +381,11 @@ fn add_in_place(ops: OpsRef<'_>, ips: &[c_ulong]) -> Option<Result> {
     if ops.flags() & (crate::ops::registry::F_IPMODIFY | crate::ops::registry::F_DIRECT) != 0 {
         return None;
     }
-    let (g, at, n) = match in_place::<LINK_MAX>(ops, ips)? {
+    let (mut g, at, n) = match in_place::<LINK_MAX>(ops, ips)? {
         Ok(v) => v,
         Err(e) => return Some(Err(e)),
     };
-    let held = g.held();
+    let (held, key) = g.parts();
     let at = &at[..n];
     let mut slot = ops.set_slot_mut(held, false)?;
     // The addresses not in the filter yet, each once (one already there
@@ -404,7 +413,7 @@ fn add_in_place(ops: OpsRef<'_>, ips: &[c_ulong]) -> Option<Result> {
     }
     // Only these sites can change; the update fails only when tracing
     // died.
-    Some(crate::ops::update::update_ips(held, new))
+    Some(crate::ops::update::update_ips(held, key, new))
 }
 
 /// Sets (`reset`) or extends the filter (`notrace`: the notrace set) of

@@ -6,7 +6,7 @@
 
 use crate::base::cells::Locked;
 use crate::base::ffi::CStrArg;
-use crate::base::sys::{dead, to_errno, CoreGuard, Held, TraceArray};
+use crate::base::sys::{dead, to_errno, CoreGuard, Held, StateKey, TraceArray};
 use crate::base::tracefs::Out;
 use crate::filter::api::{commit, match_records_locked};
 use crate::logic::glob::{Kind, Pattern};
@@ -76,7 +76,12 @@ impl ProbeRef {
     }
 
     /// A new probe of `probe_ops` on `tr`, listed.
-    fn create(held: &Held, tr: TraceArray, probe_ops: ProbeOps) -> Result<ProbeRef> {
+    fn create(
+        held: &Held,
+        key: &mut StateKey,
+        tr: TraceArray,
+        probe_ops: ProbeOps,
+    ) -> Result<ProbeRef> {
         let mut ops = crate::base::zeroed::zeroed_ops();
         ops.func = crate::ops::registry::ops_fn::<Probe>();
         ops.private = tr.as_ptr();
@@ -89,9 +94,7 @@ impl ProbeRef {
             },
             GFP_KERNEL,
         )?;
-        let mut all = PROBES.borrow(held)?;
-        all.push(b.clone(), GFP_KERNEL)?;
-        drop(all);
+        PROBES.borrow(key).push(b.clone(), GFP_KERNEL)?;
         let p = ProbeRef(b);
         p.ops().init(held);
         Ok(p)
@@ -140,37 +143,36 @@ impl ProbeRef {
 
     /// Takes the probe, whose ops is not registered, out of [`PROBES`]
     /// and frees it.
-    fn destroy(self, held: &Held) {
+    fn destroy(self, held: &Held, key: &mut StateKey) {
         let ops = self.ops();
         drop(ops.swap_set(held, false, None));
         drop(ops.swap_set(held, true, None));
-        let Ok(mut all) = PROBES.borrow(held) else {
-            return;
-        };
+        let all = PROBES.borrow(key);
         if let Some(i) = all.iter().position(|b| ptr::eq(&**b, self.get())) {
             // Not registered: no CPU runs its callback any more.
             let last = all.len() - 1;
             all.as_mut_slice()[i..].rotate_left(1);
-            crate::base::sys::truncate(&mut *all, last);
+            crate::base::sys::truncate(all, last);
         }
     }
 }
 
 /// The probes of `tr`, newest first (as C lists them).
-fn probes(held: &Held, tr: TraceArray) -> impl Iterator<Item = ProbeRef> + '_ {
-    let n = PROBES.borrow(held).map_or(0, |a| a.len());
-    // Each step borrows the list for its own read: the caller may destroy
-    // a probe between steps (it then starts over).
-    (0..n).rev().filter_map(move |i| {
-        let all = PROBES.borrow(held).ok()?;
-        let b = all.get(i)?;
-        (b.tr == tr).then(|| ProbeRef(b.clone()))
-    })
+///
+/// The list stays as it is while the walk borrows `key`: a caller that
+/// destroys a probe ends the walk first.
+fn probes(key: &StateKey, tr: TraceArray) -> impl Iterator<Item = ProbeRef> + '_ {
+    PROBES
+        .get(key)
+        .iter()
+        .rev()
+        .filter(move |b| b.tr == tr)
+        .map(|b| ProbeRef(b.clone()))
 }
 
 /// The probe of `probe_ops` on `tr`.
-fn find(held: &Held, tr: TraceArray, probe_ops: ProbeOps) -> Option<ProbeRef> {
-    probes(held, tr).find(|p| p.probe_ops() == probe_ops)
+fn find(key: &StateKey, tr: TraceArray, probe_ops: ProbeOps) -> Option<ProbeRef> {
+    probes(key, tr).find(|p| p.probe_ops() == probe_ops)
 }
 
 /// Puts `probe_ops` on the functions matching `glob` in `tr`. Returns
@@ -189,25 +191,31 @@ pub(crate) fn register_ftrace_function_probe(
     if glob.is_empty() || dead() || glob.first() == Some(&b'!') {
         return EINVAL.to_errno();
     }
-    let g = CoreGuard::lock();
-    let held = g.held();
-    let p = match find(held, tr, probe_ops) {
+    let mut g = CoreGuard::lock();
+    let (held, key) = g.parts();
+    let p = match find(key, tr, probe_ops) {
         Some(p) => p,
-        None => match ProbeRef::create(held, tr, probe_ops) {
+        None => match ProbeRef::create(held, key, tr, probe_ops) {
             Ok(p) => p,
             Err(e) => return e.to_errno(),
         },
     };
-    let r = add_functions(held, &p, glob, data);
+    let r = add_functions(held, key, &p, glob, data);
     let ops = p.ops();
     if ops.sets(held).0.is_empty() && !ops.has(crate::ops::registry::F_ENABLED) {
-        p.destroy(held);
+        p.destroy(held, key);
     }
     r.unwrap_or_else(|e| e.to_errno())
 }
 
 /// Adds the functions matching `glob` to probe `p`; returns how many.
-fn add_functions(held: &Held, p: &ProbeRef, glob: &[u8], data: ProbeData) -> Result<c_int> {
+fn add_functions(
+    held: &Held,
+    key: &mut StateKey,
+    p: &ProbeRef,
+    glob: &[u8],
+    data: ProbeData,
+) -> Result<c_int> {
     let op = p.ops();
     let old = op.sets(held).0;
     let mut h = FnSet::copy_of(old)?;
@@ -231,9 +239,9 @@ fn add_functions(held: &Held, p: &ProbeRef, glob: &[u8], data: ProbeData) -> Res
     if count == 0 {
         return Err(EINVAL);
     }
-    commit(held, op, false, h)?;
+    commit(held, key, op, false, h)?;
     if !op.has(crate::ops::registry::F_ENABLED) {
-        crate::ops::register::startup(held, op)?;
+        crate::ops::register::startup(held, key, op)?;
     }
     Ok(count)
 }
@@ -249,19 +257,25 @@ pub(crate) fn unregister_ftrace_function_probe_func(
     let (Some(tr), Some(probe_ops)) = (tr, probe_ops) else {
         return EINVAL.to_errno();
     };
-    let g = CoreGuard::lock();
-    let Some(p) = find(g.held(), tr, probe_ops) else {
+    let mut g = CoreGuard::lock();
+    let (held, key) = g.parts();
+    let Some(p) = find(key, tr, probe_ops) else {
         return ENODEV.to_errno();
     };
-    to_errno(remove_functions(g.held(), p, glob).0)
+    to_errno(remove_functions(held, key, p, glob).0)
 }
 
 /// Takes probe `p` off the functions matching `glob` (all for empty or
 /// `*`); frees it when it is on none any more, else gives it back.
-fn remove_functions(held: &Held, p: ProbeRef, glob: &[u8]) -> (Result, Option<ProbeRef>) {
-    match remove_matching(held, &p, glob) {
+fn remove_functions(
+    held: &Held,
+    key: &mut StateKey,
+    p: ProbeRef,
+    glob: &[u8],
+) -> (Result, Option<ProbeRef>) {
+    match remove_matching(held, key, &p, glob) {
         Ok(true) => {
-            p.destroy(held);
+            p.destroy(held, key);
             (Ok(()), None)
         }
         Ok(false) => (Ok(()), Some(p)),
@@ -271,7 +285,7 @@ fn remove_functions(held: &Held, p: ProbeRef, glob: &[u8]) -> (Result, Option<Pr
 
 /// The body of [`remove_functions`]: whether the probe is on no function
 /// any more (and not registered).
-fn remove_matching(held: &Held, p: &ProbeRef, glob: &[u8]) -> Result<bool> {
+fn remove_matching(held: &Held, key: &mut StateKey, p: &ProbeRef, glob: &[u8]) -> Result<bool> {
     let all = glob.is_empty() || glob == b"*";
     let pat = Pattern::parse(glob);
     let op = p.ops();
@@ -305,12 +319,12 @@ fn remove_matching(held: &Held, p: &ProbeRef, glob: &[u8]) -> Result<bool> {
     }
     let now_empty = h.count() == 0;
     let mut r = if now_empty && op.has(crate::ops::registry::F_ENABLED) {
-        crate::ops::register::shutdown(held, op)
+        crate::ops::register::shutdown(held, key, op)
     } else {
         Ok(())
     };
     // `h` goes here either way (`commit` frees it).
-    r = r.and_then(|()| commit(held, op, false, h));
+    r = r.and_then(|()| commit(held, key, op, false, h));
     for &ip in removed.iter() {
         p.free_func(ip);
     }
@@ -323,26 +337,31 @@ pub(crate) fn clear_ftrace_function_probes(tr: Option<TraceArray>) {
     let Some(tr) = tr else {
         return;
     };
-    let g = CoreGuard::lock();
-    let held = g.held();
-    while let Some(p) = probes(held, tr).next() {
+    let mut g = CoreGuard::lock();
+    let (held, key) = g.parts();
+    loop {
+        // One probe at a time, the walk ended before it goes.
+        let first = probes(key, tr).next();
+        let Some(p) = first else {
+            break;
+        };
         // A probe left after a failure is shut down if need be and freed.
-        if let (_, Some(p)) = remove_functions(held, p, b"") {
+        if let (_, Some(p)) = remove_functions(held, key, p, b"") {
             if p.ops().has(crate::ops::registry::F_ENABLED) {
-                let _ = crate::ops::register::shutdown(held, p.ops());
+                let _ = crate::ops::register::shutdown(held, key, p.ops());
             }
-            p.destroy(held);
+            p.destroy(held, key);
         }
     }
     for notrace in [false, true] {
-        crate::filter::probe::clear_mod_list(held, tr, notrace);
+        crate::filter::probe::clear_mod_list(key, tr, notrace);
     }
 }
 
 /// Lists the probes of `tr`, as set_ftrace_filter shows them.
-pub(crate) fn render_probes(held: &Held, o: &mut Out, tr: TraceArray) {
+pub(crate) fn render_probes(held: &Held, key: &StateKey, o: &mut Out, tr: TraceArray) {
     let mut page = [0u8; 512];
-    for p in probes(held, tr) {
+    for p in probes(key, tr) {
         for ip in p.ops().sets(held).0.ips() {
             p.render(o, ip, &mut page);
         }

@@ -4,8 +4,8 @@
 //! cached `:mod:` entries of modules not loaded yet. The function probes
 //! the commands register are in `funcprobe`.
 
-use crate::base::cells::{Locked, LockedMut};
-use crate::base::sys::{CoreGuard, Held, TraceArray};
+use crate::base::cells::Locked;
+use crate::base::sys::{CoreGuard, StateKey, TraceArray};
 use crate::base::tracefs::Out;
 use crate::base::trarray::TraceTypes;
 use crate::filter::api::{commit, match_records, match_records_locked};
@@ -25,11 +25,8 @@ pub(crate) fn register_ftrace_command(cmd: Option<Command>) -> c_int {
     let Some(cmd) = cmd else {
         return EINVAL.to_errno();
     };
-    let g = CoreGuard::lock();
-    let mut cmds = match COMMANDS.borrow(g.held()) {
-        Ok(c) => c,
-        Err(e) => return e.to_errno(),
-    };
+    let mut g = CoreGuard::lock();
+    let cmds = COMMANDS.borrow(g.parts().1);
     let name = cmd.name();
     if name == b"mod" || cmds.iter().any(|c| c.name() == name) {
         return EBUSY.to_errno();
@@ -42,16 +39,13 @@ pub(crate) fn register_ftrace_command(cmd: Option<Command>) -> c_int {
 
 /// Unregisters a filter-file command (found by address).
 pub(crate) fn unregister_ftrace_command(cmd: Option<Command>) -> c_int {
-    let g = CoreGuard::lock();
-    let mut cmds = match COMMANDS.borrow(g.held()) {
-        Ok(c) => c,
-        Err(e) => return e.to_errno(),
-    };
+    let mut g = CoreGuard::lock();
+    let cmds = COMMANDS.borrow(g.parts().1);
     match cmds.iter().position(|&c| Some(c) == cmd) {
         Some(i) => {
             let last = cmds.len() - 1;
             cmds.as_mut_slice()[i..].rotate_left(1);
-            crate::base::sys::truncate(&mut *cmds, last);
+            crate::base::sys::truncate(cmds, last);
             0
         }
         None => ENODEV.to_errno(),
@@ -60,11 +54,9 @@ pub(crate) fn unregister_ftrace_command(cmd: Option<Command>) -> c_int {
 
 /// Whether a command of that name is registered (`mod` is built in).
 pub(crate) fn command_exists(name: &[u8]) -> bool {
-    let g = CoreGuard::lock();
+    let mut g = CoreGuard::lock();
     name == b"mod"
-        || COMMANDS
-            .borrow(g.held())
-            .is_ok_and(|c| !name.is_empty() && c.iter().any(|c| c.name() == name))
+        || (!name.is_empty() && COMMANDS.get(g.parts().1).iter().any(|c| c.name() == name))
 }
 
 /// Runs `func:cmd[:param]` through its registered command (`tr` is the
@@ -93,13 +85,11 @@ pub(crate) fn run_command(
         }
     }
     let found = {
-        let g = CoreGuard::lock();
-        let cmds = COMMANDS.borrow(g.held())?;
-        let found = cmds
-            .iter()
+        let mut g = CoreGuard::lock();
+        let cmds = COMMANDS.get(g.parts().1);
+        cmds.iter()
             .copied()
-            .find(|c| !name.is_empty() && c.name() == name);
-        found
+            .find(|c| !name.is_empty() && c.name() == name)
     };
     let Some(cmd) = found else {
         return Err(EINVAL);
@@ -122,18 +112,18 @@ static MODS: Locked<KVec<ModLoad>> = Locked::new(KVec::new());
 /// The cached entries of one trace array's filter (or notrace) file,
 /// borrowed under `ftrace_lock`.
 struct ModList<'h> {
-    all: LockedMut<'h, KVec<ModLoad>>,
+    all: &'h mut KVec<ModLoad>,
     tr: TraceArray,
     notrace: bool,
 }
 
 impl<'h> ModList<'h> {
-    fn of(held: &'h Held, tr: TraceArray, notrace: bool) -> Result<Self> {
-        Ok(ModList {
-            all: MODS.borrow(held)?,
+    fn of(key: &'h mut StateKey, tr: TraceArray, notrace: bool) -> Self {
+        ModList {
+            all: MODS.borrow(key),
             tr,
             notrace,
-        })
+        }
     }
 
     fn mine(&self, m: &ModLoad) -> bool {
@@ -213,8 +203,8 @@ pub(crate) fn mod_command(
         Kind::Front | Kind::Middle => module.strip_suffix(b"*").unwrap_or(module),
         _ => module,
     };
-    let g = CoreGuard::lock();
-    let mut mods = ModList::of(g.held(), tr, !enable)?;
+    let mut g = CoreGuard::lock();
+    let mut mods = ModList::of(g.parts().1, tr, !enable);
     if let Some(f) = func.strip_prefix(b"!") {
         let removed = mods
             .remove_if(|m| m.module.as_slice() == module && (f == b"*" || m.func.as_slice() == f));
@@ -227,22 +217,18 @@ pub(crate) fn mod_command(
 }
 
 /// Drops the cached `:mod:` entries of a filter file (an `O_TRUNC` open).
-pub(crate) fn clear_mod_list(held: &Held, tr: TraceArray, notrace: bool) {
-    if let Ok(mut l) = ModList::of(held, tr, notrace) {
-        l.remove_if(|_| true);
-    }
+pub(crate) fn clear_mod_list(key: &mut StateKey, tr: TraceArray, notrace: bool) {
+    ModList::of(key, tr, notrace).remove_if(|_| true);
 }
 
 /// Whether a trace array has cached `:mod:` entries.
-pub(crate) fn has_mods(held: &Held, tr: TraceArray, notrace: bool) -> bool {
-    ModList::of(held, tr, notrace).is_ok_and(|l| l.iter().next().is_some())
+pub(crate) fn has_mods(key: &mut StateKey, tr: TraceArray, notrace: bool) -> bool {
+    ModList::of(key, tr, notrace).iter().next().is_some()
 }
 
 /// Lists the cached `:mod:` entries, newest first.
-pub(crate) fn render_mods(held: &Held, o: &mut Out, tr: TraceArray, notrace: bool) {
-    let Ok(l) = ModList::of(held, tr, notrace) else {
-        return;
-    };
+pub(crate) fn render_mods(key: &mut StateKey, o: &mut Out, tr: TraceArray, notrace: bool) {
+    let l = ModList::of(key, tr, notrace);
     for m in l.iter() {
         o.bytes(&m.func);
         o.bytes(b":mod:");
@@ -294,27 +280,24 @@ fn apply_mods(tr: TraceArray, notrace: bool, name: &[u8]) {
         return;
     };
     let regex = op.lock_regex();
-    let g = CoreGuard::lock();
+    let mut g = CoreGuard::lock();
+    let (held, key) = g.parts();
     let (f, n) = regex.sets();
     let Ok(mut h) = FnSet::copy_of(if notrace { n } else { f }) else {
         return;
     };
-    let Ok(mut l) = ModList::of(g.held(), tr, notrace) else {
-        return;
-    };
-    let used = l.remove_if(|m| {
+    let used = ModList::of(key, tr, notrace).remove_if(|m| {
         if m.module.as_slice() != name {
             return false;
         }
         let func: &[u8] = if m.func.is_empty() { b"*" } else { &m.func };
-        let _ = match_records_locked(g.held(), &mut h, func, Some(name));
+        let _ = match_records_locked(held, &mut h, func, Some(name));
         true
     });
-    drop(l);
     if used {
         if !notrace {
-            h.set_mod(has_mods(g.held(), tr, false));
+            h.set_mod(has_mods(key, tr, false));
         }
-        let _ = commit(g.held(), op, notrace, h);
+        let _ = commit(held, key, op, notrace, h);
     }
 }

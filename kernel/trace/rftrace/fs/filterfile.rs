@@ -92,8 +92,8 @@ impl RegexFile {
             let (f, n) = regex.sets();
             if write && mode.trunc {
                 if let Some(tr) = tr.tr() {
-                    let g = CoreGuard::lock();
-                    probe::clear_mod_list(g.held(), tr, notrace);
+                    let mut g = CoreGuard::lock();
+                    probe::clear_mod_list(g.parts().1, tr, notrace);
                 }
                 FnSet::new()
             } else {
@@ -173,13 +173,14 @@ impl SeqText for RegexFile {
             pr_warn!("out of memory while editing a filter; it is left unchanged\n");
         } else if self.write {
             let _r = self.ops.lock_regex();
-            let g = CoreGuard::lock();
+            let mut g = CoreGuard::lock();
+            let (held, key) = g.parts();
             if let (false, Some(tr)) = (self.notrace, self.tr.tr()) {
-                let mods = probe::has_mods(g.held(), tr, false);
+                let mods = probe::has_mods(key, tr, false);
                 self.hash.set_mod(mods);
             }
             // The result is ignored, as in C.
-            let _ = commit(g.held(), self.ops, self.notrace, self.hash);
+            let _ = commit(held, key, self.ops, self.notrace, self.hash);
         }
         // The trace array's reference goes with `self`.
     }
@@ -227,7 +228,8 @@ fn reason(t: &Token<'_>) -> Option<(Why, usize)> {
 }
 
 fn render_filter(o: &mut Out, h: &FnSet, notrace: bool, probes: bool, tr: Option<TraceArray>) {
-    let g = CoreGuard::lock();
+    let mut g = CoreGuard::lock();
+    let (held, key) = g.parts();
     if dead() {
         return;
     }
@@ -246,9 +248,9 @@ fn render_filter(o: &mut Out, h: &FnSet, notrace: bool, probes: bool, tr: Option
         }
     }
     if let Some(tr) = tr {
-        probe::render_mods(g.held(), o, tr, notrace);
+        probe::render_mods(key, o, tr, notrace);
         if probes {
-            crate::filter::funcprobe::render_probes(g.held(), o, tr);
+            crate::filter::funcprobe::render_probes(held, key, o, tr);
         }
     }
 }
@@ -286,12 +288,13 @@ pub(crate) fn ftrace_create_filter_files(tr: Option<TraceArray>, parent: Dir) {
 /// An instance's function tracer goes: its ops is stopped and marked
 /// deleted, its sets freed (the files go with their directory).
 pub(crate) fn ftrace_destroy_filter_files(ops: OpsRef<'_>) {
-    let g = CoreGuard::lock();
-    ops.init(g.held());
+    let mut g = CoreGuard::lock();
+    let (held, key) = g.parts();
+    ops.init(held);
     if ops.has(crate::ops::registry::F_ENABLED) {
-        let _ = crate::ops::register::shutdown(g.held(), ops);
+        let _ = crate::ops::register::shutdown(held, key, ops);
     }
     ops.set(crate::ops::registry::F_DELETED);
-    drop(ops.swap_set(g.held(), false, None));
-    drop(ops.swap_set(g.held(), true, None));
+    drop(ops.swap_set(held, false, None));
+    drop(ops.swap_set(held, true, None));
 }

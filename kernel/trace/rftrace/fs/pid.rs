@@ -9,7 +9,7 @@
 //! call [`ftrace_pid_func`] first, which checks that record.
 
 use crate::base::ffi::{rftrace_tr_reset_ignore_pid, rftrace_tr_set_ignore_pid, PidList};
-use crate::base::sys::{CoreGuard, Held, PreemptOff, TraceArray};
+use crate::base::sys::{CoreGuard, Held, PreemptOff, StateKey, TraceArray};
 use crate::base::task::{Current, TaskRef};
 use crate::base::tp;
 use crate::base::trarray::{pid_lists, replace_pid_list, write_pid_list, TrOpen};
@@ -49,7 +49,7 @@ fn record_verdict(tr: TraceArray, t: TaskRef<'_>) {
 
 /// Points every pid-aware ops at the pid filter or back at its own
 /// callback, as the pid lists say.
-pub(crate) fn update_pid_funcs(held: &Held) {
+pub(crate) fn update_pid_funcs(held: &Held, key: &StateKey) {
     for op in crate::ops::registry::list(held) {
         if !op.has(bindings::FTRACE_OPS_FL_PID as c_ulong) {
             continue;
@@ -63,12 +63,12 @@ pub(crate) fn update_pid_funcs(held: &Held) {
         op.set_func(f);
         if !op.has(bindings::FTRACE_OPS_FL_DIRECT as c_ulong) {
             crate::ops::arch::update_trampoline(held, op);
-            crate::ops::groups::refresh(held, op);
+            crate::ops::groups::refresh(held, key, op);
         }
     }
     // The graph core's counterpart.
     #[cfg(CONFIG_FUNCTION_GRAPH_TRACER)]
-    crate::graph::fgraph::update_pid_funcs(held);
+    crate::graph::fgraph::update_pid_funcs(key);
 }
 
 // The tracepoint probes below have the prototypes of their tracepoints
@@ -239,12 +239,13 @@ impl<const KIND: c_int> SeqOpen for PidFile<KIND> {
 
 /// An `O_TRUNC` open of a pid file: its list goes.
 fn truncate(tr: Option<TraceArray>, kind: c_int) {
-    let g = CoreGuard::lock();
+    let mut g = CoreGuard::lock();
+    let (held, key) = g.parts();
     if let Some(tr) = tr {
-        clear(g.held(), tr, kind);
+        clear(held, tr, kind);
     }
-    update_pid_funcs(g.held());
-    let _ = crate::ops::update::update_sites(g.held());
+    update_pid_funcs(held, key);
+    let _ = crate::ops::update::update_sites(held, key);
 }
 
 /// Runs on every CPU after a pid list of `tr` changed: records this
@@ -263,8 +264,9 @@ fn write_pids(
     cnt: usize,
     pos: &mut bindings::loff_t,
 ) -> isize {
-    let g = CoreGuard::lock();
-    let (p, n) = pid_lists(tr, g.held());
+    let mut g = CoreGuard::lock();
+    let (held, key) = g.parts();
+    let (p, n) = pid_lists(tr, held);
     let (filtered, other) = if no { (n, p) } else { (p, n) };
     let had = filtered.is_some();
     let (r, new) = write_pid_list(filtered, ubuf, cnt);
@@ -272,14 +274,14 @@ fn write_pids(
         return r as isize;
     }
     let first = !had && new.is_some() && other.is_none();
-    replace_pid_list(g.held(), tr, no, new);
+    replace_pid_list(held, tr, no, new);
     if first {
         switch_probe(tr, true);
     }
     // The array is referenced by the open file.
     crate::base::sys::on_each_online_cpu(&|| ignore_task_cpu(tr));
-    update_pid_funcs(g.held());
-    let _ = crate::ops::update::update_sites(g.held());
+    update_pid_funcs(held, key);
+    let _ = crate::ops::update::update_sites(held, key);
     if r > 0 {
         *pos = pos.wrapping_add(r as bindings::loff_t);
     }

@@ -31,7 +31,7 @@
 //! freed waits for.
 
 use crate::base::cells::Locked;
-use crate::base::sys::{to_errno, CGlobal, CoreGuard, Held, TraceArray};
+use crate::base::sys::{to_errno, CGlobal, CoreGuard, Held, StateKey, TraceArray};
 use crate::base::sys::{NoPreempt, NotThreadSafe, PreemptOff};
 use crate::base::task::{guarded, Current, TaskRef};
 use crate::base::tp;
@@ -460,42 +460,43 @@ fn stop_graph(held: &Held, st: &mut State) {
 /// Registers a graph ops: its callbacks run at the entry and return of
 /// the functions its filter selects.
 pub(crate) fn register_ftrace_graph(g: GopsRef<'_>) -> c_int {
-    let guard = CoreGuard::lock();
-    let held = guard.held();
-    let mut st = match STATE.borrow(held) {
-        Ok(st) => st,
-        Err(e) => return e.to_errno(),
-    };
-    if !st.cpuhp {
-        if let Err(e) = crate::base::sys::on_cpu_online(c_str!("fgraph:online"), cpu_online) {
-            pr_warn!("fgraph: Error to init cpu hotplug support\n");
-            return e.to_errno();
+    let mut guard = CoreGuard::lock();
+    let (held, key) = guard.parts();
+    let (i, active, mut r) = {
+        let st = STATE.borrow(key);
+        if !st.cpuhp {
+            if let Err(e) = crate::base::sys::on_cpu_online(c_str!("fgraph:online"), cpu_online) {
+                pr_warn!("fgraph: Error to init cpu hotplug support\n");
+                return e.to_errno();
+            }
+            st.cpuhp = true;
         }
-        st.cpuhp = true;
-    }
-    let Some(i) = st.slots.alloc() else {
-        return ENOSPC.to_errno();
+        let Some(i) = st.slots.alloc() else {
+            return ENOSPC.to_errno();
+        };
+        if !ARRAY.is_free(held, i) {
+            st.slots.release(i);
+            return ENOSPC.to_errno();
+        }
+        let active = ftrace_graph_active.load(Ordering::Relaxed) + 1;
+        ftrace_graph_active.store(active, Ordering::Relaxed);
+        g.set_idx(held, i as c_int);
+        g.set_saved(g.entry());
+        if crate::ops::pidstate::pids_enabled(g.ops()) {
+            g.set_entry(PID_ENTRY);
+        }
+        let r = if active == 1 {
+            start_graph(held, st)
+        } else {
+            zero_task_vars(held, i);
+            Ok(())
+        };
+        (i, active, r)
     };
-    if !ARRAY.is_free(held, i) {
-        st.slots.release(i);
-        return ENOSPC.to_errno();
-    }
-    let active = ftrace_graph_active.load(Ordering::Relaxed) + 1;
-    ftrace_graph_active.store(active, Ordering::Relaxed);
-    g.set_idx(held, i as c_int);
-    g.set_saved(g.entry());
-    let sub = g.ops();
-    if crate::ops::pidstate::pids_enabled(sub) {
-        g.set_entry(PID_ENTRY);
-    }
-    let mut r = Ok(());
-    if active == 1 {
-        r = start_graph(held, &mut st);
-    } else {
-        zero_task_vars(held, i);
-    }
+    // The graph's state is not borrowed across the sub-op's startup,
+    // which changes the ops' own.
     if r.is_ok() {
-        r = crate::ops::subops::startup_subops(held, OpsRef::of_static(&GRAPH_OPS), sub);
+        r = crate::ops::subops::startup_subops(held, key, OpsRef::of_static(&GRAPH_OPS), g.ops());
     }
     if r.is_ok() {
         ARRAY.publish(held, i, g);
@@ -505,33 +506,35 @@ pub(crate) fn register_ftrace_graph(g: GopsRef<'_>) -> c_int {
     ftrace_graph_active.store(active - 1, Ordering::Relaxed);
     g.set_entry(g.saved());
     g.set_saved(None);
+    let st = STATE.borrow(key);
     st.slots.release(i);
     if active == 1 {
-        stop_graph(held, &mut st);
+        stop_graph(held, st);
     }
     to_errno(r)
 }
 
 /// Unregisters a graph ops.
 pub(crate) fn unregister_ftrace_graph(g: GopsRef<'_>) {
-    let guard = CoreGuard::lock();
-    let held = guard.held();
-    let Ok(mut st) = STATE.borrow(held) else {
-        return;
-    };
+    let mut guard = CoreGuard::lock();
+    let (held, key) = guard.parts();
     let listed = usize::try_from(g.idx())
         .ok()
         .filter(|&i| ARRAY.holds(held, i, g));
     if let Some(i) = listed {
-        if ftrace_graph_active.load(Ordering::Relaxed) > 0 && st.slots.release(i) {
+        if ftrace_graph_active.load(Ordering::Relaxed) > 0 && STATE.borrow(key).slots.release(i) {
             LIVE.fetch_and(!(1u16 << i), Ordering::Release);
             ARRAY.remove(held, i);
             let active = ftrace_graph_active.load(Ordering::Relaxed) - 1;
             ftrace_graph_active.store(active, Ordering::Relaxed);
-            let _ =
-                crate::ops::subops::shutdown_subops(held, OpsRef::of_static(&GRAPH_OPS), g.ops());
+            let _ = crate::ops::subops::shutdown_subops(
+                held,
+                key,
+                OpsRef::of_static(&GRAPH_OPS),
+                g.ops(),
+            );
             if active == 0 {
-                stop_graph(held, &mut st);
+                stop_graph(held, STATE.borrow(key));
             }
         }
     }
@@ -553,12 +556,12 @@ pub(crate) fn fgraph_init_ops<'a>(dst: OpsRef<'a>, src: Option<OpsRef<'a>>) {
 
 /// The pid lists changed: points each pid-aware graph ops at the pid
 /// filter or back at its own entry callback.
-pub(crate) fn update_pid_funcs(held: &Held) {
+pub(crate) fn update_pid_funcs(key: &StateKey) {
     let m = OpsRef::of_static(&GRAPH_OPS);
     if !m.has(bindings::FTRACE_OPS_FL_INITIALIZED as c_ulong) {
         return;
     }
-    for op in m.subops(held) {
+    for op in m.subops(key) {
         if !op.has(bindings::FTRACE_OPS_FL_PID as c_ulong) {
             continue;
         }

@@ -3,14 +3,14 @@
 //! The direct-call API: an ops whose sites call a trampoline of its
 //! owner (BPF) directly.
 
-use crate::base::sys::{addr, to_errno, CoreGuard, Held};
+use crate::base::sys::{addr, to_errno, CoreGuard, Held, StateKey};
 use crate::ops::arch::Target;
 use crate::ops::register::{ftrace_free_filter, shutdown, startup};
 use crate::ops::registry::{
     c_callback, list, ops_fn, Fregs, OpsCallback, OpsRef, DIRECT_LOCK, F_DIRECT, F_ENABLED,
     F_IPMODIFY, F_SAVE_REGS,
 };
-use crate::ops::update::{own_sites, slot_of, update_scope, SLOTS};
+use crate::ops::update::{own_sites, retarget_slot, update_scope};
 use kernel::bindings;
 use kernel::ffi::{c_int, c_ulong};
 use kernel::prelude::*;
@@ -33,7 +33,12 @@ impl OpsCallback for CallDirect {
 crate::base::nokprobe::nokprobe!(c_callback::<CallDirect>);
 
 /// [`register_ftrace_direct`] with its locks held (the direct lock too).
-pub(crate) fn register_direct(held: &Held, ops: OpsRef<'_>, target: c_ulong) -> Result {
+pub(crate) fn register_direct(
+    held: &Held,
+    key: &mut StateKey,
+    ops: OpsRef<'_>,
+    target: c_ulong,
+) -> Result {
     ops.init(held);
     if ops.has(F_ENABLED) || target == 0 {
         return Err(EINVAL);
@@ -68,7 +73,7 @@ pub(crate) fn register_direct(held: &Held, ops: OpsRef<'_>, target: c_ulong) -> 
     ops.set_trampoline(held, addr(bindings::ftrace_regs_caller), 0);
     ops.set_direct_call(held, target);
     ops.set(F_DIRECT | F_SAVE_REGS);
-    let r = startup(held, ops);
+    let r = startup(held, key, ops);
     if r.is_err() {
         ops.clear(F_DIRECT);
         ops.set_direct_call(held, 0);
@@ -86,14 +91,15 @@ pub(crate) fn unregister_ftrace_direct(
     let op = ops;
     let r = {
         let _d = DIRECT_LOCK.lock();
-        let g = CoreGuard::lock();
+        let mut g = CoreGuard::lock();
+        let (held, key) = g.parts();
         if !op.has(F_ENABLED) || !op.has(F_DIRECT) {
             return EINVAL.to_errno();
         }
-        let r = shutdown(g.held(), op);
+        let r = shutdown(held, key, op);
         op.clear(F_DIRECT);
-        op.set_direct_call(g.held(), 0);
-        op.set_trampoline(g.held(), 0, 0);
+        op.set_direct_call(held, 0);
+        op.set_trampoline(held, 0, 0);
         r
     };
     if free_filters {
@@ -109,7 +115,12 @@ pub(crate) fn unregister_ftrace_direct(
 /// shares go through the full-regs trampoline, which reads the ops'
 /// `direct_call` at every call. The old trampoline must stay until this
 /// returns (the caller frees it after).
-pub(crate) fn modify_direct(held: &Held, ops: OpsRef<'_>, target: c_ulong) -> Result {
+pub(crate) fn modify_direct(
+    held: &Held,
+    key: &mut StateKey,
+    ops: OpsRef<'_>,
+    target: c_ulong,
+) -> Result {
     let (flags, old) = (ops.flags(), ops.direct_call());
     if flags & F_ENABLED == 0 || flags & F_DIRECT == 0 || target == 0 {
         return Err(EINVAL);
@@ -118,24 +129,14 @@ pub(crate) fn modify_direct(held: &Held, ops: OpsRef<'_>, target: c_ulong) -> Re
     // Read locklessly by `call_direct_funcs`.
     ops.set_direct_call(held, target);
     let now = Target::direct_of(ops);
-    let slot = slot_of(held, ops)? as usize;
-    let retarget = |tramp: Target, was: Target| -> Result {
-        if let Some(i) = slot.checked_sub(1) {
-            let mut slots = SLOTS.borrow(held)?;
-            if let Some(x) = slots.get_mut(i) {
-                x.tramp = tramp;
-                x.was = was;
-            }
-        }
-        Ok(())
-    };
     // The plan sees the sites call `old` and moves them to `target`.
-    let r = retarget(now, was).and_then(|()| update_scope(held, &own_sites(held, ops)));
-    if let Err(e) = r {
+    retarget_slot(key, ops, now, was);
+    if let Err(e) = update_scope(held, key, &own_sites(held, ops)) {
         // Nothing was written (planning failed): back to the old target.
         ops.set_direct_call(held, old);
-        let _ = retarget(was, Target::NOP);
+        retarget_slot(key, ops, was, Target::NOP);
         return Err(e);
     }
-    retarget(now, Target::NOP)
+    retarget_slot(key, ops, now, Target::NOP);
+    Ok(())
 }

@@ -19,7 +19,7 @@
 //! trampoline as before.
 
 use crate::base::cells::Locked;
-use crate::base::sys::{dead, CoreGuard, Held, NoPreempt, StaticWork};
+use crate::base::sys::{dead, CoreGuard, Held, NoPreempt, StateKey, StaticWork};
 use crate::ops::arch::Target;
 use crate::ops::registry::{list, Ops, OpsRef, OpsTable, F_IPMODIFY, F_SAVE_REGS};
 use core::sync::atomic::{AtomicUsize, Ordering};
@@ -80,11 +80,33 @@ impl Group {
     }
 }
 
-/// The groups.
-static GROUPS: Locked<Groups> = Locked::new([const { None }; MAX_GROUPS]);
-
 /// Room for the groups (a free place: `None`).
 pub(crate) type Groups = [Option<KBox<Group>>; MAX_GROUPS];
+
+/// The groups: those listed, those waiting for the reaper ([`reap`]),
+/// and those it parked. An update borrows them with its own state
+/// ([`GROUPS_ID`]).
+pub(crate) struct Tables {
+    /// The listed groups.
+    live: Groups,
+    /// Groups taken out of the list that no site calls, waiting for the
+    /// reaper to free them after its waits.
+    retiring: Groups,
+    /// Retired groups the reaper kept rather than freed (their
+    /// trampolines no CPU is in), for [`revive`]; at most [`PARK_MAX`]:
+    /// the first retired while there is room, the rest freed.
+    parked: Groups,
+}
+
+/// The [`Locked`] identity of [`GROUPS`].
+pub(crate) const GROUPS_ID: u32 = 2;
+
+/// The groups' tables.
+pub(crate) static GROUPS: Locked<Tables, GROUPS_ID> = Locked::new(Tables {
+    live: [const { None }; MAX_GROUPS],
+    retiring: [const { None }; MAX_GROUPS],
+    parked: [const { None }; MAX_GROUPS],
+});
 /// Their ops, for the lockless lookups of trampolines.
 static PUBLISHED: OpsTable<MAX_GROUPS> = OpsTable::new();
 
@@ -93,8 +115,11 @@ static PUBLISHED: OpsTable<MAX_GROUPS> = OpsTable::new();
 /// trampoline saves a full `pt_regs` when `regs` and returns to the ip a
 /// member sets when `ipmodify`; made if there is none (none when it
 /// cannot be had: the caller uses the list trampoline).
+///
+/// In the tables `t`, which the caller's update borrowed.
 pub(crate) fn find_or_make(
     held: &Held,
+    t: &mut Tables,
     members: &[usize],
     regs: bool,
     ipmodify: bool,
@@ -102,15 +127,19 @@ pub(crate) fn find_or_make(
     if members.len() < 2 || members.len() > MAX_MEMBERS {
         return None;
     }
-    let mut all = GROUPS.borrow(held).ok()?;
-    if let Some(g) = all.iter().flatten().find(|g| g.is(members, regs, ipmodify)) {
+    if let Some(g) = t
+        .live
+        .iter()
+        .flatten()
+        .find(|g| g.is(members, regs, ipmodify))
+    {
         let o = g.ops();
         return Some((Target::trampoline_of(o), o.as_ptr()));
     }
-    if let Some(found) = revive(held, &mut all, members, regs, ipmodify) {
+    if let Some(found) = revive(held, t, members, regs, ipmodify) {
         return Some(found);
     }
-    make(held, &mut all, members, regs, ipmodify)
+    make(held, &mut t.live, members, regs, ipmodify)
 }
 
 /// Takes the group of `members` back into the list from the reaper's
@@ -133,18 +162,15 @@ pub(crate) fn find_or_make(
 /// does before its owner may free it. A parked one was waited out.
 fn revive(
     held: &Held,
-    all: &mut Groups,
+    t: &mut Tables,
     members: &[usize],
     regs: bool,
     ipmodify: bool,
 ) -> Option<(Target, *mut Ops)> {
-    let place = all.iter_mut().find(|p| p.is_none())?;
+    let place = t.live.iter_mut().find(|p| p.is_none())?;
     let mut g = None;
     let mut was_parked = false;
-    for (pool, parked) in [(&RETIRING, false), (&PARKED, true)] {
-        let Ok(mut waiting) = pool.borrow(held) else {
-            continue;
-        };
+    for (waiting, parked) in [(&mut t.retiring, false), (&mut t.parked, true)] {
         if let Some(p) = waiting
             .iter_mut()
             .find(|p| p.as_deref().is_some_and(|g| g.is(members, regs, ipmodify)))
@@ -245,11 +271,8 @@ fn install(
 
 /// Points the groups of `ops` at what its own trampoline calls now: its
 /// callback changed while it is registered (the pid filter).
-pub(crate) fn refresh(held: &Held, ops: OpsRef<'_>) {
-    let Ok(all) = GROUPS.borrow(held) else {
-        return;
-    };
-    for g in all.iter().flatten().filter(|g| g.has(ops)) {
+pub(crate) fn refresh(held: &Held, key: &StateKey, ops: OpsRef<'_>) {
+    for g in GROUPS.get(key).live.iter().flatten().filter(|g| g.has(ops)) {
         crate::ops::arch::update_trampoline(held, g.ops());
     }
 }
@@ -258,8 +281,8 @@ pub(crate) fn refresh(held: &Held, ops: OpsRef<'_>) {
 /// and no site calls their trampolines any more (the update that moved
 /// its sites covered every site of those groups, which all want `ops`).
 /// The caller frees their slots, then [`retire`]s them.
-pub(crate) fn take_with(held: &Held, ops: OpsRef<'_>) -> Groups {
-    take_where(held, |g| g.has(ops))
+pub(crate) fn take_with(held: &Held, key: &mut StateKey, ops: OpsRef<'_>) -> Groups {
+    take_where(held, &mut GROUPS.borrow(key).live, |g| g.has(ops))
 }
 
 /// How many groups there are when the update that just ended leaves
@@ -271,10 +294,8 @@ pub(crate) fn take_with(held: &Held, ops: OpsRef<'_>) -> Groups {
 pub(crate) const COLLECT_AT: usize = MAX_GROUPS * 3 / 4;
 
 /// How many groups there are.
-pub(crate) fn count(held: &Held) -> usize {
-    GROUPS
-        .borrow(held)
-        .map_or(0, |all| all.iter().flatten().count())
+fn count(t: &Tables) -> usize {
+    t.live.iter().flatten().count()
 }
 
 /// How many groups the last collection left, every one of them called;
@@ -285,27 +306,28 @@ static COLLECTED: AtomicUsize = AtomicUsize::new(0);
 /// Whether an update should look for idle groups: [`COLLECT_AT`] or
 /// more exist, and a group was made since the last look, or wanted and
 /// found no room.
-pub(crate) fn collect_due(held: &Held) -> bool {
-    let live = count(held);
+pub(crate) fn collect_due(t: &Tables) -> bool {
+    let live = count(t);
     live >= COLLECT_AT && live > COLLECTED.load(Ordering::Relaxed)
 }
 
 /// Notes that a look for idle groups left the ones there are now.
-pub(crate) fn collected(held: &Held) {
-    COLLECTED.store(count(held), Ordering::Relaxed);
+pub(crate) fn collected(t: &Tables) {
+    COLLECTED.store(count(t), Ordering::Relaxed);
 }
 
 /// Takes the groups whose ops `idle` says no site calls out of the list,
 /// as [`take_with`]; the caller frees their slots, then [`retire`]s them.
-pub(crate) fn take_idle(held: &Held, mut idle: impl FnMut(OpsRef<'_>) -> bool) -> Groups {
-    take_where(held, |g| idle(g.ops()))
+pub(crate) fn take_idle(
+    held: &Held,
+    t: &mut Tables,
+    mut idle: impl FnMut(OpsRef<'_>) -> bool,
+) -> Groups {
+    take_where(held, &mut t.live, |g| idle(g.ops()))
 }
 
-fn take_where(held: &Held, mut pick: impl FnMut(&Group) -> bool) -> Groups {
+fn take_where(held: &Held, all: &mut Groups, mut pick: impl FnMut(&Group) -> bool) -> Groups {
     let mut gone: Groups = [const { None }; MAX_GROUPS];
-    let Ok(mut all) = GROUPS.borrow(held) else {
-        return gone;
-    };
     for (place, out) in all.iter_mut().zip(gone.iter_mut()) {
         if place.as_deref().is_some_and(&mut pick) {
             *out = place.take();
@@ -317,13 +339,6 @@ fn take_where(held: &Held, mut pick: impl FnMut(&Group) -> bool) -> Groups {
     gone
 }
 
-/// Groups taken out of the list that no site calls, waiting for the
-/// reaper ([`reap`]) to free them after its waits.
-static RETIRING: Locked<Groups> = Locked::new([const { None }; MAX_GROUPS]);
-/// Retired groups the reaper kept rather than freed (their trampolines no
-/// CPU is in), for [`revive`]; at most [`PARK_MAX`]: the first retired
-/// while there is room, the rest freed.
-static PARKED: Locked<Groups> = Locked::new([const { None }; MAX_GROUPS]);
 /// The most groups parked.
 const PARK_MAX: usize = 8;
 /// The reaper's work item.
@@ -342,12 +357,12 @@ static REAPER: StaticWork = StaticWork::new(reap);
 /// does not wait for RCU-tasks grace periods (seconds under TCG) where
 /// the C core waits for none; the caller waits only when the reaper's
 /// places are full.
-pub(crate) fn retire(held: &Held, gone: Groups, also: Option<OpsRef<'_>>) {
+pub(crate) fn retire(held: &Held, key: &mut StateKey, gone: Groups, also: Option<OpsRef<'_>>) {
     if gone.iter().all(Option::is_none) && also.is_none() {
         return;
     }
     let gone = if also.is_none() {
-        match defer(held, gone) {
+        match defer(held, &mut GROUPS.borrow(key).retiring, gone) {
             None => return,
             Some(kept) => kept,
         }
@@ -365,10 +380,7 @@ pub(crate) fn retire(held: &Held, gone: Groups, also: Option<OpsRef<'_>>) {
 
 /// Hands `gone` to the reaper if its places hold them all (`None`), else
 /// gives them back.
-fn defer(held: &Held, gone: Groups) -> Option<Groups> {
-    let Ok(mut waiting) = RETIRING.borrow(held) else {
-        return Some(gone);
-    };
+fn defer(held: &Held, waiting: &mut Groups, gone: Groups) -> Option<Groups> {
     let free = waiting.iter().filter(|p| p.is_none()).count();
     if free < gone.iter().flatten().count() {
         return Some(gone);
@@ -379,7 +391,6 @@ fn defer(held: &Held, gone: Groups) -> Option<Groups> {
             *p = Some(g);
         }
     }
-    drop(waiting);
     REAPER.queue(held);
     None
 }
@@ -391,21 +402,19 @@ fn defer(held: &Held, gone: Groups) -> Option<Groups> {
 /// over meanwhile queue the work again.
 extern "C" fn reap(_work: *mut bindings::work_struct) {
     let taken = {
-        let g = CoreGuard::lock();
-        let Ok(mut waiting) = RETIRING.borrow(g.held()) else {
-            return;
-        };
-        core::mem::replace(&mut *waiting, [const { None }; MAX_GROUPS])
+        let mut g = CoreGuard::lock();
+        let t = GROUPS.borrow(g.parts().1);
+        core::mem::replace(&mut t.retiring, [const { None }; MAX_GROUPS])
     };
     if taken.iter().all(Option::is_none) {
         return;
     }
     crate::ops::arch::wait_trampolines_left();
-    let guard = CoreGuard::lock();
-    let held = guard.held();
+    let mut guard = CoreGuard::lock();
+    let (held, key) = guard.parts();
     let mut taken = taken;
     if !dead() {
-        park(held, &mut taken);
+        park(held, &mut GROUPS.borrow(key).parked, &mut taken);
     }
     if !crate::ops::arch::free_trampolines(held, taken.iter().flatten().map(|g| g.ops())) {
         for g in taken {
@@ -417,10 +426,7 @@ extern "C" fn reap(_work: *mut bindings::work_struct) {
 /// Moves the groups of `gone` (waited out, no site calling them) to the
 /// parked ones while there is room among the first [`PARK_MAX`] places;
 /// perf hears they went, as for a freed one.
-fn park(held: &Held, gone: &mut Groups) {
-    let Ok(mut parked) = PARKED.borrow(held) else {
-        return;
-    };
+fn park(held: &Held, parked: &mut Groups, gone: &mut Groups) {
     for p in gone.iter_mut() {
         if p.is_none() {
             continue;

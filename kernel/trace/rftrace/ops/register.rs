@@ -6,7 +6,7 @@
 //! that defines it (`registry`, `update`, ...): nothing is re-exported
 //! here.
 
-use crate::base::sys::{dead, enabled, to_errno, CoreGuard, Held};
+use crate::base::sys::{dead, enabled, to_errno, CoreGuard, Held, StateKey};
 use crate::ops::arch::{self, Target};
 use crate::ops::update::{
     ipmodify_conflict, own_sites, reserve_plan, slot_alloc, slot_free, update_scope,
@@ -33,7 +33,7 @@ fn is_core_data(a: u64) -> bool {
 }
 
 /// Registers `ops` and patches the sites it wants (`ftrace_startup()`).
-pub(crate) fn startup(held: &Held, ops: OpsRef<'_>) -> Result {
+pub(crate) fn startup(held: &Held, key: &mut StateKey, ops: OpsRef<'_>) -> Result {
     if dead() {
         return Err(ENODEV);
     }
@@ -63,7 +63,7 @@ pub(crate) fn startup(held: &Held, ops: OpsRef<'_>) -> Result {
     }
     // Room in the plan for this ops, so that no update made while it is
     // registered, its removal included, needs memory.
-    reserve_plan(held, 1)?;
+    reserve_plan(held, key, 1)?;
     // Everything the dispatchers read is set before the ops is published.
     let mut add = F_ENABLED | F_ADDING;
     if flags & F_SAVE_REGS_IF != 0 {
@@ -77,10 +77,10 @@ pub(crate) fn startup(held: &Held, ops: OpsRef<'_>) -> Result {
     if crate::ops::pidstate::pids_enabled(ops) {
         ops.set_func(crate::ops::registry::ops_fn::<crate::ops::pidstate::PidFunc>());
     }
-    let tx = Publishing::publish(held, ops, add & F_DYNAMIC != 0);
+    let mut tx = Publishing::publish(held, key, ops, add & F_DYNAMIC != 0);
     if flags & F_DIRECT != 0 {
         // Alone on a site, a direct ops' site calls its direct trampoline.
-        slot_alloc(held, ops, Target::direct_of(ops));
+        slot_alloc(tx.key(), ops, Target::direct_of(ops));
     } else {
         arch::update_trampoline(held, ops);
         let tramp = Target::trampoline_of(ops);
@@ -88,10 +88,10 @@ pub(crate) fn startup(held: &Held, ops: OpsRef<'_>) -> Result {
             arch::perf_trampoline(held, ops, false);
         }
         if !tramp.is_nop() {
-            slot_alloc(held, ops, tramp);
+            slot_alloc(tx.key(), ops, tramp);
         }
     }
-    let r = update_scope(held, &own_sites(held, ops));
+    let r = update_scope(held, tx.key(), &own_sites(held, ops));
     ops.clear(F_ADDING);
     // On an error the update failed before writing a site (or tracing is
     // dead), and dropping the transaction takes the ops off again.
@@ -108,6 +108,7 @@ pub(crate) fn startup(held: &Held, ops: OpsRef<'_>) -> Result {
 /// of them: the update that failed writes none, or tracing is dead.
 struct Publishing<'h, 'o> {
     held: &'h Held,
+    key: &'h mut StateKey,
     ops: OpsRef<'o>,
     /// The ops' trampoline before the startup.
     before_tramp: u64,
@@ -115,14 +116,20 @@ struct Publishing<'h, 'o> {
 }
 
 impl<'h, 'o> Publishing<'h, 'o> {
-    fn publish(held: &'h Held, ops: OpsRef<'o>, dynamic: bool) -> Self {
+    fn publish(held: &'h Held, key: &'h mut StateKey, ops: OpsRef<'o>, dynamic: bool) -> Self {
         ops.publish(held);
         Publishing {
             held,
+            key,
             ops,
             before_tramp: ops.trampoline().0,
             dynamic,
         }
+    }
+
+    /// The key to the core's state, while the transaction holds it.
+    fn key(&mut self) -> &mut StateKey {
+        self.key
     }
 
     /// The ops stays registered.
@@ -137,7 +144,7 @@ impl Drop for Publishing<'_, '_> {
         ops.unlink(held);
         ops.clear(F_ENABLED);
         let made = self.dynamic && ops.trampoline().0 != self.before_tramp;
-        release(held, ops, made);
+        release(held, self.key, ops, made);
     }
 }
 
@@ -146,30 +153,30 @@ impl Drop for Publishing<'_, '_> {
 /// which go after the waits of `groups::retire`; and gives it back the
 /// function it was registered with. The last step of both [`shutdown`]
 /// and a failed [`startup`].
-fn release(held: &Held, ops: OpsRef<'_>, own: bool) {
-    slot_free(held, ops);
-    let gone = take_groups(held, ops);
+fn release(held: &Held, key: &mut StateKey, ops: OpsRef<'_>, own: bool) {
+    slot_free(key, ops);
+    let gone = take_groups(held, key, ops);
     // Out of the dispatch now (a failed startup never set it).
     ops.clear(F_REMOVING);
     if ops.saved_func().is_some() {
         ops.set_func(ops.saved_func());
     }
-    crate::ops::groups::retire(held, gone, own.then_some(ops));
+    crate::ops::groups::retire(held, key, gone, own.then_some(ops));
 }
 
 /// Takes the groups of `ops`, which is going and whose sites no longer call
 /// them, out of the list and their slots, for `groups::retire`.
-fn take_groups(held: &Held, ops: OpsRef<'_>) -> crate::ops::groups::Groups {
-    let gone = crate::ops::groups::take_with(held, ops);
+fn take_groups(held: &Held, key: &mut StateKey, ops: OpsRef<'_>) -> crate::ops::groups::Groups {
+    let gone = crate::ops::groups::take_with(held, key, ops);
     for g in gone.iter().flatten() {
-        slot_free(held, g.ops());
+        slot_free(key, g.ops());
     }
     gone
 }
 
 /// Unregisters `ops` (`ftrace_shutdown()`); when it returns, no CPU runs
 /// the ops' callback through the core any more.
-pub(crate) fn shutdown(held: &Held, ops: OpsRef<'_>) -> Result {
+pub(crate) fn shutdown(held: &Held, key: &mut StateKey, ops: OpsRef<'_>) -> Result {
     if dead() {
         return Err(ENODEV);
     }
@@ -182,7 +189,7 @@ pub(crate) fn shutdown(held: &Held, ops: OpsRef<'_>) -> Result {
     }
     ops.set(F_REMOVING);
     ops.clear(F_ENABLED);
-    if let Err(e) = update_scope(held, &own_sites(held, ops)) {
+    if let Err(e) = update_scope(held, key, &own_sites(held, ops)) {
         // A site did not hold what its record said: tracing is dead now
         // (`ftrace_bug()`), and sites of this ops may still call its
         // trampoline. It stays, slot and all, for as long as the kernel
@@ -194,7 +201,7 @@ pub(crate) fn shutdown(held: &Held, ops: OpsRef<'_>) -> Result {
         return Err(e);
     }
     // No site calls its trampoline now, nor those of its groups.
-    release(held, ops, ops.has(F_DYNAMIC));
+    release(held, key, ops, ops.has(F_DYNAMIC));
     Ok(())
 }
 
@@ -204,14 +211,19 @@ pub(crate) fn register_ftrace_function(ops: OpsRef<'_>) -> c_int {
     if let Err(e) = share_with_direct(&d, ops, Share::Enable) {
         return e.to_errno();
     }
-    let g = CoreGuard::lock();
-    to_errno(startup(g.held(), ops))
+    let mut g = CoreGuard::lock();
+    let (held, key) = g.parts();
+    to_errno(startup(held, key, ops))
 }
 
 /// Unregisters an ops.
 pub(crate) fn unregister_ftrace_function(ops: OpsRef<'_>) -> c_int {
     let d = DirectGuard::lock();
-    let r = shutdown(CoreGuard::lock().held(), ops);
+    let r = {
+        let mut g = CoreGuard::lock();
+        let (held, key) = g.parts();
+        shutdown(held, key, ops)
+    };
     let _ = share_with_direct(&d, ops, Share::Disable);
     to_errno(r)
 }

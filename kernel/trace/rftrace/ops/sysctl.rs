@@ -15,7 +15,8 @@ use kernel::prelude::*;
 /// `parse` is the sysctl core's integer handler (it reads or writes
 /// `ftrace_enabled`), called with `ftrace_lock` held.
 pub(crate) fn enabled_sysctl(write: bool, parse: impl FnOnce() -> c_int) -> c_int {
-    let g = CoreGuard::lock();
+    let mut g = CoreGuard::lock();
+    let (held, key) = g.parts();
     if dead() {
         return ENODEV.to_errno();
     }
@@ -24,9 +25,9 @@ pub(crate) fn enabled_sysctl(write: bool, parse: impl FnOnce() -> c_int) -> c_in
     if r != 0 || !write || last == enabled() {
         return r;
     }
-    if !enabled() && list(g.held()).any(|o| o.has(F_PERMANENT)) {
+    if !enabled() && list(held).any(|o| o.has(F_PERMANENT)) {
         crate::base::sys::ftrace_enabled.store(1, Ordering::Relaxed);
         return EBUSY.to_errno();
     }
-    to_errno(update_sites(g.held()))
+    to_errno(update_sites(held, key))
 }

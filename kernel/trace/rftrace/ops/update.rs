@@ -12,10 +12,11 @@
 //! batch by the arch layer.
 
 use crate::base::cells::Locked;
-use crate::base::sys::{dead, enabled, Held};
+use crate::base::sys::{dead, enabled, Held, StateKey};
 use crate::logic::plan::{self, OpsSites, Shared};
 use crate::logic::sites::{flags as sf, Site};
 use crate::ops::arch::{Changes, Target};
+use crate::ops::groups::{self, Tables, GROUPS};
 use crate::ops::registry::{list, Ops, OpsRef, F_DIRECT, F_IPMODIFY, F_SAVE_REGS, F_STUB};
 use crate::sites::hash::SetRef;
 use crate::sites::publish::PlanRoom;
@@ -36,17 +37,48 @@ pub(crate) struct Slot {
 
 // SAFETY: `ops` is the address of a registered ops, read and turned back
 // into an `OpsRef` only under `ftrace_lock` (the only way to reach
-// [`SLOTS`]), whichever task holds it; the rest is plain data.
+// [`UPDATE`]), whichever task holds it; the rest is plain data.
 unsafe impl Send for Slot {}
 
-pub(crate) static SLOTS: Locked<KVec<Slot>> = Locked::new(KVec::new());
+/// What updates keep under `ftrace_lock`: the slots, the batch and the
+/// plan's room. An update borrows the groups' tables with it.
+struct Update {
+    slots: KVec<Slot>,
+    batch: Batch,
+    planned: PlanRoom<Target>,
+}
 
-/// The slot number of `ops` (0: none).
-pub(crate) fn slot_of(held: &Held, ops: OpsRef<'_>) -> Result<u32> {
-    let s = SLOTS.borrow(held)?;
-    Ok(s.iter()
+/// The [`Locked`] identity of [`UPDATE`] (not [`groups::GROUPS_ID`]).
+const UPDATE_ID: u32 = 1;
+
+static UPDATE: Locked<Update, UPDATE_ID> = Locked::new(Update {
+    slots: KVec::new(),
+    batch: Batch {
+        changes: Changes::new(),
+        cells: [None; BATCH],
+        next: [Site::new(0); BATCH],
+    },
+    planned: PlanRoom::new(),
+});
+
+/// The slot number of `ops` in `slots` (0: none).
+fn slot_in(slots: &[Slot], ops: OpsRef<'_>) -> u32 {
+    slots
+        .iter()
         .position(|x| x.ops == ops.as_ptr())
-        .map_or(0, |i| i as u32 + 1))
+        .map_or(0, |i| i as u32 + 1)
+}
+
+/// Points the slot of `ops` (if it has one) at `tramp`, `was` being the
+/// trampoline its sites still call until the next update moves them.
+pub(crate) fn retarget_slot(key: &mut StateKey, ops: OpsRef<'_>, tramp: Target, was: Target) {
+    let slots = &mut UPDATE.borrow(key).slots;
+    if let Some(i) = slot_in(slots, ops).checked_sub(1) {
+        if let Some(x) = slots.get_mut(i as usize) {
+            x.tramp = tramp;
+            x.was = was;
+        }
+    }
 }
 
 /// What the sites of slot `slot` (0: none) call.
@@ -59,11 +91,8 @@ fn slot_target(slots: &[Slot], slot: u32) -> Target {
 
 /// Gives `ops` a slot whose sites call `tramp` (0: none could be had; the
 /// ops then goes through the list trampoline).
-pub(crate) fn slot_alloc(held: &Held, ops: OpsRef<'_>, tramp: Target) -> u32 {
-    let Ok(mut s) = SLOTS.borrow(held) else {
-        return 0;
-    };
-    slot_alloc_in(&mut s, ops.as_ptr(), tramp)
+pub(crate) fn slot_alloc(key: &mut StateKey, ops: OpsRef<'_>, tramp: Target) -> u32 {
+    slot_alloc_in(&mut UPDATE.borrow(key).slots, ops.as_ptr(), tramp)
 }
 
 /// [`slot_alloc`] in the slots `s`, for the ops at `ops`.
@@ -97,10 +126,12 @@ fn slot_alloc_in(s: &mut KVec<Slot>, ops: *mut Ops, tramp: Target) -> u32 {
 }
 
 /// Frees the slot of `ops`, whose trampoline no site calls any more.
-pub(crate) fn slot_free(held: &Held, ops: OpsRef<'_>) {
-    let Ok(mut s) = SLOTS.borrow(held) else {
-        return;
-    };
+pub(crate) fn slot_free(key: &mut StateKey, ops: OpsRef<'_>) {
+    slot_free_in(&mut UPDATE.borrow(key).slots, ops)
+}
+
+/// [`slot_free`] in the slots `s`.
+fn slot_free_in(s: &mut [Slot], ops: OpsRef<'_>) {
     for x in s.iter_mut().filter(|x| x.ops == ops.as_ptr()) {
         x.ops = ptr::null_mut();
         x.tramp = Target::NOP;
@@ -166,21 +197,14 @@ struct Batch {
     next: [Site; BATCH],
 }
 
-static BATCH_BUF: Locked<Batch> = Locked::new(Batch {
-    changes: Changes::new(),
-    cells: [None; BATCH],
-    next: [Site::new(0); BATCH],
-});
-
-/// What every registered ops wants, for one update: filled anew by each
-/// update within the capacity [`reserve_plan`] made, so that it does not
-/// allocate either.
-static PLANNED: PlanRoom<Target> = PlanRoom::new();
-
 /// Makes room in the plan for the registered ops and `extra` more, before
 /// an ops is published. Fails with `ENOMEM` while nothing has changed yet.
-pub(crate) fn reserve_plan(held: &Held, extra: usize) -> Result {
-    PLANNED.reserve(held, list(held).count().saturating_add(extra))
+/// The plan, what every registered ops wants for one update, is filled
+/// anew by each update within that room, so that it does not allocate
+/// either.
+pub(crate) fn reserve_plan(held: &Held, key: &mut StateKey, extra: usize) -> Result {
+    let n = list(held).count().saturating_add(extra);
+    UPDATE.borrow(key).planned.reserve(n)
 }
 
 /// Writes the gathered sites, then their records; empties the batch.
@@ -206,8 +230,8 @@ fn flush(held: &Held, b: &mut Batch) -> Result {
 
 /// Recomputes what every site must call and writes the sites that change,
 /// in batches (sleeps).
-pub(crate) fn update_sites(held: &Held) -> Result {
-    update_scope(held, &[])
+pub(crate) fn update_sites(held: &Held, key: &mut StateKey) -> Result {
+    update_scope(held, key, &[])
 }
 
 /// How many sites of the sets of a scoped update make it walk the whole
@@ -222,17 +246,20 @@ const WALK_TABLE_AT: usize = 8 * BATCH;
 /// Allocates nothing: the plan's room was reserved when the ops now
 /// registered came, and the batch is static. It fails only when a site
 /// does not hold what its record says, which kills tracing (`ftrace_bug()`).
-pub(crate) fn update_scope(held: &Held, scope: &[SetRef<'_>]) -> Result {
+pub(crate) fn update_scope(held: &Held, key: &mut StateKey, scope: &[SetRef<'_>]) -> Result {
     let on = enabled() && !dead();
+    let (u, t) = UPDATE.borrow_pair(&GROUPS, key);
+    let Update {
+        slots,
+        batch: b,
+        planned,
+    } = u;
     // No set of this update is read after it: the room is emptied.
-    PLANNED.with(held, |planned| {
-        fill_plan(held, planned)?;
-        let mut b = BATCH_BUF.borrow(held)?;
-        let mut slots = SLOTS.borrow(held)?;
+    planned.with(held, |planned| {
+        fill_plan(held, slots, planned)?;
         b.changes.clear();
-        let mut visit = |cell: &'static Cell| -> Result {
-            plan_site(held, &mut slots, cell, on, planned, &mut b)
-        };
+        let mut visit =
+            |cell: &'static Cell| -> Result { plan_site(held, slots, t, cell, on, planned, b) };
         if scope.is_empty() {
             for cell in table::all() {
                 visit(cell)?;
@@ -261,10 +288,9 @@ pub(crate) fn update_scope(held: &Held, scope: &[SetRef<'_>]) -> Result {
                 }
             }
         }
-        drop(slots);
-        flush(held, &mut b)
+        flush(held, b)
     })?;
-    collect_idle_groups(held);
+    collect_idle_groups(held, key);
     Ok(())
 }
 
@@ -275,22 +301,25 @@ pub(crate) fn update_scope(held: &Held, scope: &[SetRef<'_>]) -> Result {
 /// that each batch's sites lie close together (a batch's steps are runs
 /// of nearby pages). Linear in `ips` (with a table lookup each): a filter
 /// of one function replaced by `*` passes every site.
-pub(crate) fn update_ips(held: &Held, ips: &[u64]) -> Result {
+pub(crate) fn update_ips(held: &Held, key: &mut StateKey, ips: &[u64]) -> Result {
     let on = enabled() && !dead();
-    PLANNED.with(held, |planned| {
-        fill_plan(held, planned)?;
-        let mut b = BATCH_BUF.borrow(held)?;
-        let mut slots = SLOTS.borrow(held)?;
+    let (u, t) = UPDATE.borrow_pair(&GROUPS, key);
+    let Update {
+        slots,
+        batch: b,
+        planned,
+    } = u;
+    planned.with(held, |planned| {
+        fill_plan(held, slots, planned)?;
         b.changes.clear();
         for &ip in ips {
             if let Some(c) = table::find(held, ip) {
-                plan_site(held, &mut slots, c, on, planned, &mut b)?;
+                plan_site(held, slots, t, c, on, planned, b)?;
             }
         }
-        drop(slots);
-        flush(held, &mut b)
+        flush(held, b)
     })?;
-    collect_idle_groups(held);
+    collect_idle_groups(held, key);
     Ok(())
 }
 
@@ -308,9 +337,8 @@ pub(crate) fn update_ips(held: &Held, ips: &[u64]) -> Result {
 /// a group was made since or found no room ([`groups::collect_due`]), so
 /// that an update of one site does not walk every site each time while
 /// many groups are in use.
-fn collect_idle_groups(held: &Held) {
-    use crate::ops::groups;
-    if !groups::collect_due(held) {
+fn collect_idle_groups(held: &Held, key: &mut StateKey) {
+    if !groups::collect_due(GROUPS.get(key)) {
         return;
     }
     // The slots that group sites call, sorted: at most one per group.
@@ -334,9 +362,8 @@ fn collect_idle_groups(held: &Held) {
         }
     }
     let called = &called[..n];
-    let Ok(slots) = SLOTS.borrow(held) else {
-        return;
-    };
+    let (u, t) = UPDATE.borrow_pair(&GROUPS, key);
+    let slots = &mut u.slots;
     let idle = |o: OpsRef<'_>| {
         slots
             .iter()
@@ -345,30 +372,25 @@ fn collect_idle_groups(held: &Held) {
             // no site either.
             .map_or(true, |i| called.binary_search(&(i as u32 + 1)).is_err())
     };
-    let gone = groups::take_idle(held, idle);
-    drop(slots);
+    let gone = groups::take_idle(held, t, idle);
     for g in gone.iter().flatten() {
-        slot_free(held, g.ops());
+        slot_free_in(slots, g.ops());
     }
-    groups::retire(held, gone, None);
-    groups::collected(held);
+    groups::retire(held, key, gone, None);
+    groups::collected(GROUPS.get(key));
 }
 
 /// Fills the plan with what every registered ops wants, within the room
 /// [`reserve_plan`] made: no allocation.
-fn fill_plan<'h>(held: &'h Held, planned: &mut KVec<Planned<'h>>) -> Result {
+fn fill_plan<'h>(held: &'h Held, slots: &[Slot], planned: &mut KVec<Planned<'h>>) -> Result {
     crate::base::sys::truncate(planned, 0);
-    let slots = SLOTS.borrow(held)?;
     for op in list(held) {
         let flags = op.flags();
         if flags & F_STUB != 0 {
             continue;
         }
         let (filter, notrace) = op.sets(held);
-        let slot = slots
-            .iter()
-            .position(|x| x.ops == op.as_ptr())
-            .map_or(0, |i| i as u32 + 1);
+        let slot = slot_in(slots, op);
         // Within the capacity reserved for every listed ops: no allocation.
         planned
             .push(
@@ -381,7 +403,7 @@ fn fill_plan<'h>(held: &'h Held, planned: &mut KVec<Planned<'h>>) -> Result {
                     },
                     direct: flags & F_DIRECT != 0,
                     slot,
-                    tramp: slot_target(&slots, slot),
+                    tramp: slot_target(slots, slot),
                     id: op.as_ptr() as usize,
                 },
                 GFP_KERNEL,
@@ -393,8 +415,8 @@ fn fill_plan<'h>(held: &'h Held, planned: &mut KVec<Planned<'h>>) -> Result {
 
 /// Whether any registered ops manages sub-ops (their filters are then
 /// rebuilt from the sub-ops' on every change).
-pub(crate) fn any_manager(held: &Held) -> bool {
-    list(held).any(|o| o.is_manager(held))
+pub(crate) fn any_manager(held: &Held, key: &StateKey) -> bool {
+    list(held).any(|o| o.is_manager(key))
 }
 
 /// Plans one site: its record is set at once when its instruction stays,
@@ -402,6 +424,7 @@ pub(crate) fn any_manager(held: &Held) -> bool {
 fn plan_site(
     held: &Held,
     slots: &mut KVec<Slot>,
+    tables: &mut Tables,
     cell: &'static Cell,
     on: bool,
     planned: &[Planned<'_>],
@@ -419,7 +442,7 @@ fn plan_site(
         regs: regs_tramp,
     };
     let (new, next) = plan::plan_site(&site, on, planned, shared, |mask, regs| {
-        group_target(held, slots, planned, mask, regs)
+        group_target(held, slots, tables, planned, mask, regs)
     });
     let Some(cur) = current_target(slots, &site, list_tramp, regs_tramp) else {
         pr_err!("site {:#x}: lost track of its trampoline\n", ip);
@@ -448,11 +471,12 @@ fn plan_site(
 fn group_target(
     held: &Held,
     slots: &mut KVec<Slot>,
+    tables: &mut Tables,
     planned: &[Planned<'_>],
     mask: u64,
     regs: bool,
 ) -> Option<(Target, u32)> {
-    let mut ids = [0usize; crate::ops::groups::MAX_MEMBERS];
+    let mut ids = [0usize; groups::MAX_MEMBERS];
     let (mut n, mut ipmodify) = (0, false);
     for (i, p) in planned.iter().enumerate().take(64) {
         if mask & (1 << i) != 0 {
@@ -461,7 +485,7 @@ fn group_target(
             ipmodify |= p.sites.ipmodify;
         }
     }
-    let (tramp, ops) = crate::ops::groups::find_or_make(held, &ids[..n], regs, ipmodify)?;
+    let (tramp, ops) = groups::find_or_make(held, tables, &ids[..n], regs, ipmodify)?;
     let slot = slot_alloc_in(slots, ops, tramp);
     (slot != 0).then_some((tramp, slot))
 }

@@ -195,39 +195,39 @@ pub(crate) type Planned<'h, T> = crate::logic::plan::Planned<SetRef<'h>, T>;
 
 /// Room for one update's plan, reserved ahead so that an update never
 /// allocates: it holds the sets of the registered ops only during the
-/// update, which holds `ftrace_lock` throughout.
+/// update, which holds `ftrace_lock` throughout (the room is core state,
+/// kept in a `Locked` cell).
 ///
 /// # Invariants
 ///
 /// The vector is empty but during [`PlanRoom::with`].
-pub(crate) struct PlanRoom<T: 'static>(crate::base::cells::Locked<KVec<Planned<'static, T>>>);
+pub(crate) struct PlanRoom<T: 'static>(KVec<Planned<'static, T>>);
 
 impl<T: 'static> PlanRoom<T> {
     /// No room yet.
     pub(crate) const fn new() -> Self {
-        PlanRoom(crate::base::cells::Locked::new(KVec::new()))
+        PlanRoom(KVec::new())
     }
 
     /// Makes room for `n` ops in all.
-    pub(crate) fn reserve(&self, held: &Held, n: usize) -> Result {
-        let mut v = self.0.borrow(held)?;
-        let more = n.saturating_sub(v.len());
-        v.reserve(more, GFP_KERNEL).map_err(|_| ENOMEM)
+    pub(crate) fn reserve(&mut self, n: usize) -> Result {
+        let more = n.saturating_sub(self.0.len());
+        self.0.reserve(more, GFP_KERNEL).map_err(|_| ENOMEM)
     }
 
     /// Runs `f` on the room, empty, as a vector of plans whose sets are
-    /// borrowed for `'h`; empties it after.
+    /// borrowed for `'h` (as long as `ftrace_lock` is held); empties it
+    /// after.
     pub(crate) fn with<'h, R>(
-        &self,
-        held: &'h Held,
+        &mut self,
+        _held: &'h Held,
         f: impl FnOnce(&mut KVec<Planned<'h, T>>) -> Result<R>,
     ) -> Result<R> {
-        let mut v = self.0.borrow(held)?;
-        crate::base::sys::truncate(&mut *v, 0);
-        let v: &mut KVec<Planned<'static, T>> = &mut v;
+        let v = &mut self.0;
+        crate::base::sys::truncate(v, 0);
         // SAFETY: the same type but for a lifetime, which does not change
         // the layout. The vector is empty now and is emptied before this
-        // returns (below), so no set borrowed for `'h` stays in the static
+        // returns (below), so no set borrowed for `'h` stays in the room
         // after `'h`; whatever `f` puts in its place is emptied alike.
         let v = unsafe { &mut *ptr::from_mut(v).cast::<KVec<Planned<'h, T>>>() };
         let r = f(v);

@@ -5,7 +5,7 @@
 
 use crate::base::cells::Locked;
 use crate::base::sys::{
-    ftrace_list_end, ftrace_ops_list, CMutex, CoreGuard, Guard, Held, Keeps, NoPreempt,
+    ftrace_list_end, ftrace_ops_list, CMutex, CoreGuard, Guard, Held, Keeps, NoPreempt, StateKey,
 };
 use core::marker::PhantomData;
 use core::ptr;
@@ -16,49 +16,47 @@ use super::{Ops, OpsRef, F_DIRECT};
 
 impl<'a> OpsRef<'a> {
     /// Whether it manages sub-ops.
-    pub(crate) fn is_manager(self, held: &Held) -> bool {
-        SUBOPS
-            .borrow(held)
-            .is_ok_and(|v| v.iter().any(|&SubLink(m, _)| m == self.0))
+    pub(crate) fn is_manager(self, key: &StateKey) -> bool {
+        SUBOPS.get(key).iter().any(|&SubLink(m, _)| m == self.0)
     }
 
     /// Its sub-ops (a manager's), newest first.
-    pub(crate) fn subops<'h>(self, held: &'h Held) -> impl Iterator<Item = OpsRef<'h>>
+    ///
+    /// The links stay as they are while the walk borrows `key`.
+    pub(crate) fn subops<'h>(self, key: &'h StateKey) -> impl Iterator<Item = OpsRef<'h>>
     where
         'a: 'h,
     {
-        let n = SUBOPS.borrow(held).map_or(0, |v| v.len());
-        // Each step borrows the links for its own read.
-        (0..n).rev().filter_map(move |i| {
-            let v = SUBOPS.borrow(held).ok()?;
-            let &SubLink(m, sub) = v.get(i)?;
-            // INVARIANT: a linked sub-op is live until its owner unlinks
-            // it (under `ftrace_lock`, held for `'h`) before it goes.
-            (m == self.0).then_some(OpsRef(sub, PhantomData))
-        })
+        SUBOPS
+            .get(key)
+            .iter()
+            .rev()
+            .filter_map(move |&SubLink(m, sub)| {
+                // INVARIANT: a linked sub-op is live until its owner unlinks
+                // it (under `ftrace_lock`, held for `'h`) before it goes.
+                (m == self.0).then_some(OpsRef(sub, PhantomData))
+            })
     }
 
     /// Links `sub` (on no manager's list) to its sub-ops.
-    pub(crate) fn add_subop(self, held: &Held, sub: OpsRef<'_>) -> Result {
+    pub(crate) fn add_subop(self, held: &Held, key: &mut StateKey, sub: OpsRef<'_>) -> Result {
         self.init(held);
         sub.init(held);
         SUBOPS
-            .borrow(held)?
+            .borrow(key)
             .push(SubLink(self.0, sub.0), GFP_KERNEL)?;
         Ok(())
     }
 
     /// Unlinks it from its manager's sub-ops.
-    pub(crate) fn del_subop(self, held: &Held) {
-        let Ok(mut v) = SUBOPS.borrow(held) else {
-            return;
-        };
+    pub(crate) fn del_subop(self, key: &mut StateKey) {
+        let v = SUBOPS.borrow(key);
         if let Some(i) = v.iter().position(|&SubLink(_, sub)| sub == self.0) {
             let last = v.len() - 1;
             v.as_mut_slice()[i..].rotate_left(1);
             // The room stays: a relink after a failed removal does not
             // allocate.
-            crate::base::sys::truncate(&mut *v, last);
+            crate::base::sys::truncate(v, last);
         }
     }
 
