@@ -247,19 +247,7 @@ const WALK_TABLE_AT: usize = 8 * BATCH;
 /// registered came, and the batch is static. It fails only when a site
 /// does not hold what its record says, which kills tracing (`ftrace_bug()`).
 pub(crate) fn update_scope(held: &Held, key: &mut StateKey, scope: &[SetRef<'_>]) -> Result {
-    let on = enabled() && !dead();
-    let (u, t) = UPDATE.borrow_pair(&GROUPS, key);
-    let Update {
-        slots,
-        batch: b,
-        planned,
-    } = u;
-    // No set of this update is read after it: the room is emptied.
-    planned.with(held, |planned| {
-        fill_plan(held, slots, planned)?;
-        b.changes.clear();
-        let mut visit =
-            |cell: &'static Cell| -> Result { plan_site(held, slots, t, cell, on, planned, b) };
+    run_update(held, key, |visit| {
         if scope.is_empty() {
             for cell in table::all() {
                 visit(cell)?;
@@ -288,10 +276,8 @@ pub(crate) fn update_scope(held: &Held, key: &mut StateKey, scope: &[SetRef<'_>]
                 }
             }
         }
-        flush(held, b)
-    })?;
-    collect_idle_groups(held, key);
-    Ok(())
+        Ok(())
+    })
 }
 
 /// [`update_sites`] for the sites at `ips` only (no other site can have
@@ -302,6 +288,25 @@ pub(crate) fn update_scope(held: &Held, key: &mut StateKey, scope: &[SetRef<'_>]
 /// of nearby pages). Linear in `ips` (with a table lookup each): a filter
 /// of one function replaced by `*` passes every site.
 pub(crate) fn update_ips(held: &Held, key: &mut StateKey, ips: &[u64]) -> Result {
+    run_update(held, key, |visit| {
+        for &ip in ips {
+            if let Some(c) = table::find(held, ip) {
+                visit(c)?;
+            }
+        }
+        Ok(())
+    })
+}
+
+/// One update: fills the plan, plans each site `walk` hands to its
+/// visitor (writing the batch whenever it is full), writes the rest, then
+/// looks for idle groups. The update's state and the groups are borrowed
+/// together for the walk.
+fn run_update(
+    held: &Held,
+    key: &mut StateKey,
+    walk: impl FnOnce(&mut dyn FnMut(&'static Cell) -> Result) -> Result,
+) -> Result {
     let on = enabled() && !dead();
     let (u, t) = UPDATE.borrow_pair(&GROUPS, key);
     let Update {
@@ -309,14 +314,11 @@ pub(crate) fn update_ips(held: &Held, key: &mut StateKey, ips: &[u64]) -> Result
         batch: b,
         planned,
     } = u;
+    // No set of this update is read after it: the room is emptied.
     planned.with(held, |planned| {
         fill_plan(held, slots, planned)?;
         b.changes.clear();
-        for &ip in ips {
-            if let Some(c) = table::find(held, ip) {
-                plan_site(held, slots, t, c, on, planned, b)?;
-            }
-        }
+        walk(&mut |cell| plan_site(held, slots, t, cell, on, planned, b))?;
         flush(held, b)
     })?;
     collect_idle_groups(held, key);
