@@ -1,38 +1,47 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
 # The bench rows that wait for grace periods, sampled many times in one
 # boot, so that their medians do not hang on the phase of the timer tick
 # a run of 5 or 15 happens to meet. Run by hand on each core, as bench.sh
 # runs (instruction counting, idle time skipped):
-#   ICOUNT=0,sleep=off make run CORE=rust CONF=production SCRIPT=tools/testing/selftests/rftrace/bench-waits.sh
-#   ICOUNT=0,sleep=off make run CORE=rust CONF=tiny SCRIPT=tools/testing/selftests/rftrace/bench-waits.sh
+#   ICOUNT=0,sleep=off make run CORE=rust CONF=production SCRIPT=<this script>
+#   ICOUNT=0,sleep=off make run CORE=rust CONF=tiny SCRIPT=<this script>
 # Production (BPF, BTF): one kprobe_multi link over bench.sh's 1,000 functions,
 # attached and detached N times, alone and under the function tracer.
 # Tiny: rftrace_many.ko loaded and unloaded N times under the function
-# tracer, and a kprobe enabled N times under it. Prints "WAITS ROW MEDIAN us (N samples: ...)" per row.
+# tracer, and a kprobe enabled N times under it. Prints
+# "WAITS ROW MEDIAN us (N samples, ms: ...)" per row.
 T=/sys/kernel/tracing
 N=${N:-25}
 many=/opt/rftrace/modules/rftrace_many.ko
 med() { # ROW: the samples on stdin, in us
 	sort -n | awk -v r="$1" '{ a[NR] = $1; s = s sprintf(" %.1f", $1 / 1000) }
-		END { if (NR) printf "WAITS %s %d us (%d samples, ms:%s)\n", r, a[int((NR + 1) / 2)], NR, s }'
+		END { if (NR) printf "WAITS %s %d us (%d samples, ms:%s)\n",
+			r, a[int((NR + 1) / 2)], NR, s }'
 }
 if [ -e /sys/kernel/btf/vmlinux ]; then
 	# Production. The functions bench.sh picks (user_rows): the same on
 	# both cores.
 	grep -v '\[' $T/available_filter_functions | awk '{ print $1 }' | grep -v '^_R' |
-		grep -v -E '^(arch_cpu_idle|default_idle|bpf_dispatcher_xdp_func)$|^rcu_|^__ftrace_invalid_address__' |
+		grep -v -E '^(arch_cpu_idle|default_idle|bpf_dispatcher_xdp_func)$' |
+		grep -v -E '^rcu_|^__ftrace_invalid_address__' |
 		awk '!seen[$0]++' |
 		awk 'BEGIN { for (i = 32; i < 127; i++) ord[sprintf("%c", i)] = i }
-			{ h = 0; for (i = 1; i <= length($1); i++) h = (h * 31 + ord[substr($1, i, 1)]) % 1000003
+			{ h = 0
+			  for (i = 1; i <= length($1); i++)
+				h = (h * 31 + ord[substr($1, i, 1)]) % 1000003
 			  if (h % 20 == 0) print $1 }' | head -1000 > /tmp/k1000
-	[ "$(wc -l < /tmp/k1000)" = 1000 ] || { echo "bench-waits: $(wc -l < /tmp/k1000) functions picked"; exit 1; }
+	n=$(wc -l < /tmp/k1000)
+	[ "$n" = 1000 ] || { echo "bench-waits: $n functions picked"; exit 1; }
 	for under in "" -under-function; do
 		[ -n "$under" ] && echo function > $T/current_tracer
 		: > /tmp/att; : > /tmp/det
 		i=0
 		while [ $i -lt "$N" ]; do
-			out=$(bpf_scale kmulti /tmp/k1000 1000) || { echo "bench-waits: $out"; exit 1; }
-			echo "$out" | sed -n 's/.*attach \([0-9]*\) us, detach \([0-9]*\) us.*/\1 \2/p' > /tmp/ad
+			out=$(bpf_scale kmulti /tmp/k1000 1000) ||
+				{ echo "bench-waits: $out"; exit 1; }
+			re='s/.*attach \([0-9]*\) us, detach \([0-9]*\) us.*/\1 \2/p'
+			echo "$out" | sed -n "$re" > /tmp/ad
 			[ -s /tmp/ad ] || { echo "bench-waits: bpf_scale said: $out"; exit 1; }
 			awk '{ print $1 }' /tmp/ad >> /tmp/att
 			awk '{ print $2 }' /tmp/ad >> /tmp/det
