@@ -22,7 +22,6 @@ use crate::base::cells::Locked;
 use crate::base::sys::{dead, CoreGuard, Held, NoPreempt, StateKey, StaticWork};
 use crate::ops::arch::Target;
 use crate::ops::registry::{list, Ops, OpsRef, OpsTable, F_IPMODIFY, F_SAVE_REGS};
-use core::sync::atomic::{AtomicUsize, Ordering};
 use kernel::bindings;
 use kernel::prelude::*;
 use kernel::types::Opaque;
@@ -96,6 +95,9 @@ pub(crate) struct Tables {
     /// trampolines no CPU is in), for [`revive`]; at most [`PARK_MAX`]:
     /// the first retired while there is room, the rest freed.
     parked: Groups,
+    /// How many groups the last collection left, every one of them
+    /// called; zero once a group found no room.
+    collected: usize,
 }
 
 /// The [`Locked`] identity of [`GROUPS`].
@@ -106,6 +108,7 @@ pub(crate) static GROUPS: Locked<Tables, GROUPS_ID> = Locked::new(Tables {
     live: [const { None }; MAX_GROUPS],
     retiring: [const { None }; MAX_GROUPS],
     parked: [const { None }; MAX_GROUPS],
+    collected: 0,
 });
 /// Their ops, for the lockless lookups of trampolines.
 static PUBLISHED: OpsTable<MAX_GROUPS> = OpsTable::new();
@@ -139,7 +142,7 @@ pub(crate) fn find_or_make(
     if let Some(found) = revive(held, t, members, regs, ipmodify) {
         return Some(found);
     }
-    make(held, &mut t.live, members, regs, ipmodify)
+    make(held, t, members, regs, ipmodify)
 }
 
 /// Takes the group of `members` back into the list from the reaper's
@@ -190,14 +193,14 @@ fn revive(
 /// Makes the group of `members`, its trampoline and its listing.
 fn make(
     held: &Held,
-    all: &mut Groups,
+    t: &mut Tables,
     members: &[usize],
     regs: bool,
     ipmodify: bool,
 ) -> Option<(Target, *mut Ops)> {
-    let Some(place) = all.iter_mut().find(|p| p.is_none()) else {
+    let Some(place) = t.live.iter_mut().find(|p| p.is_none()) else {
         // The next update looks for idle groups to make room.
-        COLLECTED.store(0, Ordering::Relaxed);
+        t.collected = 0;
         return None;
     };
     let mut ops = crate::base::zeroed::zeroed_ops();
@@ -298,22 +301,17 @@ fn count(t: &Tables) -> usize {
     t.live.iter().flatten().count()
 }
 
-/// How many groups the last collection left, every one of them called;
-/// zero once a group found no room. Read and written under `ftrace_lock`
-/// only (atomic for the static, not for ordering).
-static COLLECTED: AtomicUsize = AtomicUsize::new(0);
-
 /// Whether an update should look for idle groups: [`COLLECT_AT`] or
 /// more exist, and a group was made since the last look, or wanted and
 /// found no room.
 pub(crate) fn collect_due(t: &Tables) -> bool {
     let live = count(t);
-    live >= COLLECT_AT && live > COLLECTED.load(Ordering::Relaxed)
+    live >= COLLECT_AT && live > t.collected
 }
 
 /// Notes that a look for idle groups left the ones there are now.
-pub(crate) fn collected(t: &Tables) {
-    COLLECTED.store(count(t), Ordering::Relaxed);
+pub(crate) fn collected(t: &mut Tables) {
+    t.collected = count(t);
 }
 
 /// Takes the groups whose ops `idle` says no site calls out of the list,

@@ -379,7 +379,7 @@ fn collect_idle_groups(held: &Held, key: &mut StateKey) {
         slot_free_in(slots, g.ops());
     }
     groups::retire(held, key, gone, None);
-    groups::collected(GROUPS.get(key));
+    groups::collected(GROUPS.borrow(key));
 }
 
 /// Fills the plan with what every registered ops wants, within the room
