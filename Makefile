@@ -12,6 +12,8 @@
 #   make insn-profile SCRIPT=x.sh CALLS=N (instructions per call, by function)
 #   make torture [CORE=rust|c] [DURATION=s] (rftrace_torture.ko, CPUs at once)
 #   make fault-inject [CORE=rust|c] (every allocation of each operation)
+#   make mutants [MUTANTS_ONLY='n ...'] (the tests catch every deliberate
+#   break of the Rust core: a kernel with CONFIG_FTRACE_CORE_RUST_MUTANTS)
 #   KASAN=1 with kernel, test, run, fault-inject: the sanitizer build
 #   (clang, KASAN, kmemleak; kernel/configs/ftrace-kasan.config)
 
@@ -23,14 +25,14 @@ CONF ?= production
 # test (s).
 FI_STRIDE ?= 16
 OWN_TIMEOUT ?= $(if $(KASAN),1800,600)
-export CORE CONF SCRIPT EXTRA TIMEOUT ACCEL TOOLS VERBOSE FI_STRIDE OWN_TIMEOUT KASAN TWICE REPRO_SECONDS
+export CORE CONF SCRIPT EXTRA TIMEOUT ACCEL TOOLS VERBOSE FI_STRIDE OWN_TIMEOUT KASAN TWICE REPRO_SECONDS MUTANTS_ONLY
 
 H := scripts/harness
 ST := tools/testing/selftests/rftrace
 BUILD := $(CURDIR)/build
 export BUILD
 
-.PHONY: all setup tree kernel run test cargo-test ftracetest fault-inject bench patch clippy clean distclean mcount-compare torture textpoke-repro bpf-selftests insn-profile
+.PHONY: all setup tree kernel run test cargo-test ftracetest fault-inject bench patch clippy clean distclean mcount-compare torture textpoke-repro bpf-selftests insn-profile mutants
 
 all: kernel
 
@@ -161,6 +163,16 @@ torture: TORTURE_SECONDS = $(or $(DURATION),1800)
 torture: kernel $(report)
 	@rm -rf $(torture_dir) && mkdir -p $(torture_dir) && cp $(ST)/tests/torture.sh $(torture_dir)/
 	$(call guest-tests,torture,own,$$(($(TORTURE_SECONDS) + 3600)),--tests-dir $(torture_dir))
+
+# The deliberate breaks of the Rust core, each against the test that must
+# catch it, in the mutants kernel (its own build directory; by hand, not
+# in CI: some 5 minutes a break). Documentation/harness.rst, "Mutants".
+mutants: export MUTANTS = 1
+mutants: export CORE = rust
+mutants: TORTURE_SECONDS = $(or $(DURATION),60)
+mutants: tree
+	@$(H)/build-kernel.sh
+	@$(H)/mutants.sh
 
 bench: tree $(report)
 	@$(H)/bench.sh

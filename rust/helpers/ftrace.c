@@ -19,6 +19,17 @@ notrace void rust_helper_ftrace_test_recursion_unlock(int bit)
 {
 	ftrace_test_recursion_unlock(bit);
 }
+
+/*
+ * Whether either core stopped tracing for good (ftrace_kill()), for
+ * kernel::ftrace; only kernel/trace/trace.h declares it.
+ */
+int ftrace_is_dead(void);
+
+int rust_helper_ftrace_is_dead(void)
+{
+	return ftrace_is_dead();
+}
 #endif
 
 #ifdef CONFIG_FUNCTION_GRAPH_TRACER

@@ -4,19 +4,26 @@
 //!
 //! A [`Registration`] has the function tracer call a [`Callback`] at the
 //! entry of the kernel functions its filter selects, for as long as it is
-//! registered. It owns its `struct ftrace_ops`, is pinned where it is
-//! made (the tracer keeps its address), and unregisters on drop, after
-//! which no call of its callback is in flight.
+//! registered. It owns its `struct ftrace_ops` and unregisters on drop,
+//! after which no call of its callback is in flight.
 //!
-//! Registering and unregistering take the registration by `Pin<&mut _>`:
-//! one owner starts and stops the calls, so whether the tracer holds the
-//! ops is a plain fact of that owner's, not a flag other threads race on
-//! (were both `&self`, one thread's `unregister` could slip between
-//! another's claim of the flag and its `register_ftrace_function()`,
-//! leaving the ops registered under a flag that says it is not, and the
-//! drop would free it while the tracer still called it). Filters may be
-//! changed through a shared reference, from any thread, at any time: the
-//! tracer serializes the edits of one ops itself.
+//! The ops and the callback live in an allocation of their own, which
+//! the registration owns: the registration itself may move, and the
+//! tracer never holds a reference into it. Registering and
+//! unregistering take `&mut self`: one owner starts and stops the calls,
+//! so whether the tracer holds the ops is a plain fact of that owner's,
+//! not a flag other threads race on. Filters may be changed through a
+//! shared reference, from any thread, at any time: the tracer serializes
+//! the edits of one ops itself.
+//!
+//! When the tracer cannot promise that no CPU will call the ops again (it
+//! killed itself after a failed code patch, `ftrace_kill()`, and refuses
+//! to unregister; or an unregistration failed for any other reason), the
+//! callback is switched off, the calls already inside it are waited for,
+//! and the allocation is leaked rather than freed on drop: a site that
+//! still calls the ops finds it alive and returns at once, without
+//! running the callback, whose code may be gone with its module. The
+//! kernel says so once.
 //!
 //! The callback runs in the context of the traced function, which may be
 //! any context: interrupts off, NMI, the scheduler. It runs with
@@ -44,9 +51,9 @@
 //!     }
 //! }
 //!
-//! let mut reg = KBox::pin_init(Registration::new(Counter(AtomicUsize::new(0))), GFP_KERNEL)?;
-//! reg.as_ref().set_filter(c_str!("jiffies_to_msecs"))?;
-//! reg.as_mut().register()?;
+//! let mut reg = Registration::new(Counter(AtomicUsize::new(0)), GFP_KERNEL)?;
+//! reg.set_filter(c_str!("jiffies_to_msecs"))?;
+//! reg.register()?;
 //! // SAFETY: a plain conversion, callable anywhere.
 //! let _ = unsafe { kernel::bindings::jiffies_to_msecs(1) };
 //! assert!(reg.callback().0.load(Ordering::Relaxed) >= 1);
@@ -63,9 +70,9 @@
 //! # use kernel::{c_str, prelude::*};
 //! # struct Nothing;
 //! # impl Callback for Nothing { fn call(&self, _call: &Call) {} }
-//! let reg = KBox::pin_init(Registration::new(Nothing), GFP_KERNEL)?;
+//! let reg = Registration::new(Nothing, GFP_KERNEL)?;
 //! assert_eq!(
-//!     reg.as_ref().set_filter(c_str!("no_such_function_xyz")),
+//!     reg.set_filter(c_str!("no_such_function_xyz")),
 //!     Err(EINVAL)
 //! );
 //! # Ok::<(), Error>(())
@@ -81,13 +88,17 @@
 compile_error!("kernel::ftrace: add this CONFIG_FUNCTION_PADDING_BYTES to thunk()");
 
 use crate::{
+    alloc::{AllocError, Flags},
     bindings,
-    error::{code::*, to_result, Error, Result},
+    error::{code::*, to_result, Result},
     ffi::{c_int, c_ulong},
     prelude::*,
     str::CStr,
+    sync::rcu,
     types::Opaque,
 };
+use core::ptr::NonNull;
+use core::sync::atomic::{AtomicBool, Ordering};
 
 /// One traced call, as a [`Callback`] sees it.
 pub struct Call {
@@ -114,21 +125,56 @@ pub trait Callback: Send + Sync {
     fn call(&self, call: &Call);
 }
 
+/// What the tracer reaches of a registration: the ops, whether its
+/// callback may still run, and how to run it. Built-in code reads it
+/// only ([`thunk`]), so that a leaked head stays safe to call after the
+/// module that made it is gone.
+///
+/// # Invariants
+///
+/// `ops.func` is [`thunk`]; `call` is `call_of::<T>` for the `T` of the
+/// [`Inner`] this head starts; `live` goes from true to false once and
+/// never back.
+#[repr(C)]
+struct Head {
+    ops: Opaque<bindings::ftrace_ops>,
+    live: AtomicBool,
+    call: unsafe fn(*const Head, &Call),
+}
+
+/// The allocation a registration owns: the head, then the callback.
+#[repr(C)]
+struct Inner<T> {
+    head: Head,
+    callback: T,
+}
+
+/// Where a registration stands with the tracer.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum State {
+    /// Not registered: the tracer does not use the ops.
+    Idle,
+    /// Registered: the tracer may call the ops at any time.
+    Registered,
+    /// The tracer could not promise that it will not call the ops again:
+    /// the callback is off (`live` false, the calls inside it waited
+    /// for), and the allocation is leaked on drop.
+    Lost,
+}
+
 /// A function-tracing registration of the callback `T`.
 ///
 /// # Invariants
 ///
-/// `ops` is an `ftrace_ops` whose callback is `thunk::<T>`, made by
-/// [`Registration::new`] and not moved since (the value is pinned); it is
-/// registered with the function tracer exactly while `registered` is true.
-/// `registered` changes only through `Pin<&mut Self>`, in the same call
-/// that registers or unregisters the ops.
-#[pin_data(PinnedDrop)]
+/// `inner` comes from `KBox::into_raw` and is owned by this registration;
+/// no `&mut` to it is ever made while the tracer may read it (the tracer
+/// and [`thunk`] read it through raw pointers and `&` only). Its ops is
+/// registered with the function tracer exactly while `state` is
+/// `Registered`; after `Lost`, the tracer may call it until the kernel
+/// stops, so the allocation is never freed.
 pub struct Registration<T: Callback> {
-    #[pin]
-    ops: Opaque<bindings::ftrace_ops>,
-    callback: T,
-    registered: bool,
+    inner: NonNull<Inner<T>>,
+    state: State,
 }
 
 // SAFETY: the C side of the ops is the function tracer's, made for being
@@ -140,37 +186,64 @@ unsafe impl<T: Callback> Send for Registration<T> {}
 // registration (`register`, `unregister`, the drop) needs `&mut`.
 unsafe impl<T: Callback> Sync for Registration<T> {}
 
+/// Whether the kernel already said that a registration was leaked.
+static LEAK_TOLD: AtomicBool = AtomicBool::new(false);
+
 impl<T: Callback> Registration<T> {
     /// A registration of `callback`, not registered yet and tracing every
     /// function once registered, unless a filter is set first.
-    pub fn new(callback: T) -> impl PinInit<Self, Error> {
+    pub fn new(callback: T, flags: Flags) -> Result<Self, AllocError> {
         let ops = bindings::ftrace_ops {
-            func: Some(thunk::<T>),
+            func: Some(thunk),
             // Recursion protection and preemption off by the tracer, and
             // no call where RCU does not watch.
             flags: (bindings::FTRACE_OPS_FL_RECURSION | bindings::FTRACE_OPS_FL_RCU) as c_ulong,
             ..Default::default()
         };
-        try_pin_init!(Self {
-            ops: Opaque::new(ops),
-            callback,
-            registered: false,
-        }? Error)
+        let inner = KBox::new(
+            Inner {
+                head: Head {
+                    ops: Opaque::new(ops),
+                    live: AtomicBool::new(true),
+                    call: call_of::<T>,
+                },
+                callback,
+            },
+            flags,
+        )?;
+        // INVARIANT: from `KBox::into_raw`, owned by the registration;
+        // not registered.
+        Ok(Self {
+            inner: NonNull::from(KBox::leak(inner)),
+            state: State::Idle,
+        })
+    }
+
+    fn head(&self) -> &Head {
+        // SAFETY: `inner` is a live allocation of this registration (the
+        // invariants), only ever read through shared references.
+        unsafe { &(*self.inner.as_ptr()).head }
+    }
+
+    fn ops(&self) -> *mut bindings::ftrace_ops {
+        self.head().ops.get()
     }
 
     /// The callback.
     pub fn callback(&self) -> &T {
-        &self.callback
+        // SAFETY: as in `head`.
+        unsafe { &(*self.inner.as_ptr()).callback }
     }
 
     fn edit(&self, glob: &CStr, notrace: bool, reset: bool) -> Result {
         let len = c_int::try_from(glob.len()).map_err(|_| EINVAL)?;
         let buf = glob.as_char_ptr().cast_mut().cast();
         let reset = c_int::from(reset);
-        let ops = self.ops.get();
-        // SAFETY: a valid ops that stays where it is (pinned: the
-        // invariants); the tracer reads `len` bytes of the string during
-        // the call only, and serializes edits of one ops itself.
+        let ops = self.ops();
+        // SAFETY: a valid ops that stays where it is (its allocation is
+        // the registration's: the invariants); the tracer reads `len`
+        // bytes of the string during the call only, and serializes edits
+        // of one ops itself.
         to_result(unsafe {
             if notrace {
                 bindings::ftrace_set_notrace(ops, buf, len, reset)
@@ -184,72 +257,96 @@ impl<T: Callback> Registration<T> {
     /// set_ftrace_filter: a name, a glob, `!` to remove), replacing the
     /// filter. `EINVAL` when it selects nothing. Allowed while
     /// registered: the change applies at once.
-    pub fn set_filter(self: Pin<&Self>, glob: &CStr) -> Result {
+    pub fn set_filter(&self, glob: &CStr) -> Result {
         self.edit(glob, false, true)
     }
 
     /// Adds what `glob` selects to the filter.
-    pub fn add_filter(self: Pin<&Self>, glob: &CStr) -> Result {
+    pub fn add_filter(&self, glob: &CStr) -> Result {
         self.edit(glob, false, false)
     }
 
     /// Never traces what `glob` selects (replacing the notrace filter).
-    pub fn set_notrace(self: Pin<&Self>, glob: &CStr) -> Result {
+    pub fn set_notrace(&self, glob: &CStr) -> Result {
         self.edit(glob, true, true)
     }
 
     /// Whether the callback is registered.
     pub fn is_registered(&self) -> bool {
-        self.registered
+        self.state == State::Registered
     }
 
-    /// Starts the calls. `EBUSY` if registered already.
-    pub fn register(self: Pin<&mut Self>) -> Result {
-        // Only the flag changes, never the pinned ops.
-        // SAFETY: nothing is moved out of the registration.
-        let this = unsafe { self.get_unchecked_mut() };
-        if this.registered {
-            return Err(EBUSY);
+    /// Starts the calls. `EBUSY` if registered already, `ENODEV` once an
+    /// unregistration failed (the registration is then spent).
+    pub fn register(&mut self) -> Result {
+        match self.state {
+            State::Idle => {}
+            State::Registered => return Err(EBUSY),
+            State::Lost => return Err(ENODEV),
         }
-        // SAFETY: a valid ops, pinned (the invariants): the tracer keeps
-        // its address until `unregister`, which the drop does at the
-        // latest; its callback is `thunk` for this very type.
-        to_result(unsafe { bindings::register_ftrace_function(this.ops.get()) })?;
-        // INVARIANT: registered, and the flag says so before anyone else
-        // can look at it (we hold the only `&mut`).
-        this.registered = true;
-        Ok(())
+        // SAFETY: a valid ops whose allocation outlives its registration
+        // (the invariants); its callback is `thunk`, which finds a `Head`
+        // around it.
+        let r = to_result(unsafe { bindings::register_ftrace_function(self.ops()) });
+        match r {
+            // INVARIANT: registered, and the state says so before anyone
+            // else can look at it (we hold the only `&mut`).
+            Ok(()) => self.state = State::Registered,
+            // A refused startup leaves the ops unused and waits for any
+            // list walker that saw it, unless the tracer died on the way:
+            // then sites it wrote may call the ops for good.
+            Err(_) if tracer_dead() => self.lose(),
+            Err(_) => {}
+        }
+        r
     }
 
     /// Stops the calls; when it returns, none is in flight. `EINVAL` if
-    /// not registered.
-    pub fn unregister(self: Pin<&mut Self>) -> Result {
-        // SAFETY: nothing is moved out of the registration.
-        unsafe { self.get_unchecked_mut() }.stop()
-    }
-
-    fn stop(&mut self) -> Result {
-        if !self.registered {
+    /// not registered. On any other error the tracer may still call the
+    /// ops: the callback is switched off for good (calls in it waited
+    /// for), and the registration is leaked when dropped.
+    pub fn unregister(&mut self) -> Result {
+        if self.state != State::Registered {
             return Err(EINVAL);
         }
         // SAFETY: registered (the invariants); the tracer waits for the
-        // calls in flight before it returns.
-        let r = to_result(unsafe { bindings::unregister_ftrace_function(self.ops.get()) });
-        // INVARIANT: the tracer refuses only when it killed itself
-        // (`ftrace_kill()`), after which it calls no callback and keeps no
-        // ops: either way the ops is no longer the tracer's.
-        self.registered = false;
+        // calls in flight before it returns success.
+        let r = to_result(unsafe { bindings::unregister_ftrace_function(self.ops()) });
+        match r {
+            // INVARIANT: the tracer no longer holds the ops.
+            Ok(()) => self.state = State::Idle,
+            Err(_) => self.lose(),
+        }
         r
+    }
+
+    /// The tracer may keep calling the ops: no call runs the callback
+    /// from now on, and those inside it have returned when this does.
+    fn lose(&mut self) {
+        // INVARIANT: never freed from now on (the drop leaks it).
+        self.state = State::Lost;
+        self.head().live.store(false, Ordering::Release);
+        // The callback runs with preemption off (FTRACE_OPS_FL_RECURSION):
+        // a grace period covers every call that read `live` as true.
+        rcu::synchronize_rcu();
     }
 }
 
-/// The callback of the ops of a `Registration<T>`: finds the registration
-/// and calls `T`.
+/// Whether the function tracer stopped for good (`ftrace_kill()`).
+fn tracer_dead() -> bool {
+    // SAFETY: reads a flag; callable in any context.
+    unsafe { bindings::ftrace_is_dead() != 0 }
+}
+
+/// The callback of every registration's ops: finds the head around the
+/// ops and, while the registration is live, calls its callback. Built
+/// into the kernel, so that a site still calling a leaked registration
+/// never runs code of a module gone since.
 ///
 /// # Safety
 ///
-/// Called by the function tracer through the ops of a `Registration<T>`,
-/// which it registered.
+/// Called by the function tracer through the ops of a [`Head`], which it
+/// registered.
 // With traced Rust code (CONFIG_FTRACE_CORE_RUST_TRACE_RUST) the thunk
 // keeps the function padding but gets no entry NOP: the tracer does not
 // call into a call site of its own. (`T::call`, the user's code, is
@@ -266,40 +363,62 @@ impl<T: Callback> Registration<T> {
     all(CONFIG_FTRACE_CORE_RUST_TRACE_RUST, not(CONFIG_CALL_PADDING)),
     patchable_function_entry(prefix_nops = 0, entry_nops = 0)
 )]
-unsafe extern "C" fn thunk<T: Callback>(
+unsafe extern "C" fn thunk(
     ip: c_ulong,
     parent_ip: c_ulong,
     op: *mut bindings::ftrace_ops,
     _fregs: *mut bindings::ftrace_regs,
 ) {
-    // SAFETY: `op` is the `ops` field of a registered, hence live,
-    // `Registration<T>` (the contract): it unregisters, which waits for
-    // the calls in flight, before it goes. `Opaque` is transparent over
-    // the ops.
-    let this = unsafe {
-        &*crate::container_of!(
-            op.cast::<Opaque<bindings::ftrace_ops>>(),
-            Registration<T>,
-            ops
-        )
+    // SAFETY: `op` is the `ops` of a `Head` the tracer may call (the
+    // contract), whose allocation is freed only after the tracer let it
+    // go (`unregister` waits for the calls in flight) and is leaked
+    // otherwise: it is live. `Opaque` is transparent over the ops, and
+    // only `&` to the head is made: its owner never makes `&mut`.
+    let head = unsafe {
+        &*crate::container_of!(op.cast::<Opaque<bindings::ftrace_ops>>(), Head, ops)
     };
-    this.callback.call(&Call { ip, parent_ip });
+    // Pairs with the release of `lose`: once off, never the callback.
+    if head.live.load(Ordering::Acquire) {
+        // SAFETY: `call` is `call_of::<T>` of the `Inner<T>` this head
+        // starts (the invariants), and the head is live (above).
+        unsafe { (head.call)(head, &Call { ip, parent_ip }) };
+    }
 }
 
-#[pinned_drop]
-impl<T: Callback> PinnedDrop for Registration<T> {
-    fn drop(self: Pin<&mut Self>) {
-        // SAFETY: nothing is moved out; the value is being dropped.
-        let this = unsafe { self.get_unchecked_mut() };
-        if let Err(e) = this.stop() {
-            if e != EINVAL {
-                // Only a tracer that killed itself (ftrace_kill) refuses;
-                // it calls no callback any more.
+/// Runs the callback of the `Inner<T>` that `head` starts. Code of the
+/// crate that instantiates it, traced with it as `T::call` is.
+///
+/// # Safety
+///
+/// `head` is the head of a live `Inner<T>`.
+unsafe fn call_of<T: Callback>(head: *const Head, call: &Call) {
+    // SAFETY: the head is the first field of a `repr(C)` `Inner<T>` (the
+    // contract), live; only `&T` is made, as everywhere.
+    let callback = unsafe { &(*head.cast::<Inner<T>>()).callback };
+    callback.call(call);
+}
+
+impl<T: Callback> Drop for Registration<T> {
+    fn drop(&mut self) {
+        if self.state == State::Registered {
+            if let Err(e) = self.unregister() {
                 pr_warn!("ftrace: unregistering a Rust callback failed: {:?}\n", e);
             }
         }
-        // SAFETY: not registered (any more), so the tracer does not use
-        // the ops; this frees the filters it made for it.
-        unsafe { bindings::ftrace_free_filter(this.ops.get()) };
+        if self.state == State::Lost {
+            if !LEAK_TOLD.swap(true, Ordering::Relaxed) {
+                pr_warn!("ftrace: the tracer may still call a Rust callback: leaking it\n");
+            }
+            return;
+        }
+        let ops = self.ops();
+        // SAFETY: not registered, so the tracer does not use the ops;
+        // this frees the filters it made for it.
+        unsafe { bindings::ftrace_free_filter(ops) };
+        // SAFETY: from `KBox::into_raw` (`leak`), owned by this
+        // registration and no longer used by the tracer (not registered,
+        // and `unregister` waited for the calls in flight): nothing else
+        // refers to it.
+        drop(unsafe { KBox::from_raw(self.inner.as_ptr()) });
     }
 }

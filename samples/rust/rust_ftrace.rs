@@ -101,14 +101,14 @@ impl Callback for Counter {
 }
 
 struct RustFtrace {
-    reg: Pin<KBox<Registration<Counter>>>,
+    reg: Registration<Counter>,
 }
 
 impl kernel::Module for RustFtrace {
     fn init(_module: &'static ThisModule) -> Result<Self> {
-        let mut reg = KBox::pin_init(Registration::new(Counter(AtomicU64::new(0))), GFP_KERNEL)?;
-        reg.as_ref().set_filter(func())?;
-        reg.as_mut().register()?;
+        let mut reg = Registration::new(Counter(AtomicU64::new(0)), GFP_KERNEL)?;
+        reg.set_filter(func())?;
+        reg.register()?;
         pr_info!("counting the calls of {}\n", func());
         Ok(RustFtrace { reg })
     }
@@ -117,7 +117,7 @@ impl kernel::Module for RustFtrace {
 impl Drop for RustFtrace {
     fn drop(&mut self) {
         // Stop first, so the count is final.
-        let _ = self.reg.as_mut().unregister();
+        let _ = self.reg.unregister();
         let n = self.reg.callback().0.load(Ordering::Relaxed);
         pr_info!("{} was called {} times\n", func(), n);
     }

@@ -12,6 +12,7 @@ fp) frags+=("$src/kernel/configs/ftrace-frame-pointer.config") ;;
 esac
 frags+=("$src/kernel/configs/ftrace-core-$CORE.config")
 [ -n "$KASAN" ] && frags+=("$src/kernel/configs/ftrace-kasan.config")
+[ -n "$MUTANTS" ] && frags+=("$src/kernel/configs/ftrace-mutants.config")
 for f in "${frags[@]}"; do
 	[ -f "$f" ] || { echo "build-kernel: CORE=$CORE: no ${f#$src/} (this core is not built yet)" >&2; exit 3; }
 done
@@ -55,7 +56,7 @@ grep -q '^CONFIG_FTRACE_CORE_RUST_GENERIC=y' "$out/.config" &&
 for o in "${stale[@]}"; do
 	rm -f "$out/$o" "$out/$(dirname "$o")/.$(basename "$o").cmd"
 done
-echo "  KERNEL  CORE=$CORE CONF=$CONF${KASAN:+ KASAN=1} (${out#$top/}, -j$jobs)"
+echo "  KERNEL  CORE=$CORE CONF=$CONF${KASAN:+ KASAN=1}${MUTANTS:+ MUTANTS=1} (${out#$top/}, -j$jobs)"
 kmake -j"$jobs" bzImage modules
 # Test modules built against this kernel as external modules, from the
 # directory $1 of the source tree into $out/$2. An external module's BTF

@@ -27,7 +27,15 @@ case "${KASAN:-}" in
 1) ;;
 *) echo "KASAN must be 1 or unset, not '$KASAN'" >&2; exit 2 ;;
 esac
-out=$build/out-$CORE-$CONF${KASAN:+-kasan}
+# MUTANTS=1: the mutants kernel (make mutants; kernel/configs/
+# ftrace-mutants.config), the Rust core with its deliberate breaks
+# compiled in, in a directory of its own.
+case "${MUTANTS:-}" in
+"" | 0) MUTANTS= ;;
+1) [ "$CORE" = rust ] || { echo "MUTANTS=1 is for CORE=rust" >&2; exit 2; } ;;
+*) echo "MUTANTS must be 1 or unset, not '$MUTANTS'" >&2; exit 2 ;;
+esac
+out=$build/out-$CORE-$CONF${KASAN:+-kasan}${MUTANTS:+-mutants}
 jobs=${JOBS:-$(($(nproc) + 1))}
 
 # The kernel's Rust toolchain: Debian's rustc-web and rust-web-src, and

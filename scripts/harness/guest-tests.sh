@@ -43,8 +43,10 @@ fi
 # The torture (tests/torture.sh) runs in a guest of its own, after the
 # others, whose TORTURE_CPUS vCPUs really run at once (TORTURE_ACCEL,
 # mttcg: a host thread each; Documentation/harness.rst, "Parallelism"),
-# for TORTURE_SECONDS, with kmemleak on (built in, off elsewhere). The
-# other guests leave it out.
+# for TORTURE_SECONDS, with kmemleak on (built in, off elsewhere) and
+# full preemption (preempt=full: its preemptible workers are preempted
+# inside trampolines, so that the RCU Tasks waits matter). The other
+# guests leave it out.
 tort=
 if [ -n "${TORTURE_ACCEL:-}" ] && [ "${#own[@]}" -gt 0 ] && [ -f "$st/tests/torture.sh" ]; then
 	tort=$base-torture
@@ -53,9 +55,12 @@ if [ -n "${TORTURE_ACCEL:-}" ] && [ "${#own[@]}" -gt 0 ] && [ -f "$st/tests/tort
 		owns=("$base-0.own")
 	fi
 	for f in "${owns[@]}"; do
-		sed -i '/^torture\.sh$/d' "$f"
+		sed -i '/^torture\.sh$/d; /^rust-ftrace-kill\.sh$/d' "$f"
 	done
-	echo torture.sh > "$tort.own"
+	# After the torture, the test that kills tracing for the rest of the
+	# boot (tests/rust-ftrace-kill.sh), on CPUs that really run at once.
+	printf '%s\n' torture.sh > "$tort.own"
+	[ -f "${own[1]}/rust-ftrace-kill.sh" ] && echo rust-ftrace-kill.sh >> "$tort.own"
 	: > "$tort.list"
 fi
 
@@ -106,7 +111,7 @@ if [ -n "$tort" ]; then
 	echo "--- the torture: ${TORTURE_CPUS:-4} vCPUs ($TORTURE_ACCEL), ${TORTURE_SECONDS:-60} s"
 	MODE=test SUITES=own LOG="$tort.log" FTRACETEST_LIST="$tort.list" OWN_LIST="$tort.own" \
 		GUEST=torture OUT_PREFIX="[torture] " ACCEL="$TORTURE_ACCEL" SMP="${TORTURE_CPUS:-4}" \
-		KAPPEND="${KAPPEND:-} kmemleak=on" \
+		KAPPEND="${KAPPEND:-} kmemleak=on preempt=full" \
 		ICOUNT= OWN_TIMEOUT=$((${TORTURE_SECONDS:-60} + 900)) TIMEOUT=$((${TORTURE_SECONDS:-60} + 2400)) \
 		"$top/scripts/harness/run-qemu.sh" || rc=$?
 fi

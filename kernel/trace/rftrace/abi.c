@@ -34,6 +34,7 @@ void rftrace_walk_threads(rftrace_thread_fn fn, void *arg);
 void rftrace_kill_graph(void);
 int rftrace_next_online_cpu(int prev);
 void rftrace_assert_held(struct mutex *m);
+bool rftrace_should_fail_patch(void);
 
 EXPORT_SYMBOL_GPL(register_ftrace_function);
 EXPORT_SYMBOL_GPL(unregister_ftrace_function);
@@ -115,6 +116,46 @@ int rftrace_cpu(void)
 {
 	return raw_smp_processor_id();
 }
+
+#ifdef CONFIG_FTRACE_CORE_RUST_MUTANTS
+#include <linux/moduleparam.h>
+
+/*
+ * The deliberate break switched on (kernel/trace/rftrace/base/mutant.rs),
+ * a word of the trampolines' data (trampolines_64.S), which test it too.
+ */
+extern int rftrace_mutant;
+core_param(rftrace_mutant, rftrace_mutant, int, 0644);
+#endif
+
+#ifdef CONFIG_FAULT_INJECTION_DEBUG_FS
+#include <linux/fault-inject.h>
+
+/*
+ * fail_rftrace_patch (debugfs, Documentation/fault-injection): a batch of
+ * site changes fails as if a site did not hold what its record says, so
+ * that tests can watch the core kill itself (ftrace_bug()) and what its
+ * users do then. Off (probability 0) unless a test sets it.
+ */
+static DECLARE_FAULT_ATTR(fail_rftrace_patch);
+
+static int __init fail_rftrace_patch_debugfs(void)
+{
+	return PTR_ERR_OR_ZERO(fault_create_debugfs_attr("fail_rftrace_patch",
+							 NULL, &fail_rftrace_patch));
+}
+late_initcall(fail_rftrace_patch_debugfs);
+
+bool rftrace_should_fail_patch(void)
+{
+	return should_fail(&fail_rftrace_patch, 1);
+}
+#else
+bool rftrace_should_fail_patch(void)
+{
+	return false;
+}
+#endif
 
 #ifdef CONFIG_FUNCTION_GRAPH_TRACER
 /* Set once graph tracing meets a corrupted shadow stack (ftrace.h). */

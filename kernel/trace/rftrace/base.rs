@@ -8,7 +8,8 @@
 //! own state ([`cells`]); typed views of C objects: an ops'
 //! atomic words ([`opsview`]), tasks and the recursion guard ([`task`]),
 //! scheduler tracepoints ([`tp`]), trace arrays ([`trarray`]); the
-//! kernel's text bounds ([`ktext`]), `NOKPROBE` ([`nokprobe`]), checked C
+//! kernel's text bounds ([`ktext`]), `NOKPROBE` ([`nokprobe`]), the
+//! test-only deliberate breaks ([`mutant`]), checked C
 //! layouts ([`layout`]); and the file plumbing every tracefs file of the
 //! core shares ([`tracefs`], [`seqfile`]).
 //!
@@ -17,6 +18,7 @@
 
 pub(crate) mod cells;
 pub(crate) mod ffi;
+pub(crate) mod mutant;
 pub(crate) mod nokprobe;
 pub(crate) mod opsview;
 pub(crate) mod sys;

@@ -52,10 +52,14 @@ mod logic {
     #[cfg(CONFIG_FUNCTION_GRAPH_TRACER)]
     #[path = "retstack.rs"]
     pub mod retstack;
+    #[path = "seek.rs"]
+    pub mod seek;
     #[path = "sites.rs"]
     pub mod sites;
     #[path = "symbols.rs"]
     pub mod symbols;
+    #[path = "wantindex.rs"]
+    pub mod wantindex;
 }
 
 mod abi;

@@ -234,6 +234,23 @@ pub(crate) unsafe fn step(pokes: &[Poke], k: usize) {
     }
 }
 
+#[cfg(CONFIG_FTRACE_CORE_RUST_MUTANTS)]
+extern "C" {
+    /// The deliberate break switched on in a mutants kernel
+    /// (kernel/trace/rftrace/base/mutant.rs; trampolines_64.S has it).
+    static rftrace_mutant: core::sync::atomic::AtomicI32;
+}
+
+/// Whether a mutants kernel's break `SkipLastSync` (number 10) is on: a
+/// batch then returns without its last sync of the CPUs.
+fn skip_last_sync() -> bool {
+    #[cfg(CONFIG_FTRACE_CORE_RUST_MUTANTS)]
+    // SAFETY: a word of the trampolines' data, read atomically.
+    return unsafe { rftrace_mutant.load(Ordering::Relaxed) } == 10;
+    #[cfg(not(CONFIG_FTRACE_CORE_RUST_MUTANTS))]
+    false
+}
+
 /// Makes every CPU serialize its instruction stream.
 pub(crate) fn sync_cores() {
     // SAFETY: callable from any sleepable context.
@@ -279,8 +296,13 @@ pub(crate) unsafe fn write_batch(pokes: &mut [Poke]) -> core::result::Result<(),
     for p in pokes.iter() {
         perf_text_poke(p);
     }
-    // SAFETY: as above.
-    unsafe { step(pokes, 2) };
+    if skip_last_sync() {
+        // SAFETY: as above (a break of a mutants kernel: no sync after).
+        unsafe { write_step(pokes, 2) };
+    } else {
+        // SAFETY: as above.
+        unsafe { step(pokes, 2) };
+    }
     // No CPU traps on the batch's sites any more; wait for the handlers
     // that still look at it (`BatchDesc`).
     DESC.retire();

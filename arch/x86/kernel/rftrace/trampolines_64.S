@@ -44,6 +44,25 @@
 #include <asm/unwind_hints.h>
 #include <asm/frame.h>
 
+#ifdef CONFIG_FTRACE_CORE_RUST_MUTANTS
+/*
+ * The deliberate breaks of a mutants kernel (FTRACE_CORE_RUST_MUTANTS,
+ * kernel/trace/rftrace/base/mutant.rs, whose numbers these are): the one
+ * switched on (the rftrace_mutant parameter) and, after it, the count of
+ * the calls of the one-in-256 break.
+ */
+#define RFT_MUTANT_CLOBBER_CALLEE	4
+#define RFT_MUTANT_CLOBBER_ARG		5
+#define RFT_MUTANT_CLOBBER_RET		6
+	.pushsection .data
+	.balign	8
+SYM_DATA_START(rftrace_mutant)
+	.long	0
+	.long	0
+SYM_DATA_END(rftrace_mutant)
+	.popsection
+#endif
+
 	.code64
 	.section .text, "ax"
 
@@ -183,6 +202,31 @@
 .endm
 
 /*
+ * The register breaks of a mutants kernel, after the callbacks and before
+ * the frame is reloaded: the sixth argument's slot (reloaded into r9
+ * next), or one call in 256, rbx, a register the traced function's
+ * caller expects back. rax is free here. The address of the switch is
+ * absolute: per-ops copies run this code too.
+ */
+.macro rft_mutants
+#ifdef CONFIG_FTRACE_CORE_RUST_MUTANTS
+	movabsq	$rftrace_mutant, %rax
+	cmpl	$RFT_MUTANT_CLOBBER_ARG, (%rax)
+	jne	.Lrft_mut_callee\@
+	notq	R9(%rsp)
+	jmp	.Lrft_mut_end\@
+.Lrft_mut_callee\@:
+	cmpl	$RFT_MUTANT_CLOBBER_CALLEE, (%rax)
+	jne	.Lrft_mut_end\@
+	lock incl 4(%rax)
+	testb	$0xff, 4(%rax)
+	jnz	.Lrft_mut_end\@
+	notq	%rbx
+.Lrft_mut_end\@:
+#endif
+.endm
+
+/*
  * The calls of a site group (kernel/trace/rftrace/groups.rs): a group's
  * trampoline is a per-ops copy whose callback call (ftrace_call,
  * ftrace_regs_call) is a jmp to this, which calls each member's callback
@@ -283,6 +327,7 @@ SYM_INNER_LABEL(ftrace_caller_ip, SYM_L_GLOBAL)
 	movq	%rax, REGS_TOP(%rsp)
 SYM_INNER_LABEL(ftrace_caller_ip_end, SYM_L_GLOBAL)
 	ANNOTATE_NOENDBR
+	rft_mutants
 #ifdef CONFIG_FRAME_POINTER
 	rft_load_frame ax=0
 #else
@@ -344,6 +389,7 @@ SYM_INNER_LABEL(ftrace_regs_caller_jmp, SYM_L_GLOBAL)
 	jnz	.Lrft_direct
 SYM_INNER_LABEL(ftrace_regs_caller_direct_end, SYM_L_GLOBAL)
 	ANNOTATE_NOENDBR
+	rft_mutants
 
 	rft_load_frame
 	addq	$EFLAGS, %rsp
@@ -422,6 +468,13 @@ SYM_CODE_START(return_to_handler)
 	 */
 	movq	%rax, FRAME_SIZE(%rsp)
 	movq	RAX(%rsp), %rax
+#ifdef CONFIG_FTRACE_CORE_RUST_MUTANTS
+	/* The return-value break of a mutants kernel. */
+	cmpl	$RFT_MUTANT_CLOBBER_RET, rftrace_mutant(%rip)
+	jne	.Lrft_mut_ret
+	xorq	$1, %rax
+.Lrft_mut_ret:
+#endif
 	addq	$FRAME_SIZE, %rsp
 
 	/*

@@ -338,6 +338,9 @@ unsafe extern "C" {
     );
     /// Disables the graph entry for good (may sleep).
     pub(crate) safe fn rftrace_kill_graph();
+    /// Whether the fault injection `fail_rftrace_patch` fails this batch
+    /// of site changes (never without CONFIG_FAULT_INJECTION_DEBUG_FS).
+    pub(crate) safe fn rftrace_should_fail_patch() -> bool;
 
     // --- the tracing core (kernel/trace/) ---
     /// Checks lockdown and takes a reference on `tr` (none: no array).
@@ -371,6 +374,10 @@ unsafe extern "C" {
     // `DECLARE_TRACE()` makes, the linker's section bounds) ---
     /// Set once while the boot CPU brings up the kernel, read-only after.
     pub(crate) safe static nr_cpu_ids: c_uint;
+    /// The deliberate break switched on (`base::mutant`): a word of the
+    /// trampolines' data that the `rftrace_mutant` parameter writes.
+    #[cfg(CONFIG_FTRACE_CORE_RUST_MUTANTS)]
+    pub(crate) safe static rftrace_mutant: core::sync::atomic::AtomicI32;
     pub(crate) static mut __tracepoint_sched_switch: bindings::tracepoint;
     pub(crate) static mut __tracepoint_sched_process_fork: bindings::tracepoint;
     pub(crate) static mut __tracepoint_sched_process_free: bindings::tracepoint;

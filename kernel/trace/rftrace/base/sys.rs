@@ -683,6 +683,7 @@ pub(crate) fn report_bug(failed: Error, ip: u64) {
     // runs, to 5 static bytes or null.
     let exp = unsafe { (*ftrace_expected.get()).cast::<[u8; 5]>().as_ref() };
     let what = match failed {
+        e if e == injected() => "hit an injected failure at",
         e if e == EFAULT => "faulted on modifying",
         e if e == EINVAL => "failed to modify",
         e if e == EPERM => "faulted on writing",
@@ -696,6 +697,12 @@ pub(crate) fn report_bug(failed: Error, ip: u64) {
         exp
     );
     ftrace_kill();
+}
+
+/// The error of a site patch that the fault injection `fail_rftrace_patch`
+/// failed (`ECANCELED`): reported as such, not as a site found wrong.
+pub(crate) fn injected() -> Error {
+    Error::from_errno(-(bindings::ECANCELED as i32))
 }
 
 /// kallsyms' name of an ops trampoline.

@@ -31,6 +31,7 @@
 //! freed waits for.
 
 use crate::base::cells::Locked;
+use crate::base::mutant::{self, Mutant};
 use crate::base::sys::{to_errno, CGlobal, CoreGuard, Held, StateKey, TraceArray};
 use crate::base::sys::{NoPreempt, NotThreadSafe, PreemptOff};
 use crate::base::task::{guarded, Current, TaskRef};
@@ -238,10 +239,19 @@ pub(crate) fn ftrace_return_to_handler(regs: &bindings::pt_regs) -> c_ulong {
             return;
         };
         if let Some(ret) = g.ret_callback() {
+            if mutant::hits(Mutant::GraphDropRet) {
+                return;
+            }
             ret.call(trace);
         }
     });
     match left {
+        Ok(r) if mutant::is(Mutant::GraphWrongRet) => {
+            // The caller's return address instead of the function's own.
+            sg::frame_below(&s, s.top())
+                .and_then(|f| sg::read_frame(&s, f))
+                .map_or(r.frame.ret, |f| f.ret) as c_ulong
+        }
         Ok(r) => r.frame.ret as c_ulong,
         Err(_) => bad_return(Some(s.top())),
     }

@@ -12,18 +12,25 @@ use crate::glob::{glob_match, parse_ulong, Kind, Pattern};
 use crate::parser::{is_space, Parser, ScanError, Token, BUF_SIZE};
 use std::vec::Vec;
 
-/// xorshift64*: small, deterministic, good enough to pick pieces.
-struct Rng(u64);
+/// xorshift64*: small, deterministic (a fixed seed, so a failure
+/// repeats), good enough to pick pieces; the other host tests' generator
+/// too.
+pub(crate) struct Rng(pub(crate) u64);
 
 impl Rng {
-    fn next(&mut self) -> u64 {
+    pub(crate) fn next(&mut self) -> u64 {
         self.0 ^= self.0 >> 12;
         self.0 ^= self.0 << 25;
         self.0 ^= self.0 >> 27;
         self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
     }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
+    /// Below `n` (0 for 0).
+    pub(crate) fn below(&mut self, n: usize) -> usize {
+        (self.next() % n.max(1) as u64) as usize
+    }
+    /// True one time in `one_in`, about.
+    pub(crate) fn chance(&mut self, one_in: usize) -> bool {
+        self.below(one_in) == 0
     }
     fn pick(&mut self, xs: &[&'static [u8]]) -> &'static [u8] {
         xs[self.below(xs.len())]

@@ -21,5 +21,7 @@ pub mod plan;
 pub mod profile;
 pub mod recursion;
 pub mod retstack;
+pub mod seek;
 pub mod sites;
 pub mod symbols;
+pub mod wantindex;

@@ -175,10 +175,15 @@ pub struct Shared<T = u64> {
 /// The ops of `mask` (bit `i`: `planned[i]`) that a site wants, when
 /// none is a direct ops: the members of a group that may serve the site.
 pub fn group_members<S, T>(planned: &[Planned<S, T>], w: &Want) -> Option<u64> {
-    let direct = planned
-        .iter()
-        .enumerate()
-        .any(|(i, p)| p.direct && i < 64 && w.mask & (1 << i) != 0);
+    // The set bits of the mask only: a site of two ops among hundreds
+    // registered looks at two.
+    let mut bits = w.mask;
+    let mut direct = false;
+    while bits != 0 && !direct {
+        let i = bits.trailing_zeros() as usize;
+        bits &= bits - 1;
+        direct = planned.get(i).is_some_and(|p| p.direct);
+    }
     (w.refs >= 2 && !w.past_mask && !direct).then_some(w.mask)
 }
 
@@ -193,13 +198,27 @@ pub fn plan_site<S: SiteSet, T: Copy + PartialEq + Default>(
     on: bool,
     planned: &[Planned<S, T>],
     shared: Shared<T>,
-    mut group: impl FnMut(u64, bool) -> Option<(T, u32)>,
+    group: impl FnMut(u64, bool) -> Option<(T, u32)>,
 ) -> (T, Site) {
     let w = want(site.ip, planned.iter().map(|p| &p.sites));
-    let t = if on { target(&w) } else { Target::Nop };
+    plan_wanted(site, &w, on, planned, shared, group)
+}
+
+/// [`plan_site`] for a site whose [`Want`] is known: `w` is what [`want`]
+/// gives for it over `planned` (the kernel finds it through an index of
+/// the ops, `super::wantindex`, rather than asking every ops).
+pub fn plan_wanted<S, T: Copy + PartialEq + Default>(
+    site: &Site,
+    w: &Want,
+    on: bool,
+    planned: &[Planned<S, T>],
+    shared: Shared<T>,
+    mut group: impl FnMut(u64, bool) -> Option<(T, u32)>,
+) -> (T, Site) {
+    let t = if on { target(w) } else { Target::Nop };
     let mut grouped = |regs: bool| {
         let r = if regs { sf::REGS } else { 0 };
-        group_members(planned, &w)
+        group_members(planned, w)
             .and_then(|m| group(m, regs))
             .filter(|&(t, slot)| slot != 0 && t != T::default())
             .map(|(t, slot)| (t, sf::ENABLED | sf::DIRECT_OPS | sf::GROUP | r, slot))

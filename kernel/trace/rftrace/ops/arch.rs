@@ -136,6 +136,12 @@ impl<const N: usize> Changes<N> {
         if n == 0 {
             return Ok(());
         }
+        if crate::base::ffi::rftrace_should_fail_patch() {
+            // An injected failure: as a first site that does not hold
+            // what its change says, nothing of the batch is written.
+            let first = self.changes.first().map_or(0, |c| c.ip);
+            return Err((crate::base::sys::injected(), first));
+        }
         let mut bad = 0u64;
         // SAFETY: `n` changes (at most `N`) at `changes`, and a writable
         // word for the bad site; sleepable, with `ftrace_lock` held
@@ -297,6 +303,9 @@ pub(crate) fn retire_dynamic<'a>(held: &Held, ops: impl Iterator<Item = OpsRef<'
 /// off or RCU not watching; the second for every task preempted on a
 /// trampoline.
 pub(crate) fn wait_trampolines_left() {
+    if crate::base::mutant::is(crate::base::mutant::Mutant::SkipTasksWait) {
+        return;
+    }
     crate::base::sys::synchronize_rcu_tasks_rude();
     crate::base::sys::synchronize_rcu_tasks();
 }

@@ -104,7 +104,8 @@ pub(crate) fn startup(held: &Held, key: &mut StateKey, ops: OpsRef<'_>) -> Resul
 /// unpublishes the ops and releases what the startup gave it (its slot,
 /// the groups made with it, and a dynamic ops' trampoline made by this
 /// startup, which its owner may free with the ops on the error), through
-/// the same [`release`] as [`shutdown`]. No site was written to call any
+/// the same [`release`] as [`shutdown`], and waits for the CPUs that may
+/// have found a dynamic ops on the list. No site was written to call any
 /// of them: the update that failed writes none, or tracing is dead.
 struct Publishing<'h, 'o> {
     held: &'h Held,
@@ -145,6 +146,14 @@ impl Drop for Publishing<'_, '_> {
         ops.clear(F_ENABLED);
         let made = self.dynamic && ops.trampoline().0 != self.before_tramp;
         release(held, self.key, ops, made);
+        // Published, the ops was on the list: a CPU walking it for a site
+        // of other ops may be in its callback now, and a dynamic ops is
+        // its owner's to free as soon as the error reaches it. `release`
+        // waited if it freed a trampoline; otherwise wait here. (An ops of
+        // the kernel's own data is never freed.)
+        if self.dynamic && !made {
+            arch::wait_trampolines_left();
+        }
     }
 }
 

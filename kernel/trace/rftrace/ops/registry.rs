@@ -263,10 +263,18 @@ impl<'a> OpsRef<'a> {
             self.func()
         };
         if let Some(f) = f {
+            use crate::base::mutant::{self, Mutant};
+            if mutant::hits(Mutant::DropOne) {
+                return;
+            }
             // SAFETY: its own callback, with its ops, live (the invariants),
             // and the frame of the trampoline that called: the arguments
             // an ops' callback takes.
             unsafe { f(ip, parent_ip, self.as_ptr(), fregs.as_ptr()) };
+            if mutant::is(Mutant::CallTwice) {
+                // SAFETY: as above (a break of a mutants kernel).
+                unsafe { f(ip, parent_ip, self.as_ptr(), fregs.as_ptr()) };
+            }
         }
     }
 

@@ -13,8 +13,9 @@
 
 use crate::base::cells::Locked;
 use crate::base::sys::{dead, enabled, Held, StateKey};
-use crate::logic::plan::{self, OpsSites, Shared};
+use crate::logic::plan::{self, OpsSites, Shared, Want};
 use crate::logic::sites::{flags as sf, Site};
+use crate::logic::wantindex::{self, Entry, Index};
 use crate::ops::arch::{Changes, Target};
 use crate::ops::groups::{self, Tables, GROUPS};
 use crate::ops::registry::{list, Ops, OpsRef, F_DIRECT, F_IPMODIFY, F_SAVE_REGS, F_STUB};
@@ -40,12 +41,17 @@ pub(crate) struct Slot {
 // [`UPDATE`]), whichever task holds it; the rest is plain data.
 unsafe impl Send for Slot {}
 
-/// What updates keep under `ftrace_lock`: the slots, the batch and the
-/// plan's room. An update borrows the groups' tables with it.
+/// What updates keep under `ftrace_lock`: the slots, the batch, the
+/// plan's room and the want index's. An update borrows the groups' tables
+/// with it.
 struct Update {
     slots: KVec<Slot>,
     batch: Batch,
     planned: PlanRoom<Target>,
+    /// Room for the index of what the registered ops want
+    /// ([`wantindex`]), filled with blank entries: an update builds the
+    /// index in it without allocating ([`reserve_index`]).
+    index: KVVec<Entry>,
 }
 
 /// The [`Locked`] identity of [`UPDATE`] (not [`groups::GROUPS_ID`]).
@@ -59,6 +65,7 @@ static UPDATE: Locked<Update, UPDATE_ID> = Locked::new(Update {
         next: [Site::new(0); BATCH],
     },
     planned: PlanRoom::new(),
+    index: KVVec::new(),
 });
 
 /// The slot number of `ops` in `slots` (0: none).
@@ -201,10 +208,58 @@ struct Batch {
 /// an ops is published. Fails with `ENOMEM` while nothing has changed yet.
 /// The plan, what every registered ops wants for one update, is filled
 /// anew by each update within that room, so that it does not allocate
-/// either.
+/// either. The want index's room is made here too, at best
+/// ([`reserve_index`]): without it, updates are slower, not wrong, so its
+/// shortage fails nothing.
 pub(crate) fn reserve_plan(held: &Held, key: &mut StateKey, extra: usize) -> Result {
     let n = list(held).count().saturating_add(extra);
-    UPDATE.borrow(key).planned.reserve(n)
+    let u = UPDATE.borrow(key);
+    u.planned.reserve(n)?;
+    reserve_index(&mut u.index, index_need(held, extra));
+    Ok(())
+}
+
+/// The entries a want index of the registered ops takes, and a marker for
+/// each of them and of `extra` more ops ([`wantindex::build`]): an ops
+/// with a filter indexes it, one without its notrace set.
+fn index_need(held: &Held, extra: usize) -> usize {
+    list(held).fold(extra, |n, op| {
+        let (filter, notrace) = op.sets(held);
+        let c = if filter.is_empty() {
+            notrace.count()
+        } else {
+            filter.count()
+        };
+        n.saturating_add(c).saturating_add(1)
+    })
+}
+
+/// Under this many entries (16 bytes each) the index's room is kept as it
+/// is when it could shrink.
+const INDEX_KEEP: usize = 1024;
+
+/// Gives the index's room `need` entries, and half as many again for the
+/// ops and entries to come; a room over four times what is needed is
+/// replaced by a smaller one (a filter of every function, indexed once,
+/// does not keep its megabyte). Best effort, and only here, with the
+/// plan's room, when an ops registers: without the memory, or when a
+/// filter grows after its ops registered (filter changes do not reserve:
+/// that would add an allocation, and a failure to handle, to every filter
+/// write and kprobe arm for little), the ops that do not fit are asked at
+/// each site, as without an index (one set lookup per site each), which
+/// is right, only slower. The room itself is not an update's allocation:
+/// an update only fills it.
+fn reserve_index(room: &mut KVVec<Entry>, need: usize) {
+    let have = room.len();
+    if need <= have && (have <= INDEX_KEEP || need.saturating_mul(4) >= have) {
+        return;
+    }
+    let n = need.saturating_add(need / 2);
+    // Quiet: nothing fails for it.
+    if let Ok(v) = KVVec::from_elem(Entry::default(), n, GFP_KERNEL | __GFP_NOWARN) {
+        // The old room (no update is running: `ftrace_lock` is held) goes.
+        *room = v;
+    }
 }
 
 /// Writes the gathered sites, then their records; empties the batch.
@@ -243,11 +298,19 @@ const WALK_TABLE_AT: usize = 8 * BATCH;
 /// when one ops with an explicit filter comes, goes or changes its filter,
 /// no other site can change.
 ///
-/// Allocates nothing: the plan's room was reserved when the ops now
-/// registered came, and the batch is static. It fails only when a site
+/// Allocates nothing: the plan's room (and the index's) was reserved when
+/// the ops now registered came, and the batch is static. It fails only when a site
 /// does not hold what its record says, which kills tracing (`ftrace_bug()`).
 pub(crate) fn update_scope(held: &Held, key: &mut StateKey, scope: &[SetRef<'_>]) -> Result {
-    run_update(held, key, |visit| {
+    // How many sites it plans, about (a site in two sets counts twice),
+    // for the choice of the index.
+    let total = table::TOTAL.load(Ordering::Relaxed);
+    let visits = if scope.is_empty() {
+        total
+    } else {
+        scope.iter().map(|h| h.count()).sum::<usize>().min(total)
+    };
+    run_update(held, key, visits, |visit| {
         if scope.is_empty() {
             for cell in table::all() {
                 visit(cell)?;
@@ -264,13 +327,16 @@ pub(crate) fn update_scope(held: &Held, key: &mut StateKey, scope: &[SetRef<'_>]
                 }
             }
         } else {
+            // In a set's (hash) order: the finder's group kept saves
+            // searching the others for most addresses.
+            let mut finder = table::Finder::new(held);
             for (i, h) in scope.iter().enumerate() {
                 for ip in h.ips() {
                     // A site in two of the sets is taken once.
                     if scope[..i].iter().any(|p| p.contains(ip)) {
                         continue;
                     }
-                    if let Some(c) = table::find(held, ip) {
+                    if let Some(c) = finder.find(ip) {
                         visit(c)?;
                     }
                 }
@@ -285,12 +351,15 @@ pub(crate) fn update_scope(held: &Held, key: &mut StateKey, scope: &[SetRef<'_>]
 /// callers pass the two halves of the difference of two sets, which are
 /// disjoint, or a few addresses they made unique; sorted, when many, so
 /// that each batch's sites lie close together (a batch's steps are runs
-/// of nearby pages). Linear in `ips` (with a table lookup each): a filter
-/// of one function replaced by `*` passes every site.
+/// of nearby pages). Linear in `ips` when sorted: they are merged with
+/// the site tables ([`table::Finder`] goes on from the last record found),
+/// not searched for one by one in every group; a filter of one function
+/// replaced by `*` passes every site. Unsorted (a few), each is searched.
 pub(crate) fn update_ips(held: &Held, key: &mut StateKey, ips: &[u64]) -> Result {
-    run_update(held, key, |visit| {
+    run_update(held, key, ips.len(), |visit| {
+        let mut finder = table::Finder::new(held);
         for &ip in ips {
-            if let Some(c) = table::find(held, ip) {
+            if let Some(c) = finder.find(ip) {
                 visit(c)?;
             }
         }
@@ -298,13 +367,15 @@ pub(crate) fn update_ips(held: &Held, key: &mut StateKey, ips: &[u64]) -> Result
     })
 }
 
-/// One update: fills the plan, plans each site `walk` hands to its
-/// visitor (writing the batch whenever it is full), writes the rest, then
-/// looks for idle groups. The update's state and the groups are borrowed
-/// together for the walk.
+/// One update: fills the plan and indexes it, plans each site `walk`
+/// hands to its visitor (writing the batch whenever it is full), writes
+/// the rest, then looks for idle groups. The update's state and the
+/// groups are borrowed together for the walk. `visits`: about how many
+/// sites `walk` visits, which says whether the index is worth building.
 fn run_update(
     held: &Held,
     key: &mut StateKey,
+    visits: usize,
     walk: impl FnOnce(&mut dyn FnMut(&'static Cell) -> Result) -> Result,
 ) -> Result {
     let on = enabled() && !dead();
@@ -313,12 +384,24 @@ fn run_update(
         slots,
         batch: b,
         planned,
+        index,
     } = u;
     // No set of this update is read after it: the room is emptied.
     planned.with(held, |planned| {
         fill_plan(held, slots, planned)?;
+        let planned = planned.as_slice();
+        // In the room `reserve_index` made, no allocation; none (too few
+        // ops or sites, no room), each site asks every ops.
+        let ix = wantindex::build(
+            index.as_mut_slice(),
+            planned,
+            visits,
+            SetRef::count,
+            SetRef::ips,
+        );
+        let mut wanted = Plan { planned, index: ix };
         b.changes.clear();
-        walk(&mut |cell| plan_site(held, slots, t, cell, on, planned, b))?;
+        walk(&mut |cell| plan_site(held, slots, t, cell, on, &mut wanted, b))?;
         flush(held, b)
     })?;
     collect_idle_groups(held, key);
@@ -363,6 +446,12 @@ fn collect_idle_groups(held: &Held, key: &mut StateKey) {
             n += 1;
         }
     }
+    // A mutants kernel's break: every group is taken for idle.
+    let n = if crate::base::mutant::is(crate::base::mutant::Mutant::FreeCalledGroup) {
+        0
+    } else {
+        n
+    };
     let called = &called[..n];
     let (u, t) = UPDATE.borrow_pair(&GROUPS, key);
     let slots = &mut u.slots;
@@ -392,6 +481,12 @@ fn fill_plan<'h>(held: &'h Held, slots: &[Slot], planned: &mut KVec<Planned<'h>>
             continue;
         }
         let (filter, notrace) = op.sets(held);
+        // A mutants kernel's break: every ops planned on every site.
+        let filter = if crate::base::mutant::is(crate::base::mutant::Mutant::IgnoreFilter) {
+            SetRef::EMPTY
+        } else {
+            filter
+        };
         let slot = slot_in(slots, op);
         // Within the capacity reserved for every listed ops: no allocation.
         planned
@@ -421,6 +516,13 @@ pub(crate) fn any_manager(held: &Held, key: &StateKey) -> bool {
     list(held).any(|o| o.is_manager(key))
 }
 
+/// What an update plans the sites from: what each registered ops wants,
+/// and the index of it, when one was built.
+struct Plan<'p, 'h> {
+    planned: &'p [Planned<'h>],
+    index: Option<Index<'p>>,
+}
+
 /// Plans one site: its record is set at once when its instruction stays,
 /// else the change joins the batch (written when the batch is full).
 fn plan_site(
@@ -429,7 +531,7 @@ fn plan_site(
     tables: &mut Tables,
     cell: &'static Cell,
     on: bool,
-    planned: &[Planned<'_>],
+    wanted: &mut Plan<'_, '_>,
     b: &mut Batch,
 ) -> Result {
     let site = cell.read(held);
@@ -443,9 +545,16 @@ fn plan_site(
         list: list_tramp,
         regs: regs_tramp,
     };
-    let (new, next) = plan::plan_site(&site, on, planned, shared, |mask, regs| {
-        group_target(held, slots, tables, planned, mask, regs)
-    });
+    let planned = wanted.planned;
+    let group = |mask: u64, regs: bool| group_target(held, slots, tables, planned, mask, regs);
+    // The index gives what `plan::want` would, without asking every ops.
+    let (new, next) = match wanted.index.as_mut() {
+        Some(index) => {
+            let w: Want = index.want(ip, planned);
+            plan::plan_wanted(&site, &w, on, planned, shared, group)
+        }
+        None => plan::plan_site(&site, on, planned, shared, group),
+    };
     let Some(cur) = current_target(slots, &site, list_tramp, regs_tramp) else {
         pr_err!("site {:#x}: lost track of its trampoline\n", ip);
         crate::base::sys::report_bug(EINVAL, ip);

@@ -125,9 +125,21 @@ impl Group {
     }
 
     pub(crate) fn find(&self, ip: u64) -> Option<&Cell> {
+        if !self.spans(ip) {
+            return None;
+        }
         sites::find(&self.sites, ip)
             .map(|i| &self.sites[i])
             .filter(|c| !c.is_gone())
+    }
+
+    /// Whether `ip` lies between the group's first and last records: a
+    /// lookup passes over the groups of other images without a search.
+    fn spans(&self, ip: u64) -> bool {
+        match (self.sites.first(), self.sites.last()) {
+            (Some(a), Some(b)) => a.ip <= ip && ip <= b.ip,
+            _ => false,
+        }
     }
 
     pub(crate) fn first_overlapping(&self, start: u64, end: u64) -> Option<&Cell> {
@@ -274,10 +286,60 @@ pub(crate) fn location_range(start: u64, end: u64) -> u64 {
         .map_or(0, |c| c.ip())
 }
 
-/// The record at exactly `ip` (under `ftrace_lock`: it may go away
-/// otherwise).
-pub(crate) fn find(_held: &Held, ip: u64) -> Option<&'static Cell> {
-    groups().find_map(|g| g.find(ip))
+/// The records at exactly the addresses asked, one after the other (under
+/// `ftrace_lock`: they may go away otherwise): the first group's, in
+/// table order, that is not gone. Linear in the addresses when they
+/// ascend (an update's sorted address list): it keeps the group of the
+/// last record found and where in it, and goes on from there, so that a
+/// run of addresses of one image is merged with its records rather than
+/// each searched for in every group. Any order stays right: an address
+/// behind the last, or not in the kept group, is searched for in every
+/// group.
+pub(crate) struct Finder<'h> {
+    /// `ftrace_lock`, held while the finder lives: the groups it keeps
+    /// stay (the records are handed out `'static`, as [`all`] does).
+    _held: &'h Held,
+    group: Option<&'static Group>,
+    /// Index in `group` of the last record found.
+    at: usize,
+}
+
+impl<'h> Finder<'h> {
+    /// A finder for as long as `ftrace_lock` is held (the groups stay).
+    pub(crate) fn new(held: &'h Held) -> Self {
+        Finder {
+            _held: held,
+            group: None,
+            at: 0,
+        }
+    }
+
+    /// The record at exactly `ip`.
+    pub(crate) fn find(&mut self, ip: u64) -> Option<&'static Cell> {
+        if let Some(g) = self.group.filter(|g| g.spans(ip)) {
+            let i = crate::logic::seek::seek(&g.sites, self.at, ip, |c: &Cell| c.ip());
+            self.at = i;
+            // A record of another image at the same address can only be
+            // gone: a live one is this group's.
+            if let Some(c) = g.sites.get(i).filter(|c| c.ip() == ip && !c.is_gone()) {
+                return Some(c);
+            }
+        }
+        // Another image, an address behind the last (the kept group's
+        // search started over above), a gone record: every group, in
+        // table order.
+        for g in groups().filter(|g| g.spans(ip)) {
+            let Some(i) = sites::find(&g.sites, ip) else {
+                continue;
+            };
+            if let Some(c) = g.sites.get(i).filter(|c| !c.is_gone()) {
+                self.group = Some(g);
+                self.at = i;
+                return Some(c);
+            }
+        }
+        None
+    }
 }
 
 /// The call-site address of the function at `ip`: `ip` itself when it is a

@@ -67,10 +67,13 @@ esac
 # known-failures-production-c.txt), and its later tests should not pay for
 # it. Each walk checks after every failure that the next operation without
 # injection succeeds.
+# A test that kills tracing for the rest of the boot (rust-ftrace-kill)
+# runs after everything else.
 own=$(for t in $own; do echo "$t"; done | awk '
+	/ftrace-kill/ { dead = dead $0 "\n"; next }
 	/fault-inject-modunload/ { last = last $0 "\n"; next }
 	/fault-inject/ { fi = fi $0 "\n"; next }
-	{ print } END { printf "%s%s", fi, last }')
+	{ print } END { printf "%s%s%s", fi, last, dead }')
 for t in $own; do
 	name=rftrace/$(basename "$t")
 	echo "--- $name"
