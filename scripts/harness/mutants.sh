@@ -16,18 +16,24 @@ set -uo pipefail
 mkdir -p "$build/log"
 
 # number name test: the breaks of kernel/trace/rftrace/base/mutant.rs.
+# 0 is the control: the same kernel and guest with no break, each test of
+# the table, which must all pass, or no catch below means anything.
 table='
+0 control torture.sh
+0 control groups-reuse.sh
+0 control rust-ftrace-kill.sh
 1 drop-one-callback-in-64 torture.sh
 2 call-callback-twice torture.sh
 3 skip-rcu-tasks-wait torture.sh
 4 clobber-callee-saved-rbx torture.sh
 5 clobber-argument-r9 torture.sh
-6 clobber-return-value function-graph.sh
-7 ignore-the-filter function-filter.sh
-8 graph-wrong-return-address function-graph.sh
-9 graph-drop-return-in-64 function-graph.sh
+6 clobber-return-value torture.sh
+7 ignore-the-filter torture.sh
+8 graph-wrong-return-address torture.sh
+9 graph-drop-return-in-64 torture.sh
 10 skip-int3-batch-last-sync torture.sh
-11 free-group-still-called groups-reuse.sh'
+11 free-group-still-called groups-reuse.sh
+12 free-lost-registration rust-ftrace-kill.sh'
 
 trouble='WARNING:|BUG:|Oops|Kernel panic|general protection fault|KASAN:|UBSAN:|ftrace bug|ftrace failed|ftrace faulted|unable to handle'
 secs() { sed -n 's/^\[ *\([0-9]*\.[0-9]*\)\].*/\1/p' | head -1; }
@@ -36,8 +42,15 @@ results=$build/log/mutants-$CONF.txt
 fail=0
 while read -r n name test; do
 	[ -n "$n" ] || continue
-	case " ${MUTANTS_ONLY:-$n} " in *" $n "*) ;; *) continue ;; esac
-	log=$build/log/mutant-$n.log
+	if [ "$n" = 0 ]; then
+		# A control run of a test that no break of this run uses is
+		# skipped.
+		[ -z "${MUTANTS_ONLY:-}" ] || echo "$table" | awk -v t="$test" -v o=" $MUTANTS_ONLY " \
+			'$3 == t && $1 != 0 && index(o, " " $1 " ") { f = 1 } END { exit !f }' || continue
+	else
+		case " ${MUTANTS_ONLY:-$n} " in *" $n "*) ;; *) continue ;; esac
+	fi
+	log=$build/log/mutant-$n-${test%.sh}.log
 	console=${log%.log}.console.log
 	echo "--- mutant $n ($name): $test"
 	t0=$(date +%s)
@@ -62,7 +75,14 @@ while read -r n name test; do
 		t=$(echo "$rcline" | sed -n 's/.* after \([0-9.]*\) s/\1/p')
 		t=${t:-?}
 	fi
-	if [ -n "$how" ]; then
+	if [ "$n" = 0 ]; then
+		if [ -n "$how" ]; then
+			line="CONTROL FAILED: $test without a break ($how)"
+			fail=1
+		else
+			line="CONTROL $test passes without a break (guest ${wall}s)"
+		fi
+	elif [ -n "$how" ]; then
 		line="CAUGHT  $n $name by $test in $t s ($how; guest ${wall}s)"
 	else
 		line="MISSED  $n $name by $test (test rc ${trc:-?}; guest ${wall}s)"

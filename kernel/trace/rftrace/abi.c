@@ -52,6 +52,11 @@ EXPORT_SYMBOL_GPL(unregister_ftrace_direct);
 EXPORT_SYMBOL_GPL(modify_ftrace_direct);
 EXPORT_SYMBOL_GPL(modify_ftrace_direct_nolock);
 #endif
+#ifdef CONFIG_FUNCTION_GRAPH_TRACER
+/* Not exported in 6.12: for the graph ops of the torture module. */
+EXPORT_SYMBOL_GPL(register_ftrace_graph);
+EXPORT_SYMBOL_GPL(unregister_ftrace_graph);
+#endif
 
 struct ftrace_ops *rftrace_tr_ops(struct trace_array *tr)
 {

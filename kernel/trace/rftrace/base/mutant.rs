@@ -41,6 +41,9 @@ pub(crate) enum Mutant {
     /// An update frees idle site groups without checking that no site
     /// calls them.
     FreeCalledGroup = 11,
+    /// `kernel::ftrace` frees a registration the tracer may still call
+    /// (rust/kernel/ftrace.rs tests the number itself).
+    FreeLostRegistration = 12,
 }
 
 // The numbers the trampolines and the arch crate test for the breaks
@@ -50,6 +53,7 @@ const _: () = assert!(
         && Mutant::ClobberArg as i32 == 5
         && Mutant::ClobberRet as i32 == 6
         && Mutant::SkipLastSync as i32 == 10
+        && Mutant::FreeLostRegistration as i32 == 12
 );
 
 #[cfg(CONFIG_FTRACE_CORE_RUST_MUTANTS)]

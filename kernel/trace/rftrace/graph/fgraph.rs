@@ -503,15 +503,26 @@ pub(crate) fn register_ftrace_graph(g: GopsRef<'_>) -> c_int {
         };
         (i, active, r)
     };
+    // Live before its sites call the graph entry: an entry that finds
+    // one live ops skips the filter test (the manager's filter is then
+    // that ops'), which holds only while no other ops' sites are being
+    // added or taken away. So the new ops counts before its sites come,
+    // and, on the way out, after they went ([`unregister_ftrace_graph`]).
     // The graph's state is not borrowed across the sub-op's startup,
     // which changes the ops' own.
     if r.is_ok() {
-        r = crate::ops::subops::startup_subops(held, key, OpsRef::of_static(&GRAPH_OPS), g.ops());
-    }
-    if r.is_ok() {
         ARRAY.publish(held, i, g);
         LIVE.fetch_or(1 << i, Ordering::Release);
-        return 0;
+        r = crate::ops::subops::startup_subops(held, key, OpsRef::of_static(&GRAPH_OPS), g.ops());
+        if r.is_ok() {
+            return 0;
+        }
+        LIVE.fetch_and(!(1u16 << i), Ordering::Release);
+        ARRAY.remove(held, i);
+        // An entry that read the bit may be in its callback (preemption
+        // off); the owner may free the ops on the error.
+        crate::base::sys::synchronize_rcu_tasks_rude();
+        crate::base::sys::synchronize_rcu();
     }
     ftrace_graph_active.store(active - 1, Ordering::Relaxed);
     g.set_entry(g.saved());
@@ -533,16 +544,19 @@ pub(crate) fn unregister_ftrace_graph(g: GopsRef<'_>) {
         .filter(|&i| ARRAY.holds(held, i, g));
     if let Some(i) = listed {
         if ftrace_graph_active.load(Ordering::Relaxed) > 0 && STATE.borrow(key).slots.release(i) {
-            LIVE.fetch_and(!(1u16 << i), Ordering::Release);
-            ARRAY.remove(held, i);
-            let active = ftrace_graph_active.load(Ordering::Relaxed) - 1;
-            ftrace_graph_active.store(active, Ordering::Relaxed);
+            // Its sites go first, while it still counts (see
+            // [`register_ftrace_graph`]): a lone ops left must not be
+            // called, unfiltered, for the sites of this one.
             let _ = crate::ops::subops::shutdown_subops(
                 held,
                 key,
                 OpsRef::of_static(&GRAPH_OPS),
                 g.ops(),
             );
+            LIVE.fetch_and(!(1u16 << i), Ordering::Release);
+            ARRAY.remove(held, i);
+            let active = ftrace_graph_active.load(Ordering::Relaxed) - 1;
+            ftrace_graph_active.store(active, Ordering::Relaxed);
             if active == 0 {
                 stop_graph(held, STATE.borrow(key));
             }

@@ -10,6 +10,9 @@
 # kernel's own reports (an Oops, KASAN) and the time of the first.
 N=$1
 TEST=$2
+# TORTURE_SECONDS and the rest of the job's settings.
+. /harness/job
+export CORE CONF TORTURE_SECONDS
 P=/sys/module/kernel/parameters/rftrace_mutant
 here=/opt/rftrace
 [ -w $P ] || { echo "mutant-run: no $P (CONFIG_FTRACE_CORE_RUST_MUTANTS)"; exit 2; }

@@ -7,8 +7,12 @@
  *
  * Worker kthreads, one bound to each CPU, call 32 traced functions of
  * this module while mutator kthreads register and unregister tracers of
- * those functions and change their filters. Every call is checked
- * against an oracle: which tracer must see it, which may.
+ * those functions and change their filters. With preempt_workers, more
+ * workers, not bound, call them with preemption on, and every fourth
+ * function sleeps or yields in its body when they ask it to. Every call
+ * is checked against an oracle (which tracer must see it, which may), and
+ * its result and the caller's callee-saved registers against an untraced
+ * reference.
  *
  * The tracers ("slots"), each owned by exactly one mutator:
  *   plain      ftrace_ops without flags (may trace every function)
@@ -21,6 +25,9 @@
  *   ipmodify   FTRACE_OPS_FL_IPMODIFY | SAVE_REGS, leaves ip alone; its
  *              filter is never empty (the core refuses that) and stays
  *              within functions 00-19
+ *   dynamic    ftrace_ops without flags whose ops and callback data are
+ *              kzalloc'd for each registration and kfree'd as soon as
+ *              unregister_ftrace_function() returns
  *   kp-entry   a kprobe at a function's entry, which kprobes puts on the
  *              ftrace site (kprobe_ftrace_ops), CONFIG_KPROBES
  *   kp-body    a kprobe on the instruction after the ftrace site: an int3
@@ -31,32 +38,47 @@
  *              with the ipmodify slot on a function: a direct ops without
  *              ops_func cannot share with IPMODIFY),
  *              CONFIG_DYNAMIC_FTRACE_WITH_DIRECT_CALLS
- * The function graph tracer's register_ftrace_graph() is not exported to
- * modules in 6.12 (on either core): graph ops are not covered here; the
- * test script switches the function_graph tracer on the same functions
- * meanwhile.
+ *   graph      a function graph ops (struct fgraph_ops, registered with
+ *              register_ftrace_graph(), which 6.12 does not export: glue
+ *              patch 0013 on the C core, abi.c on the Rust core), filtered
+ *              through its embedded ops (ftrace_set_filter*() on
+ *              &gops.ops, before and while registered); its filter also
+ *              always holds the two probe functions (see Function graph),
+ *              CONFIG_FUNCTION_GRAPH_TRACER
+ * Only plain and notrace ever have an empty filter (every function of
+ * the kernel); every other ftrace, direct or graph slot is registered
+ * only with 1 to 32 of the torture functions in its filter, and no change
+ * while it is registered empties it. The test script meanwhile switches
+ * the function_graph tracer on the same functions (and the preemptible
+ * workers sleep inside them).
  *
- * The oracle. Each slot k has a sequence count seq[k] and a bitmap
- * want[k] of the torture functions that must reach its callback. Its
- * mutator makes seq[k] odd (then a full barrier) before any call into the
- * API, keeps a model of what the API established (registered or not, the
+ * The oracle. Each slot k has a sequence count seq[k] and, for each of
+ * its states (seq[k] / 2), a bitmap want of the torture functions that
+ * must reach its callback, kept in a ring of four (want_hist) so that
+ * the states on either side of a change can both be read. Its mutator
+ * makes seq[k] odd (then a full barrier) before any call into the API,
+ * keeps a model of what the API established (registered or not, the
  * filter and notrace sets over the 32 functions, the kprobe's target, the
- * direct trampoline), and after the call returns publishes want[k] and
- * makes seq[k] even again (release). A worker, preemption off:
- *   snapshot seq[k] (acquire) and want[k] for every slot;
- *   zero its CPU's hit counters, set its CPU's "in call" = f;
+ * direct trampoline), and after the call returns writes the new state's
+ * want and makes seq[k] even again (release). A worker:
+ *   snapshot seq[k] (acquire) and its state's want for every slot;
+ *   zero the hit counters of its call, mark the call "in flight" (bound
+ *   workers: their CPU's in_call, preemption off; the others: their
+ *   task's);
  *   call f;
- *   clear "in call", read the counters; smp_rmb(); read seq[k] again.
- * The callbacks count a hit only when this CPU's "in call" names the
- * function whose ftrace site (or kprobe address, or return address of
- * the direct call) they were called for; only the workers call the 32
- * functions, so nothing else can be counted. A window is stable for
- * slot k when both reads of seq[k] are the same even number: no API call
- * on slot k overlapped any part of the call (the seqlock argument: had
- * the call seen any effect of a later API call, made after seq[k] went
- * odd and a full barrier, the second read would see the odd count). In
- * a stable window the hits of slot k must be exactly want[k] bit f; in
- * any window at most 1 (a call passes each site once).
+ *   clear "in flight", read the counters; smp_rmb(); read seq[k] again.
+ * The callbacks count a hit for the call in flight on this CPU (or in
+ * this task) only when it is a call of the function whose ftrace site
+ * (or kprobe address, or return address of the direct call) they were
+ * called for; only the workers call the 32 functions. A window is stable
+ * for slot k when both reads of seq[k] are the same even number: no API
+ * call on slot k overlapped any part of the call (the seqlock argument:
+ * had the call seen any effect of a later API call, made after seq[k]
+ * went odd and a full barrier, the second read would see the odd count).
+ * In a stable window the hits of slot k must be exactly want[k] bit f; in
+ * any window at most 1 (a call passes each site once). Preemption inside
+ * the call changes none of this: the counters of a preemptible worker's
+ * call are its task's, and the window is as long as the call took.
  *
  * Why "stable => exact" holds on the C core, at the moment the mutator's
  * call returns:
@@ -92,21 +114,153 @@
  *    register/unregister_ftrace_function() as above; modify switches the
  *    trampoline while a stub ops sends the sites through the list
  *    function, where exactly one of the two trampolines gets the call.
- * Calls that overlap a change are unstable windows: in-flight calls of a
- * callback being unregistered, kprobe disable against a call that already
- * hit the int3, and so on: only "at most 1" is checked there.
+ *  - register_ftrace_graph() adds the graph ops' ops as a sub-ops of the
+ *    graph manager ops (ftrace_startup_subops(): sites of the union of the
+ *    sub-ops' filters) and then publishes it in fgraph_array; the entry
+ *    tests each graph ops' own hash (ftrace_ops_test()) unless it is the
+ *    only one (the static call, whose filter is then the sites'). A filter
+ *    change of a registered graph ops moves its own hash, then the
+ *    manager's and the sites (ftrace_hash_move_and_update_subops()).
+ *    unregister_ftrace_graph() takes it out of fgraph_array before it
+ *    shuts the sub-ops down.
  *
- * Besides: a SAVE_REGS callback without pt_regs, a hit outside a call
- * (stray), and a difference between the hits the callbacks counted and
- * the hits the workers read are mismatches too.
+ * Around a change. A window that exactly one API call on slot k
+ * overlapped (seq[k] went from state s to s + 1 during it) may or may
+ * not see the callback, but only for a function one of the two states
+ * wants: the site the call entered, and the hashes the list function
+ * tested, were those of state s, of state s + 1, or of the update in
+ * between, which moves sites and hashes from one to the other and calls
+ * no ops for a function neither wants. A hit on any other function is a
+ * mismatch. (Both wants are read before the ring can reuse their places:
+ * the third read of seq[k] is within 6 of 2s.) Windows that more changes
+ * overlapped are checked for "at most 1" only.
  *
- * Parameters: duration (s), workers (0: one per online CPU), mutators,
- * verbose. Module init starts the threads and returns; a controller
- * thread stops the run after `duration` (or at rmmod), unregisters
- * everything, prints one line
- *   rftrace_torture: <s> s, <n> workers, ops operations <N>, calls <C>, checked <K>, mismatches <M>
- * and sets the read-only parameter `done`; `mismatches`, `calls`,
- * `checked`, `hit_checks` and `operations` hold the results.
+ * Strays, counted in the callbacks and reported with the function, the
+ * caller and the CPU, are mismatches: a hit on a torture function while
+ * neither this CPU nor this task has a call of it in flight; a hit on a
+ * function outside a slot's domain (ipmodify: 00-19, direct: 28-31); a
+ * kprobe handler called for an address not its own; and, for every slot
+ * whose filter is never empty (all but plain and notrace), a callback for
+ * any function outside the 32 (a core that ignores a filter, or takes an
+ * empty hash for "every function" for a moment). Plain and notrace are
+ * called for every kernel function while their filter is empty, and a
+ * call that entered the site then may reach the callback after the next
+ * filter is in: their hits outside the 32 prove nothing and are dropped.
+ *
+ * Unregistration. The callbacks count themselves in and out per CPU
+ * (inflight) and test their data's "gone" flag, which the mutator sets as
+ * soon as the unregistration (unregister_ftrace_function(),
+ * unregister_kprobe(), unregister_ftrace_direct(); for the graph slot,
+ * unregister_ftrace_graph() and the owner's wait, see Function graph)
+ * returned and clears before the next registration. A callback still counted in flight when
+ * the unregistration returned, or that sees "gone", was running after the
+ * core said none would: a missing RCU-tasks or rude wait, or a site or a
+ * group left calling a trampoline. The dynamic slot then frees its ops
+ * and data: under KASAN such a callback is also a use after free (it
+ * reads its data on entry, after dawdling, and on the way out).
+ *
+ * Preemptible workers (preempt_workers > 0). Not bound, more of them than
+ * CPUs, calling with preemption on; every fourth function sleeps
+ * (usleep_range), calls schedule() or cond_resched() in its body when its
+ * last argument asks, which only these workers do. Their calls are
+ * checked as the bound workers' are (the window argument does not need
+ * preemption off: the counters are the task's). The dynamic slot's
+ * callback, called directly from its trampoline with preemption on (no
+ * RECURSION flag), dawdles for them, so that with preempt=full a task is
+ * now and then preempted inside the trampoline and the callback, and the
+ * ops is unregistered and freed meanwhile: only synchronize_rcu_tasks()
+ * waits for such a task. With preemption voluntary (the production
+ * kernel's boot default) nothing preempts a callback, the rude wait is
+ * enough, and the count of preempted callbacks stays 0: the script says
+ * so.
+ *
+ * Integrity. Each torture function takes six arguments and returns a mix
+ * of all their bits; the worker calls it from inline asm that first loads
+ * rbx and r12-r15 with values derived from a seed kept on its stack, and
+ * afterwards hands back what changed in each. The result must equal what
+ * an untraced copy of the mix (tt_ref()) computes, and no callee-saved
+ * register may change: a trampoline that clobbers an argument register on
+ * the way in, the return value on the way out, or a callee-saved register
+ * (or the caller's stack slot of the seed) is a mismatch.
+ *
+ * Quiet points. Every quiet_ms the controller parks every worker between
+ * two calls, and at the end after they stopped. Each torture function
+ * counts its calls in its body (per CPU, independently of every tracer)
+ * and each callback counts its hits per function (globally, whatever the
+ * "in flight" marks say). For a slot whose seq was the same even number
+ * at two quiet points, every call in between ran wholly in that state:
+ * the hits of each function must equal its calls if the state wants it,
+ * 0 if not. At the end, the calls counted in the bodies must equal the
+ * calls the workers made, and the hits the callbacks attributed to calls
+ * must equal the hits the workers read.
+ *
+ * Failures. None of the API calls the mutators make may fail: a failure
+ * is counted per slot and fails the run (the result `unexpected`), as a
+ * slot that never had a stable window expecting a hit does (`unchecked`),
+ * and a return address probe (below) never run with the graph slot
+ * registered all through.
+ *
+ * Function graph (the graph slot). Its entry callback counts a hit as
+ * every callback does, so the oracle above holds for it: in a stable
+ * window an entry exactly when its filter wants the function, around a
+ * change only for a function one side wants, never two, no strays.
+ * Besides:
+ *  - Pairing. The entry pushes (function, depth, expected result) on the
+ *    worker's own record (struct tt_grec, found from current: the bound
+ *    worker in a call on this CPU, or the preemptible worker current is;
+ *    no allocation), the return pops it and must find its own function
+ *    on top, at the entry's depth. A return with no entry of it open is a
+ *    stray, but on 6.12's fgraph.c for the graph ops at index 0, which
+ *    gets the return of every frame (bit 0 is set in every bitmap). Once
+ *    the call is back in the worker, all of its returns have run: an entry
+ *    still open lost its return callback, a mismatch in a window stable
+ *    for the graph slot (only an unregistration during the call may skip
+ *    it, on both cores).
+ *  - Empty shadow stack between calls. Every entry of a worker's call has
+ *    the same depth (the worker's own frames are notrace, so its shadow
+ *    stack is empty between calls): a frame the core kept after its
+ *    return, or lost, moves it.
+ *  - Return value. trace->retval (CONFIG_FUNCTION_GRAPH_RETVAL) must equal
+ *    the untraced reference, as the caller's result does.
+ *  - Return address. Every eighth call of a bound worker is followed by a
+ *    probe: tt_call_nest() calls rftrace_torture_nest_outer(), which calls
+ *    rftrace_torture_nest_inner(), both always in the graph filter, so
+ *    that the inner's frame has the outer's below it. The call site saves
+ *    rsp and rbp (per CPU, preemption off); back there, rsp must be the
+ *    saved one. A return hook that gives the inner another frame's return
+ *    address (the outer's, which is the probe's site: what a shadow stack
+ *    read one frame off gives) lands there with the inner's stack: a
+ *    mismatch, and the saved pointers are put back so that the worker goes
+ *    on. Any other wrong address is not in a frame of this task's: the
+ *    worker does not come back from it, and the oops (or the module never
+ *    finishing) fails the run. The outer's result, and in a stable window
+ *    two entries and two returns (none if unregistered), are checked too.
+ *  - Quiet points. For a graph slot unchanged since the last one, each
+ *    function's returns paired with an entry equal its entries (and its
+ *    hits its calls, as for every slot); no worker's record holds an
+ *    entry. The same at the end, once the workers stopped.
+ *  - Unregistration. unregister_ftrace_graph() waits for the callbacks in
+ *    flight on neither core unless the graph ops is the last one (6.12's
+ *    graph_ops is static, and ftrace_shutdown() waits for dynamic ops
+ *    only; the Rust core waits only when graph tracing stops), so the
+ *    mutator waits as the owner of a graph ops must before freeing it
+ *    (synchronize_rcu_tasks_rude(), and synchronize_rcu_tasks() when
+ *    preemptible: the return path runs with preemption on) and only then
+ *    sets "gone": a callback still running, or starting, afterwards is a
+ *    mismatch.
+ *
+ * Besides: a SAVE_REGS callback without pt_regs is a mismatch too.
+ *
+ * Parameters: duration (s), workers (0: one per online CPU),
+ * preempt_workers, mutators, quiet_ms, verbose. Module init starts the
+ * threads and returns; a controller thread stops the run after
+ * `duration` (or at rmmod), unregisters everything, prints one line
+ *   rftrace_torture: <s> s, <n> workers (<p> preemptible), ops operations
+ *   <N> (<F> failed), calls <C>, checked <K>, reconciled <R>,
+ *   unchecked tracers <U>, mismatches <M>
+ * and sets the read-only parameter `done`; `mismatches`, `unexpected`,
+ * `unchecked`, `calls`, `checked`, `hit_checks`, `reconciled`, `strays`
+ * and `operations` hold the results.
  *
  * Everything in this module but the 32 torture functions is notrace.
  */
@@ -132,6 +286,7 @@
 
 #if defined(CONFIG_DYNAMIC_FTRACE) && defined(CONFIG_X86_64)
 
+#include <asm/asm.h>
 #include <asm/ibt.h>
 
 #if defined(CONFIG_DYNAMIC_FTRACE_WITH_DIRECT_CALLS)
@@ -140,15 +295,26 @@
 #include <asm/nospec-branch.h>
 #endif
 
+#ifdef CONFIG_FUNCTION_GRAPH_TRACER
+#define TT_GRAPH 1
+#include <asm/percpu.h>
+#endif
+
 static unsigned int duration = 30;
 module_param(duration, uint, 0444);
 MODULE_PARM_DESC(duration, "seconds to run (default 30)");
 static int workers;
 module_param(workers, int, 0444);
 MODULE_PARM_DESC(workers, "worker threads, one bound to each CPU (default 0: one per online CPU)");
+static int preempt_workers;
+module_param(preempt_workers, int, 0444);
+MODULE_PARM_DESC(preempt_workers, "more worker threads, not bound, calling with preemption on (default 0)");
 static int mutators = 2;
 module_param(mutators, int, 0444);
 MODULE_PARM_DESC(mutators, "mutator threads (default 2)");
+static unsigned int quiet_ms = 200;
+module_param(quiet_ms, uint, 0444);
+MODULE_PARM_DESC(quiet_ms, "ms between the quiet points that reconcile the counts (default 200; 0: at the end only)");
 static bool verbose;
 module_param(verbose, bool, 0644);
 MODULE_PARM_DESC(verbose, "log every mutation");
@@ -160,6 +326,12 @@ MODULE_PARM_DESC(done, "1 once the run is over and everything is unregistered");
 static unsigned long mismatches;
 module_param(mismatches, ulong, 0444);
 MODULE_PARM_DESC(mismatches, "calls that contradicted the oracle (valid once done)");
+static unsigned long unexpected;
+module_param(unexpected, ulong, 0444);
+MODULE_PARM_DESC(unexpected, "API calls of the mutators that failed, none expected (valid once done)");
+static int unchecked;
+module_param(unchecked, int, 0444);
+MODULE_PARM_DESC(unchecked, "tracers never checked in a stable window expecting a hit (valid once done)");
 static unsigned long calls;
 module_param(calls, ulong, 0444);
 MODULE_PARM_DESC(calls, "calls of the torture functions (valid once done)");
@@ -169,25 +341,86 @@ MODULE_PARM_DESC(checked, "exact checks: (call, tracer) pairs in stable windows 
 static unsigned long hit_checks;
 module_param(hit_checks, ulong, 0444);
 MODULE_PARM_DESC(hit_checks, "exact checks that expected a hit (valid once done)");
+static unsigned long reconciled;
+module_param(reconciled, ulong, 0444);
+MODULE_PARM_DESC(reconciled, "(tracer, quiet interval) pairs whose counts were reconciled (valid once done)");
+static unsigned long strays;
+module_param(strays, ulong, 0444);
+MODULE_PARM_DESC(strays, "callbacks where none may be (counted in mismatches too; valid once done)");
 static unsigned long operations;
 module_param(operations, ulong, 0444);
 MODULE_PARM_DESC(operations, "API operations of the mutators (valid once done)");
 
+static atomic_long_t tt_mismatches = ATOMIC_LONG_INIT(0);
+
+static notrace void tt_mismatch(void)
+{
+	atomic_long_inc(&tt_mismatches);
+}
+
 /* ------------------------------------------------------------------ */
-/* The 32 traced functions: all differ, none can be folded or cloned. */
+/*
+ * The 32 traced functions: all differ, none can be folded or cloned.
+ *
+ * Each takes six arguments and returns a mix in which every bit of each
+ * argument counts (xor, then a multiplication by an odd constant, which
+ * is a bijection), the same mix that its untraced copy tt_ref()
+ * computes. Each counts its calls in its body, per CPU (tt_fncalls), apart
+ * from every tracer. Every fourth (03, 07, ..., 31) sleeps or yields when
+ * its last argument has TT_NAP, which only the preemptible workers set.
+ */
 
 #define TT_NFN 32
+#define TT_NAP (1UL << 63)
+
+#define TT_ARGS unsigned long a, unsigned long b, unsigned long c,	\
+		unsigned long d, unsigned long e, unsigned long f
+
+struct tt_fncalls {
+	unsigned long cnt[TT_NFN];
+};
+static DEFINE_PER_CPU(struct tt_fncalls, tt_fncalls);
+
+static __always_inline unsigned long tt_mix(unsigned long n, TT_ARGS)
+{
+	unsigned long x = (a ^ n) * 0x9e3779b97f4a7c15UL;
+
+	x = (x ^ (x >> 29) ^ b) * 0xbf58476d1ce4e5b9UL;
+	x = (x ^ (x >> 32) ^ c) * 0x94d049bb133111ebUL;
+	x = (x ^ (x >> 29) ^ d) * 0x9e3779b97f4a7c15UL;
+	x = (x ^ (x >> 32) ^ e) * 0xbf58476d1ce4e5b9UL;
+	x = (x ^ (x >> 29) ^ f) * 0x94d049bb133111ebUL;
+	return x ^ (x >> 31);
+}
+
+/* Sleeps or yields inside a traced function, three ways. */
+static noinline notrace void tt_nap(unsigned long how)
+{
+	switch (how & 3) {
+	case 0:
+		cond_resched();
+		break;
+	case 1:
+		usleep_range(1, 5);
+		break;
+	case 2:
+		schedule();
+		break;
+	default:
+		break;
+	}
+}
 
 #define TT_FN(n)							\
-int rftrace_torture_fn_##n(int x);					\
-noinline int rftrace_torture_fn_##n(int x)				\
+unsigned long rftrace_torture_fn_##n(unsigned long a, unsigned long b,	\
+				     unsigned long c, unsigned long d,	\
+				     unsigned long e, unsigned long f);	\
+noinline unsigned long rftrace_torture_fn_##n(TT_ARGS)			\
 {									\
-	int y = x;							\
-									\
-	OPTIMIZER_HIDE_VAR(y);						\
-	y = y * (1##n + 2) + 0x##n;					\
-	OPTIMIZER_HIDE_VAR(y);						\
-	return y ^ (x >> (1##n % 7));					\
+	this_cpu_inc(tt_fncalls.cnt[1##n - 100]);			\
+	if ((1##n - 100) % 4 == 3 && unlikely(f & TT_NAP))		\
+		tt_nap(a);						\
+	return tt_mix(1##n - 100, a, b, c, d, e, f);			\
 }
 TT_FN(00) TT_FN(01) TT_FN(02) TT_FN(03) TT_FN(04) TT_FN(05) TT_FN(06) TT_FN(07)
 TT_FN(08) TT_FN(09) TT_FN(10) TT_FN(11) TT_FN(12) TT_FN(13) TT_FN(14) TT_FN(15)
@@ -195,7 +428,7 @@ TT_FN(16) TT_FN(17) TT_FN(18) TT_FN(19) TT_FN(20) TT_FN(21) TT_FN(22) TT_FN(23)
 TT_FN(24) TT_FN(25) TT_FN(26) TT_FN(27) TT_FN(28) TT_FN(29) TT_FN(30) TT_FN(31)
 
 #define TT_P(n) rftrace_torture_fn_##n,
-static int (*const tt_fns[TT_NFN])(int) = {
+static unsigned long (*const tt_fns[TT_NFN])(TT_ARGS) = {
 	TT_P(00) TT_P(01) TT_P(02) TT_P(03) TT_P(04) TT_P(05) TT_P(06) TT_P(07)
 	TT_P(08) TT_P(09) TT_P(10) TT_P(11) TT_P(12) TT_P(13) TT_P(14) TT_P(15)
 	TT_P(16) TT_P(17) TT_P(18) TT_P(19) TT_P(20) TT_P(21) TT_P(22) TT_P(23)
@@ -210,12 +443,212 @@ static const char *const tt_names[TT_NFN] = {
 	TT_N(24) TT_N(25) TT_N(26) TT_N(27) TT_N(28) TT_N(29) TT_N(30) TT_N(31)
 };
 
+/* The untraced reference: the same mix, computed here. */
+static notrace unsigned long tt_ref(int idx, const unsigned long *v)
+{
+	return tt_mix(idx, v[0], v[1], v[2], v[3], v[4], v[5]);
+}
+
+#ifdef TT_GRAPH
+/*
+ * The graph slot's return address probe: two more traced functions, not
+ * among the 32 (no pattern selects them; only the graph slot's filter
+ * holds them, always), the outer calling the inner, so that the inner's
+ * frame has the outer's below it on the shadow stack. A return hook that
+ * gives the inner the return address of another frame (the outer's: the
+ * probe's own call site) lands in tt_call_nest(), which sees it.
+ */
+#define TT_NNEST	2	/* 0: outer, 1: inner */
+#define TT_NEST_K	0x2545f4914f6cdd1dUL
+
+static __always_inline unsigned long tt_nest_mix(unsigned long x)
+{
+	return tt_mix(TT_NFN, x, ~x, x >> 7, x << 3, x ^ TT_NEST_K, 0);
+}
+
+static noinline unsigned long rftrace_torture_nest_inner(unsigned long x)
+{
+	return tt_nest_mix(x);
+}
+
+/*
+ * The inner one called from asm: no call the compiler could optimise
+ * (both have their address taken below, so they keep their names and the
+ * standard calling convention).
+ */
+static noinline unsigned long rftrace_torture_nest_outer(unsigned long x)
+{
+	unsigned long r;
+
+	x ^= TT_NEST_K;
+	asm volatile("call rftrace_torture_nest_inner"
+		     : "=a" (r), "+D" (x), ASM_CALL_CONSTRAINT
+		     :
+		     : "rsi", "rdx", "rcx", "r8", "r9", "r10", "r11",
+		       "memory", "cc");
+	return r * 3 + 1;
+}
+
+static unsigned long (*const tt_nest_fns[TT_NNEST])(unsigned long x) = {
+	rftrace_torture_nest_outer, rftrace_torture_nest_inner,
+};
+
+static const char *const tt_nest_names[TT_NNEST] = {
+	"rftrace_torture_nest_outer", "rftrace_torture_nest_inner",
+};
+
+/* What the outer and the inner return for the probe's argument x. */
+static notrace void tt_nest_ref(unsigned long x, unsigned long *ref)
+{
+	ref[1] = tt_nest_mix(x ^ TT_NEST_K);
+	ref[0] = ref[1] * 3 + 1;
+}
+
+/* The probe's stack and frame pointers, saved before its call. */
+struct tt_nest_save {
+	unsigned long sp, bp;
+};
+
+static DEFINE_PER_CPU(struct tt_nest_save, tt_nest_save);
+
+/*
+ * Calls the outer probe function with preemption off (the saved pointers
+ * are this CPU's) and returns its result. Back at its call site, the
+ * stack pointer is the one saved before the call, unless a return hook
+ * sent a deeper frame's return here: then it holds that frame's, which
+ * goes to *landed (0 otherwise), and the saved stack and frame pointers
+ * are put back (the registers the asm clobbers are the rest of what the
+ * outer frame held; the compiler restores the caller's own). No value is
+ * read from the stack or through a register after the call before that.
+ */
+static notrace unsigned long tt_call_nest(unsigned long x, unsigned long *landed)
+{
+	unsigned long ax, dx;
+
+	asm volatile("movq %%rsp, " __percpu_arg([sp]) "\n\t"
+		     "movq %%rbp, " __percpu_arg([bp]) "\n\t"
+		     "call rftrace_torture_nest_outer\n\t"
+		     "xorl %%edx, %%edx\n\t"
+		     "cmpq " __percpu_arg([sp]) ", %%rsp\n\t"
+		     "je 1f\n\t"
+		     "movq %%rsp, %%rdx\n\t"
+		     "movq " __percpu_arg([sp]) ", %%rsp\n\t"
+		     "movq " __percpu_arg([bp]) ", %%rbp\n"
+		     "1:\n\t"
+		     : "=a" (ax), "+D" (x), "=d" (dx),
+		       [sp] "+m" (__my_cpu_var(tt_nest_save.sp)),
+		       [bp] "+m" (__my_cpu_var(tt_nest_save.bp)),
+		       ASM_CALL_CONSTRAINT
+		     :
+		     : "rbx", "rsi", "rcx", "r8", "r9", "r10", "r11",
+		       "r12", "r13", "r14", "r15", "memory", "cc");
+	*landed = dx;
+	return ax;
+}
+#endif /* TT_GRAPH */
+
+/*
+ * The callers. Each loads rbx and r12-r15 with a seed (kept in the
+ * caller's stack frame, an "m" operand) and four constants xor'ed with
+ * it, calls its torture function directly with the six arguments in
+ * rdi, rsi, rdx, rcx, r8 and r9, and then leaves in rdi, rsi, rdx, rcx
+ * and r8 the xor of each callee-saved register with what it loaded
+ * there, recomputed from the seed read again from the stack: all 0 when
+ * the function and every tracer on the way preserved them (and the
+ * stack slot). The asm clobbers the registers it loads, so the compiler
+ * saves and restores the caller's around it; the argument registers are
+ * in-out operands (the callee may change them), r10 and r11 clobbers.
+ * A direct call: no retpoline, no IBT or CFI check in the way (the
+ * functions keep their ENDBR: their addresses are taken above). rbp is
+ * left out: with frame pointers it cannot be an asm clobber.
+ */
+#define TT_NCSR 5
+static const char *const tt_csr_names[TT_NCSR] = { "rbx", "r12", "r13", "r14", "r15" };
+
+#define TT_K12 "0x6a09e667f3bcc908"
+#define TT_K13 "0xbb67ae8584caa73b"
+#define TT_K14 "0x3c6ef372fe94f82b"
+#define TT_K15 "0xa54ff53a5f1d36f1"
+
+#define TT_CSR_LOAD							\
+	"movq %[seed], %%rbx\n\t"					\
+	"movabsq $" TT_K12 ", %%r12\n\t"				\
+	"xorq %%rbx, %%r12\n\t"						\
+	"movabsq $" TT_K13 ", %%r13\n\t"				\
+	"xorq %%rbx, %%r13\n\t"						\
+	"movabsq $" TT_K14 ", %%r14\n\t"				\
+	"xorq %%rbx, %%r14\n\t"						\
+	"movabsq $" TT_K15 ", %%r15\n\t"				\
+	"xorq %%rbx, %%r15\n\t"
+
+#define TT_CSR_DIFF(k, reg, out)					\
+	"movabsq $" k ", %%" out "\n\t"					\
+	"xorq %[seed], %%" out "\n\t"					\
+	"xorq %%" reg ", %%" out "\n\t"
+
+#define TT_CSR_DIFFS							\
+	"movq %[seed], %%rdi\n\t"					\
+	"xorq %%rbx, %%rdi\n\t"						\
+	TT_CSR_DIFF(TT_K12, "r12", "rsi")				\
+	TT_CSR_DIFF(TT_K13, "r13", "rdx")				\
+	TT_CSR_DIFF(TT_K14, "r14", "rcx")				\
+	TT_CSR_DIFF(TT_K15, "r15", "r8")
+
+#define TT_CALLER(n)							\
+static notrace unsigned long tt_call_##n(const unsigned long *v,	\
+					 unsigned long seed,		\
+					 unsigned long *diff)		\
+{									\
+	register unsigned long r8 asm("r8") = v[4];			\
+	register unsigned long r9 asm("r9") = v[5];			\
+	unsigned long di = v[0], si = v[1], dx = v[2], cx = v[3], ax;	\
+									\
+	asm volatile(TT_CSR_LOAD					\
+		     "call rftrace_torture_fn_" #n "\n\t"		\
+		     TT_CSR_DIFFS					\
+		     : "=a" (ax), "+D" (di), "+S" (si), "+d" (dx),	\
+		       "+c" (cx), "+r" (r8), "+r" (r9),			\
+		       ASM_CALL_CONSTRAINT				\
+		     : [seed] "m" (seed)				\
+		     : "rbx", "r10", "r11", "r12", "r13", "r14", "r15",	\
+		       "memory", "cc");					\
+	diff[0] = di;							\
+	diff[1] = si;							\
+	diff[2] = dx;							\
+	diff[3] = cx;							\
+	diff[4] = r8;							\
+	return ax;							\
+}
+TT_CALLER(00) TT_CALLER(01) TT_CALLER(02) TT_CALLER(03)
+TT_CALLER(04) TT_CALLER(05) TT_CALLER(06) TT_CALLER(07)
+TT_CALLER(08) TT_CALLER(09) TT_CALLER(10) TT_CALLER(11)
+TT_CALLER(12) TT_CALLER(13) TT_CALLER(14) TT_CALLER(15)
+TT_CALLER(16) TT_CALLER(17) TT_CALLER(18) TT_CALLER(19)
+TT_CALLER(20) TT_CALLER(21) TT_CALLER(22) TT_CALLER(23)
+TT_CALLER(24) TT_CALLER(25) TT_CALLER(26) TT_CALLER(27)
+TT_CALLER(28) TT_CALLER(29) TT_CALLER(30) TT_CALLER(31)
+
+#define TT_C(n) tt_call_##n,
+static unsigned long (*const tt_callers[TT_NFN])(const unsigned long *v,
+						 unsigned long seed,
+						 unsigned long *diff) = {
+	TT_C(00) TT_C(01) TT_C(02) TT_C(03) TT_C(04) TT_C(05) TT_C(06) TT_C(07)
+	TT_C(08) TT_C(09) TT_C(10) TT_C(11) TT_C(12) TT_C(13) TT_C(14) TT_C(15)
+	TT_C(16) TT_C(17) TT_C(18) TT_C(19) TT_C(20) TT_C(21) TT_C(22) TT_C(23)
+	TT_C(24) TT_C(25) TT_C(26) TT_C(27) TT_C(28) TT_C(29) TT_C(30) TT_C(31)
+};
+
 #define TT_ALL_FNS	0xffffffffU
 #define TT_BIT(i)	(1U << (i))
 
 /* Each function's ftrace site: after the ENDBR with IBT, else its start. */
 static unsigned long tt_site[TT_NFN];
 static unsigned long tt_site_lo, tt_site_hi;
+/* The sites in address order, for tt_site_index(). */
+static struct {
+	unsigned long site;
+	int idx;
+} tt_sorted[TT_NFN];
 
 /*
  * Filter patterns and the functions each selects, worked out at load time
@@ -247,6 +680,7 @@ enum tt_kind {
 	TT_K_KPROBE_ENTRY,
 	TT_K_KPROBE_BODY,
 	TT_K_DIRECT,
+	TT_K_GRAPH,
 };
 
 enum {
@@ -256,12 +690,16 @@ enum {
 	TT_S_RCU,
 	TT_S_NOTRACE,
 	TT_S_IPMODIFY,
+	TT_S_DYNAMIC,
 #ifdef CONFIG_KPROBES
 	TT_S_KP_ENTRY,
 	TT_S_KP_BODY,
 #endif
 #ifdef TT_DIRECT
 	TT_S_DIRECT,
+#endif
+#ifdef TT_GRAPH
+	TT_S_GRAPH,
 #endif
 	TT_NSLOT
 };
@@ -272,6 +710,23 @@ enum {
 #define TT_DIRECT_SLOT (-1)
 #endif
 
+struct tt_slot;
+
+/*
+ * What a callback reads through its ops (ops->private) or its kprobe:
+ * the slot's own for static slots, one kzalloc'd per registration for
+ * the dynamic one.
+ */
+struct tt_cbdata {
+	unsigned long magic;
+	struct tt_slot *slot;
+	int gone;		/* the unregistration returned: no callback now */
+	bool dawdle;		/* dynamic: dawdle in preemptible workers' calls */
+	atomic_long_t hits;	/* dynamic: hits on the torture functions */
+};
+#define TT_MAGIC	0x6174616462637474UL	/* "ttcbdata" */
+#define TT_MAGIC_FREED	0x6465657266627474UL	/* "ttbfreed" */
+
 struct tt_slot {
 	const char *name;
 	enum tt_kind kind;
@@ -280,10 +735,11 @@ struct tt_slot {
 	bool may_all;		/* the filter may be empty: every function */
 	bool has_notrace;	/* mutations of the notrace set */
 	bool needs_regs;	/* callback must get pt_regs */
+	bool dynamic;		/* ops and data allocated per registration */
 
 	/* The oracle: written by the owning mutator, read by the workers. */
 	unsigned long seq;
-	u32 want;
+	u32 want_hist[4];	/* the want of state seq / 2, at seq / 2 % 4 */
 	int aux;		/* direct: current trampoline (0: a, 1: b) */
 
 	/* The model of what the API established; owner only. */
@@ -297,10 +753,23 @@ struct tt_slot {
 
 	/* Statistics (mutator side). */
 	unsigned long nops, nfailed;
+	unsigned long unreg_busy;	/* unregistrations begun with callbacks in flight */
+	unsigned long dyn_hits;		/* dynamic: hits its freed data counted */
+	/* Quiet points (controller). */
+	unsigned long rec_intervals, rec_hits;
 
-	struct ftrace_ops ops;
+	/* Callback side: hits per torture function, for the quiet points. */
+	atomic_long_t fn_hits[TT_NFN];
+
+	struct ftrace_ops *opsp;	/* the ops of the API calls */
+	struct ftrace_ops ops;		/* static slots' */
+	struct tt_cbdata data;		/* static slots' */
+	struct tt_cbdata *dyn;		/* dynamic: this registration's */
 #ifdef CONFIG_KPROBES
 	struct kprobe kp;
+#endif
+#ifdef TT_GRAPH
+	struct fgraph_ops gops;		/* graph: its ops is *opsp */
 #endif
 };
 
@@ -333,6 +802,10 @@ static struct tt_slot tt_slots[TT_NSLOT] = {
 		.flags = FTRACE_OPS_FL_IPMODIFY | FTRACE_OPS_FL_SAVE_REGS,
 		.domain = 0x000fffffU, .needs_regs = true,
 	},
+	[TT_S_DYNAMIC] = {
+		.name = "dynamic", .kind = TT_K_FTRACE,
+		.domain = TT_ALL_FNS, .dynamic = true,
+	},
 #ifdef CONFIG_KPROBES
 	[TT_S_KP_ENTRY] = {
 		.name = "kp-entry", .kind = TT_K_KPROBE_ENTRY,
@@ -349,22 +822,146 @@ static struct tt_slot tt_slots[TT_NSLOT] = {
 		.domain = 0xf0000000U,
 	},
 #endif
+#ifdef TT_GRAPH
+	[TT_S_GRAPH] = {
+		.name = "graph", .kind = TT_K_GRAPH,
+		.domain = TT_ALL_FNS,
+	},
+#endif
 };
 
-/* Per CPU: the call in progress and what the callbacks counted for it. */
+/* What the callbacks counted for one call. */
+struct tt_hits {
+	unsigned int n[TT_NSLOT];
+	unsigned int b;		/* direct: hits through trampoline b */
+	unsigned int noregs;	/* SAVE_REGS callbacks without pt_regs */
+};
+
+struct tt_worker;
+
+/* Per CPU: the bound worker's call in progress, callbacks in flight. */
 struct tt_pcpu {
 	int in_call;			/* 1 + function index, 0 outside a call */
-	unsigned int hits[TT_NSLOT];
-	unsigned int hits_b;		/* direct: hits through trampoline b */
-	unsigned int noregs;		/* SAVE_REGS callbacks without pt_regs */
-	unsigned long stray;		/* hits on a torture site outside its call */
+	struct tt_hits h;
+	int inflight[TT_NSLOT];		/* callbacks running (summed over CPUs) */
+	struct tt_worker *gw;		/* graph: the bound worker in a call here */
 };
 static DEFINE_PER_CPU(struct tt_pcpu, tt_pcpu);
 
-/* Callback-side total of the counted hits, for the reconciliation. */
+/* Callback-side total of the hits counted for calls, for the reconciliation. */
 static atomic_long_t tt_cb_hits = ATOMIC_LONG_INIT(0);
+/* Dynamic callbacks preempted while dawdling (involuntary switches). */
+static atomic_long_t tt_cb_preempted = ATOMIC_LONG_INIT(0);
+/* Results of the integrity checks that were wrong. */
+static atomic_long_t tt_bad_results = ATOMIC_LONG_INIT(0);
+static atomic_long_t tt_bad_regs = ATOMIC_LONG_INIT(0);
 
 static unsigned long tt_body_off[TT_NFN];	/* kprobe offsets in the body */
+
+#ifdef TT_GRAPH
+/*
+ * A worker's record of the graph slot's entries whose return has not come
+ * yet (its own shadow stack): the entry callback pushes, the return
+ * callback pops, both in the worker's own context, with no allocation. At
+ * most two are open (the probe's outer and inner).
+ */
+#define TT_GDEPTH	4
+#define TT_DEPTH_UNSET	INT_MIN
+
+struct tt_gent {
+	unsigned long ip;	/* the function's ftrace site (trace->func) */
+	unsigned long expect;	/* its untraced reference result */
+	int depth;		/* trace->depth at the entry */
+};
+
+struct tt_grec {
+	int n;			/* entries open */
+	bool in_nest;		/* in the return address probe */
+	int base_depth;		/* trace->depth of a call of the worker's */
+	struct tt_gent e[TT_GDEPTH];
+	unsigned long expect;	/* the call's reference result */
+	unsigned long nest_expect[TT_NNEST];
+	unsigned long entries, returns;
+	unsigned long dropped;	/* entries whose return never came */
+	unsigned long probes, probe_checked, probe_hooked;
+};
+#endif
+
+struct tt_worker {
+	struct task_struct *task;
+	bool preemptible;	/* not bound, calls with preemption on */
+	int in_call;		/* preemptible: 1 + function index in call */
+	struct tt_hits h;	/* preemptible: what the callbacks counted */
+	u32 rnd;
+	unsigned long calls, checked, hit_checks, hits, around;
+	unsigned long slot_checked[TT_NSLOT], slot_hit_checks[TT_NSLOT];
+	unsigned long slot_around[TT_NSLOT];
+#ifdef TT_GRAPH
+	struct tt_grec g;
+#endif
+};
+
+/* Bound workers first, then the preemptible ones. */
+static struct tt_worker *tt_workers;
+static int tt_nworkers, tt_nbound;
+/* The preemptible ones' tasks, apart from their hot counters. */
+#define TT_MAX_PWORKERS 256
+static struct task_struct *tt_pw_task[TT_MAX_PWORKERS];
+
+/* ------------------------------------------------------------------ */
+/* Strays: callbacks where none may be. */
+
+enum {
+	TT_STRAY_FOREIGN,
+	TT_STRAY_DOMAIN,
+	TT_STRAY_OUTSIDE,
+	TT_STRAY_ADDR,
+	TT_STRAY_LATE,
+	TT_STRAY_DATA,
+	TT_STRAY_UNPAIRED,
+	TT_NSTRAY
+};
+
+static const char *const tt_stray_why[TT_NSTRAY] = {
+	[TT_STRAY_FOREIGN] = "called for a function outside the torture functions, filter never empty",
+	[TT_STRAY_DOMAIN] = "called for a torture function outside its domain",
+	[TT_STRAY_OUTSIDE] = "called for a torture function with no call of it in flight here",
+	[TT_STRAY_ADDR] = "kprobe handler called for an address not its own",
+	[TT_STRAY_LATE] = "callback running after its unregistration returned",
+	[TT_STRAY_DATA] = "callback given an ops whose data is not this module's (freed?)",
+	[TT_STRAY_UNPAIRED] = "graph return callback with no entry of it open in this task",
+};
+
+/* The first strays, printed at the end (printing from a callback could recurse). */
+struct tt_stray_rec {
+	int why, slot, cpu, in_call;
+	unsigned long ip, parent_ip;
+};
+#define TT_NREC 8
+static struct tt_stray_rec tt_stray_recs[TT_NREC];
+static atomic_t tt_nrecs = ATOMIC_INIT(0);
+static atomic_long_t tt_strays[TT_NSTRAY];
+
+static notrace void tt_stray(int why, int k, unsigned long ip, unsigned long parent_ip)
+{
+	atomic_long_inc(&tt_strays[why]);
+	tt_mismatch();
+	if (atomic_read(&tt_nrecs) < TT_NREC) {
+		int i = atomic_inc_return(&tt_nrecs) - 1;
+
+		if (i < TT_NREC) {
+			struct tt_stray_rec *r = &tt_stray_recs[i];
+
+			r->why = why;
+			r->slot = k;
+			r->cpu = raw_smp_processor_id();
+			r->in_call = this_cpu_read(tt_pcpu.in_call);
+			r->ip = ip;
+			r->parent_ip = parent_ip;
+		}
+	}
+}
+NOKPROBE_SYMBOL(tt_stray);
 
 /* ------------------------------------------------------------------ */
 /* Helpers (notrace: the module itself is traced). */
@@ -379,56 +976,177 @@ static notrace u32 tt_rand(u32 *state)
 	*state = x;
 	return x;
 }
+NOKPROBE_SYMBOL(tt_rand);
 
+/* The torture function whose ftrace site is ip, -1 for none. */
 static notrace int tt_site_index(unsigned long ip)
 {
-	int i;
+	int lo = 0, hi = TT_NFN - 1;
 
 	if (ip < tt_site_lo || ip > tt_site_hi)
 		return -1;
-	for (i = 0; i < TT_NFN; i++)
-		if (tt_site[i] == ip)
-			return i;
+	while (lo <= hi) {
+		int mid = (lo + hi) / 2;
+
+		if (tt_sorted[mid].site == ip)
+			return tt_sorted[mid].idx;
+		if (tt_sorted[mid].site < ip)
+			lo = mid + 1;
+		else
+			hi = mid - 1;
+	}
 	return -1;
 }
+NOKPROBE_SYMBOL(tt_site_index);
 
-/* A callback of slot k was called for a call of the function at site ip. */
-static __always_inline void tt_count(int k, unsigned long ip, bool regs_missing)
+/* tt_site_index(), first trying the bound worker's call on this CPU. */
+static __always_inline int tt_fn_of(unsigned long ip)
 {
 	int idx = this_cpu_read(tt_pcpu.in_call) - 1;
 
-	if (likely(idx >= 0 && tt_site[idx] == ip)) {
-		this_cpu_inc(tt_pcpu.hits[k]);
-		if (unlikely(regs_missing))
-			this_cpu_inc(tt_pcpu.noregs);
-		atomic_long_inc(&tt_cb_hits);
-	} else if (unlikely(tt_site_index(ip) >= 0)) {
-		this_cpu_inc(tt_pcpu.stray);
+	if (likely(idx >= 0 && tt_site[idx] == ip))
+		return idx;
+	return tt_site_index(ip);
+}
+
+/* The preemptible worker that current is, if it is one. */
+static notrace struct tt_worker *tt_pw_current(void)
+{
+	struct task_struct *t = current;
+	int i;
+
+	for (i = 0; i < tt_nworkers - tt_nbound; i++)
+		if (READ_ONCE(tt_pw_task[i]) == t)
+			return &tt_workers[tt_nbound + i];
+	return NULL;
+}
+NOKPROBE_SYMBOL(tt_pw_current);
+
+/* Callbacks of slot k running now, on every CPU. */
+static notrace long tt_inflight(int k)
+{
+	long n = 0;
+	int cpu;
+
+	for_each_possible_cpu(cpu)
+		n += READ_ONCE(per_cpu(tt_pcpu, cpu).inflight[k]);
+	return n;
+}
+
+/*
+ * A callback of slot s was reached for torture function fi. Counted for
+ * the function (what the quiet points reconcile, whoever called), then
+ * for the call of fi in flight: on this CPU (a bound worker, preemption
+ * off: only it runs here while its in_call is set) or in this task (a
+ * preemptible worker; the callback runs in the caller's context). In
+ * neither it is a stray. Returns whether it was counted for a call.
+ */
+static __always_inline bool tt_hit(struct tt_slot *s, int fi, unsigned long ip,
+				   unsigned long parent_ip, bool noregs, bool b)
+{
+	int k = s - tt_slots;
+	struct tt_worker *w;
+
+	atomic_long_inc(&s->fn_hits[fi]);
+	if (unlikely(!(s->domain & TT_BIT(fi))))
+		tt_stray(TT_STRAY_DOMAIN, k, ip, parent_ip);
+	if (likely(this_cpu_read(tt_pcpu.in_call) == fi + 1)) {
+		this_cpu_inc(tt_pcpu.h.n[k]);
+		if (b)
+			this_cpu_inc(tt_pcpu.h.b);
+		if (unlikely(noregs))
+			this_cpu_inc(tt_pcpu.h.noregs);
+	} else {
+		w = tt_pw_current();
+		if (unlikely(!w || READ_ONCE(w->in_call) != fi + 1)) {
+			tt_stray(TT_STRAY_OUTSIDE, k, ip, parent_ip);
+			return false;
+		}
+		WRITE_ONCE(w->h.n[k], w->h.n[k] + 1);
+		if (b)
+			WRITE_ONCE(w->h.b, w->h.b + 1);
+		if (unlikely(noregs))
+			WRITE_ONCE(w->h.noregs, w->h.noregs + 1);
 	}
+	atomic_long_inc(&tt_cb_hits);
+	return true;
+}
+
+/*
+ * The dynamic slot's callback in a preemptible worker's call: called
+ * straight from its trampoline with preemption on, it spins a while, so
+ * that with preempt=full the task is now and then preempted here, inside
+ * the trampoline, while its mutator unregisters the ops and frees it and
+ * this data. Only synchronize_rcu_tasks() waits for such a task; without
+ * it the callback's reads of its data afterwards are a use after free
+ * (KASAN), or see "gone" or the freed mark.
+ */
+static notrace void tt_dawdle(void)
+{
+	unsigned long nivcsw;
+	struct tt_worker *w;
+	unsigned int i, n;
+
+	if (!preemptible())
+		return;
+	w = tt_pw_current();
+	if (!w)
+		return;
+	nivcsw = READ_ONCE(current->nivcsw);
+	n = tt_rand(&w->rnd) % 1024;
+	for (i = 0; i < n; i++)
+		cpu_relax();
+	if (READ_ONCE(current->nivcsw) != nivcsw)
+		atomic_long_inc(&tt_cb_preempted);
 }
 
 static notrace void tt_ftrace_cb(unsigned long ip, unsigned long parent_ip,
 				 struct ftrace_ops *op, struct ftrace_regs *fregs)
 {
-	struct tt_slot *s = container_of(op, struct tt_slot, ops);
+	struct tt_cbdata *d = READ_ONCE(op->private);
+	struct tt_slot *s;
+	int k, fi;
+	bool late;
 
-	tt_count(s - tt_slots, ip, s->needs_regs && !ftrace_get_regs(fregs));
+	if (unlikely(!d || READ_ONCE(d->magic) != TT_MAGIC)) {
+		tt_stray(TT_STRAY_DATA, -1, ip, parent_ip);
+		return;
+	}
+	s = d->slot;
+	k = s - tt_slots;
+	this_cpu_inc(tt_pcpu.inflight[k]);
+	late = READ_ONCE(d->gone);
+	fi = tt_fn_of(ip);
+	if (fi >= 0) {
+		tt_hit(s, fi, ip, parent_ip, s->needs_regs && !ftrace_get_regs(fregs), false);
+		if (d->dawdle) {
+			tt_dawdle();
+			atomic_long_inc(&d->hits);
+		}
+	} else if (!s->may_all) {
+		tt_stray(TT_STRAY_FOREIGN, k, ip, parent_ip);
+	}
+	/* On the way out: freed (the mark, if not reused) or gone meanwhile. */
+	if (unlikely(late || READ_ONCE(d->gone) || READ_ONCE(d->magic) != TT_MAGIC))
+		tt_stray(TT_STRAY_LATE, k, ip, parent_ip);
+	this_cpu_dec(tt_pcpu.inflight[k]);
 }
 
 #ifdef CONFIG_KPROBES
 static notrace int tt_kprobe_pre(struct kprobe *p, struct pt_regs *regs)
 {
 	struct tt_slot *s = container_of(p, struct tt_slot, kp);
+	unsigned long addr = (unsigned long)p->addr;
 	int k = s - tt_slots;
-	int idx = this_cpu_read(tt_pcpu.in_call) - 1;
 
-	if (likely(idx >= 0 && idx == READ_ONCE(s->target) &&
-		   (unsigned long)p->addr == READ_ONCE(s->kaddr))) {
-		this_cpu_inc(tt_pcpu.hits[k]);
-		atomic_long_inc(&tt_cb_hits);
-	} else {
-		this_cpu_inc(tt_pcpu.stray);
-	}
+	this_cpu_inc(tt_pcpu.inflight[k]);
+	if (likely(addr == READ_ONCE(s->kaddr)))
+		tt_hit(s, READ_ONCE(s->target), addr, 0, false, false);
+	else
+		tt_stray(TT_STRAY_ADDR, k, addr, 0);
+	if (unlikely(READ_ONCE(s->data.gone)))
+		tt_stray(TT_STRAY_LATE, k, addr, 0);
+	this_cpu_dec(tt_pcpu.inflight[k]);
 	return 0;
 }
 NOKPROBE_SYMBOL(tt_kprobe_pre);
@@ -439,8 +1157,9 @@ NOKPROBE_SYMBOL(tt_kprobe_pre);
  * The direct trampolines: called from the site (or returned to from the
  * ftrace caller when other tracers share the site) with the return
  * address into the traced function on top of the stack. They keep the
- * argument registers of that function, give the return address to a C
- * counter and return into the function.
+ * argument registers of that function (all six now matter: its result
+ * mixes them), give the return address to a C counter and return into
+ * the function.
  */
 void rftrace_torture_direct_a(unsigned long ret);
 void rftrace_torture_direct_b(unsigned long ret);
@@ -480,17 +1199,18 @@ TT_TRAMPOLINE(rftrace_torture_tramp_b, rftrace_torture_direct_b);
 
 static notrace void tt_direct_hit(unsigned long ret, bool b)
 {
+	struct tt_slot *s = &tt_slots[TT_S_DIRECT];
 	unsigned long ip = ret - MCOUNT_INSN_SIZE;
-	int idx = this_cpu_read(tt_pcpu.in_call) - 1;
+	int fi = tt_fn_of(ip);
 
-	if (likely(idx >= 0 && tt_site[idx] == ip)) {
-		this_cpu_inc(tt_pcpu.hits[TT_S_DIRECT]);
-		if (b)
-			this_cpu_inc(tt_pcpu.hits_b);
-		atomic_long_inc(&tt_cb_hits);
-	} else {
-		this_cpu_inc(tt_pcpu.stray);
-	}
+	this_cpu_inc(tt_pcpu.inflight[TT_S_DIRECT]);
+	if (likely(fi >= 0))
+		tt_hit(s, fi, ip, 0, false, b);
+	else
+		tt_stray(TT_STRAY_FOREIGN, TT_S_DIRECT, ip, 0);
+	if (unlikely(READ_ONCE(s->data.gone)))
+		tt_stray(TT_STRAY_LATE, TT_S_DIRECT, ip, 0);
+	this_cpu_dec(tt_pcpu.inflight[TT_S_DIRECT]);
 }
 
 __visible notrace void rftrace_torture_direct_a(unsigned long ret)
@@ -510,6 +1230,218 @@ static notrace unsigned long tt_tramp(int which)
 }
 #endif /* TT_DIRECT */
 
+#ifdef TT_GRAPH
+/* ------------------------------------------------------------------ */
+/* The graph slot's callbacks. */
+
+/* The probe functions' ftrace sites. */
+static unsigned long tt_nest_site[TT_NNEST];
+
+/*
+ * 6.12's fgraph.c sets bit 0 in the bitmap of every frame it commits, so
+ * the graph ops at index 0 gets the return of every call some graph ops
+ * took, its own or not; the Rust generic core does not (rust-core.rst).
+ */
+#ifdef CONFIG_FTRACE_CORE_RUST_GENERIC
+#define TT_GRAPH_BIT0 0
+#else
+#define TT_GRAPH_BIT0 1
+#endif
+
+enum {
+	TT_GBAD_RETVAL,
+	TT_GBAD_DEPTH,
+	TT_GBAD_OPEN,
+	TT_NGBAD
+};
+
+static const char *const tt_gbad_why[TT_NGBAD] = {
+	[TT_GBAD_RETVAL] = "trace->retval is not what the untraced reference returns",
+	[TT_GBAD_DEPTH] = "trace->depth not the call's (a frame kept or lost between calls)",
+	[TT_GBAD_OPEN] = "an entry while the worker's record had no room (returns missing)",
+};
+
+static struct {
+	atomic_long_t rets[TT_NFN];	/* returns paired with an entry, per function */
+	unsigned long rec_rets[TT_NFN];	/* at the last quiet point */
+	atomic_long_t bad[TT_NGBAD];
+	atomic_t first_taken[TT_NGBAD];
+	struct {
+		unsigned long ip, expected, got;
+	} first[TT_NGBAD];
+	atomic_long_t bit0;		/* 6.12's index 0 returns (TT_GRAPH_BIT0) */
+	atomic_long_t wrong_ret;	/* probes back with another frame's stack */
+} tt_graph;
+
+static notrace void tt_graph_bad(int why, unsigned long ip, unsigned long expected,
+				 unsigned long got)
+{
+	tt_mismatch();
+	atomic_long_inc(&tt_graph.bad[why]);
+	if (!atomic_cmpxchg(&tt_graph.first_taken[why], 0, 1)) {
+		tt_graph.first[why].ip = ip;
+		tt_graph.first[why].expected = expected;
+		tt_graph.first[why].got = got;
+	}
+}
+
+/* The probe function whose ftrace site is ip, -1 for none. */
+static __always_inline int tt_nest_index(unsigned long ip)
+{
+	int i;
+
+	for (i = 0; i < TT_NNEST; i++)
+		if (tt_nest_site[i] == ip)
+			return i;
+	return -1;
+}
+
+/*
+ * The worker the graph callbacks run for: the bound worker in a call on
+ * this CPU (preemption off, so it is current), else the preemptible
+ * worker that current is; NULL for any other task.
+ */
+static __always_inline struct tt_worker *tt_graph_worker(void)
+{
+	struct tt_worker *w = this_cpu_read(tt_pcpu.gw);
+
+	if (w && READ_ONCE(w->task) == current)
+		return w;
+	return tt_pw_current();
+}
+
+/*
+ * An entry of torture function fi (nest < 0) or of probe function nest
+ * (fi < 0), counted for its call in flight: pushed on the worker's record
+ * with the result its return must carry. The depth of a worker's call (or
+ * of the probe's outer) is the same every time: no traced function is
+ * below the worker's own frames, whose shadow stack is then empty; the
+ * probe's inner is one deeper than its outer when the outer's entry is
+ * open here (else the outer may have no frame: not checked). A shadow
+ * stack that kept a frame after its return, or lost one, moves it.
+ * Returns whether the return is wanted.
+ */
+static notrace int tt_gpush(unsigned long ip, int depth, int fi, int nest)
+{
+	struct tt_worker *w = tt_graph_worker();
+	struct tt_grec *g;
+	int n, base = TT_DEPTH_UNSET;
+
+	if (unlikely(!w || (nest >= 0 && !READ_ONCE(w->g.in_nest)))) {
+		if (nest >= 0)
+			tt_stray(TT_STRAY_OUTSIDE, TT_S_GRAPH, ip, 0);
+		return 0;
+	}
+	g = &w->g;
+	n = g->n;
+	if (unlikely(n >= TT_GDEPTH)) {
+		tt_graph_bad(TT_GBAD_OPEN, ip, TT_GDEPTH, n);
+		return 0;
+	}
+	if (nest <= 0) {
+		if (g->base_depth == TT_DEPTH_UNSET)
+			g->base_depth = depth;
+		base = g->base_depth;
+	} else if (n && g->e[n - 1].ip == tt_nest_site[0]) {
+		base = g->e[n - 1].depth + 1;
+	}
+	if (unlikely(base != TT_DEPTH_UNSET && depth != base))
+		tt_graph_bad(TT_GBAD_DEPTH, ip, base, depth);
+	g->e[n].ip = ip;
+	g->e[n].depth = depth;
+	g->e[n].expect = nest >= 0 ? g->nest_expect[nest] : g->expect;
+	g->entries++;
+	/* The record before the count, for an interrupt on this task. */
+	barrier();
+	WRITE_ONCE(g->n, n + 1);
+	return 1;
+}
+
+/*
+ * The graph slot's entry callback: a hit for the oracle (exactly as an
+ * ftrace callback's) and a push on the worker's record. Its filter is
+ * never empty and holds only torture and probe functions: anything else
+ * is a stray.
+ */
+static notrace int tt_graph_entry(struct ftrace_graph_ent *trace, struct fgraph_ops *gops)
+{
+	struct tt_cbdata *d = READ_ONCE(gops->private);
+	struct tt_slot *s = &tt_slots[TT_S_GRAPH];
+	unsigned long ip = trace->func;
+	int fi, nest, want = 0;
+	bool late;
+
+	if (unlikely(d != &s->data || READ_ONCE(d->magic) != TT_MAGIC)) {
+		tt_stray(TT_STRAY_DATA, TT_S_GRAPH, ip, 0);
+		return 0;
+	}
+	this_cpu_inc(tt_pcpu.inflight[TT_S_GRAPH]);
+	late = READ_ONCE(d->gone);
+	fi = tt_fn_of(ip);
+	nest = fi < 0 ? tt_nest_index(ip) : -1;
+	if (fi >= 0) {
+		if (tt_hit(s, fi, ip, 0, false, false))
+			want = tt_gpush(ip, trace->depth, fi, -1);
+	} else if (nest >= 0) {
+		want = tt_gpush(ip, trace->depth, -1, nest);
+	} else {
+		tt_stray(TT_STRAY_FOREIGN, TT_S_GRAPH, ip, 0);
+	}
+	if (unlikely(late || READ_ONCE(d->gone)))
+		tt_stray(TT_STRAY_LATE, TT_S_GRAPH, ip, 0);
+	this_cpu_dec(tt_pcpu.inflight[TT_S_GRAPH]);
+	return want;
+}
+
+/*
+ * The graph slot's return callback: pops the worker's record, whose top
+ * must be this function's entry, at the entry's depth, and checks the
+ * return value against the untraced reference. A return with no entry of
+ * it open is a stray, but for 6.12's index 0 (TT_GRAPH_BIT0).
+ */
+static notrace void tt_graph_return(struct ftrace_graph_ret *trace, struct fgraph_ops *gops)
+{
+	struct tt_cbdata *d = READ_ONCE(gops->private);
+	struct tt_slot *s = &tt_slots[TT_S_GRAPH];
+	unsigned long ip = trace->func;
+	struct tt_worker *w;
+	struct tt_gent *e;
+	int n, fi;
+	bool late;
+
+	if (unlikely(d != &s->data || READ_ONCE(d->magic) != TT_MAGIC)) {
+		tt_stray(TT_STRAY_DATA, TT_S_GRAPH, ip, 0);
+		return;
+	}
+	this_cpu_inc(tt_pcpu.inflight[TT_S_GRAPH]);
+	late = READ_ONCE(d->gone);
+	w = tt_graph_worker();
+	n = w ? READ_ONCE(w->g.n) : 0;
+	if (n && w->g.e[n - 1].ip == ip) {
+		e = &w->g.e[n - 1];
+		if (unlikely(trace->depth != e->depth))
+			tt_graph_bad(TT_GBAD_DEPTH, ip, e->depth, trace->depth);
+#ifdef CONFIG_FUNCTION_GRAPH_RETVAL
+		if (unlikely(trace->retval != e->expect))
+			tt_graph_bad(TT_GBAD_RETVAL, ip, e->expect, trace->retval);
+#endif
+		fi = tt_fn_of(ip);
+		if (fi >= 0)
+			atomic_long_inc(&tt_graph.rets[fi]);
+		w->g.returns++;
+		barrier();
+		WRITE_ONCE(w->g.n, n - 1);
+	} else if (TT_GRAPH_BIT0 && READ_ONCE(gops->idx) == 0) {
+		atomic_long_inc(&tt_graph.bit0);
+	} else {
+		tt_stray(TT_STRAY_UNPAIRED, TT_S_GRAPH, ip, 0);
+	}
+	if (unlikely(late || READ_ONCE(d->gone)))
+		tt_stray(TT_STRAY_LATE, TT_S_GRAPH, ip, 0);
+	this_cpu_dec(tt_pcpu.inflight[TT_S_GRAPH]);
+}
+#endif /* TT_GRAPH */
+
 /* ------------------------------------------------------------------ */
 /* The oracle's writer side. */
 
@@ -517,6 +1449,7 @@ static notrace u32 tt_model_want(struct tt_slot *s)
 {
 	switch (s->kind) {
 	case TT_K_FTRACE:
+	case TT_K_GRAPH:
 		if (!s->registered)
 			return 0;
 		return (s->filter ? s->filter : TT_ALL_FNS) & ~s->notrace_set;
@@ -529,6 +1462,12 @@ static notrace u32 tt_model_want(struct tt_slot *s)
 	return 0;
 }
 
+/* The want of the slot's current state (owner). */
+static notrace u32 tt_want(struct tt_slot *s)
+{
+	return s->want_hist[(s->seq >> 1) & 3];
+}
+
 static notrace void tt_begin(struct tt_slot *s)
 {
 	WRITE_ONCE(s->seq, s->seq + 1);
@@ -538,17 +1477,46 @@ static notrace void tt_begin(struct tt_slot *s)
 
 static notrace void tt_end(struct tt_slot *s)
 {
-	WRITE_ONCE(s->want, tt_model_want(s));
+	/* The next state's place in the ring, before the even count. */
+	WRITE_ONCE(s->want_hist[((s->seq + 1) >> 1) & 3], tt_model_want(s));
 	/* A broken slot stays odd: its state is unknown, never checked. */
 	if (!s->broken)
 		smp_store_release(&s->seq, s->seq + 1);
 }
 
-static atomic_long_t tt_mismatches = ATOMIC_LONG_INIT(0);
-
-static notrace void tt_mismatch(void)
+/* Before a registration: callbacks of d are welcome from now on. */
+static notrace void tt_welcome(struct tt_cbdata *d)
 {
-	atomic_long_inc(&tt_mismatches);
+	WRITE_ONCE(d->gone, 0);
+	/* Before the registration makes the ops visible to any caller. */
+	smp_mb();
+}
+
+/*
+ * Once an unregistration of slot s returned: the core has waited for
+ * every callback that could still run, so none may be in flight and none
+ * may start (the callbacks test "gone" on entry and on the way out).
+ */
+static notrace void tt_gone(struct tt_slot *s, struct tt_cbdata *d)
+{
+	long n;
+
+	WRITE_ONCE(d->gone, 1);
+	/* A callback that started late either is counted or sees "gone". */
+	smp_mb();
+	n = tt_inflight(s - tt_slots);
+	if (n) {
+		pr_err("rftrace_torture: mismatch: %s: %ld callbacks still running when the unregistration returned%s\n",
+		       s->name, n, s->kind == TT_K_GRAPH ? " (and the owner's wait)" : "");
+		tt_mismatch();
+	}
+}
+
+/* Before an unregistration: how often the core has callbacks to wait for. */
+static notrace void tt_going(struct tt_slot *s)
+{
+	if (tt_inflight(s - tt_slots))
+		s->unreg_busy++;
 }
 
 /* ------------------------------------------------------------------ */
@@ -620,20 +1588,143 @@ static notrace int tt_set_pattern(struct tt_slot *s, bool notrace_set,
 
 	len = snprintf(buf, sizeof(buf), "%s%s", remove ? "!" : "", tt_patterns[p]);
 	if (notrace_set)
-		return ftrace_set_notrace(&s->ops, buf, len, reset);
-	return ftrace_set_filter(&s->ops, buf, len, reset);
+		return ftrace_set_notrace(s->opsp, buf, len, reset);
+	return ftrace_set_filter(s->opsp, buf, len, reset);
 }
 
 static notrace int tt_set_ips(struct tt_slot *s, u32 mask, int remove, int reset)
 {
-	unsigned long ips[TT_NFN];
+	unsigned long ips[TT_NFN + 2];
 	unsigned int n = 0;
 	int i;
 
 	for (i = 0; i < TT_NFN; i++)
 		if (mask & TT_BIT(i))
 			ips[n++] = (unsigned long)tt_fns[i];
-	return ftrace_set_filter_ips(&s->ops, ips, n, remove, reset);
+#ifdef TT_GRAPH
+	/* The graph slot's filter always holds the probe functions too. */
+	if (s->kind == TT_K_GRAPH && reset && !remove)
+		for (i = 0; i < TT_NNEST; i++)
+			ips[n++] = (unsigned long)tt_nest_fns[i];
+#endif
+	return ftrace_set_filter_ips(s->opsp, ips, n, remove, reset);
+}
+
+#ifdef TT_GRAPH
+/*
+ * After unregister_ftrace_graph() returns, neither core has waited for
+ * the callbacks already running unless it was the last graph ops (6.12's
+ * graph_ops is static: ftrace_shutdown() waits for dynamic ops only): the
+ * owner waits, as before freeing a graph ops, for the entries (preemption
+ * off) and for the returns (preemptible, for a task preempted in one).
+ * From then on no callback may run.
+ */
+static notrace void tt_graph_wait(void)
+{
+	synchronize_rcu_tasks_rude();
+	if (preempt_model_full() || preempt_model_rt())
+		synchronize_rcu_tasks();
+}
+#endif
+
+/* The dynamic slot's ops and data go, its filter first. */
+static notrace void tt_dyn_free(struct tt_slot *s)
+{
+	struct tt_cbdata *d = s->dyn;
+
+	s->dyn_hits += atomic_long_read(&d->hits);
+	ftrace_free_filter(s->opsp);
+	/* A late reader without KASAN sees this, unless reused. */
+	WRITE_ONCE(d->magic, TT_MAGIC_FREED);
+	kfree(d);
+	kfree(s->opsp);
+	s->dyn = NULL;
+	s->opsp = NULL;
+}
+
+/* A new ops and data for a registration of the dynamic slot, filter set. */
+static notrace int tt_dyn_alloc(struct tt_slot *s)
+{
+	struct ftrace_ops *ops = kzalloc(sizeof(*ops), GFP_KERNEL);
+	struct tt_cbdata *d = kzalloc(sizeof(*d), GFP_KERNEL);
+	int ret;
+
+	if (!ops || !d) {
+		kfree(ops);
+		kfree(d);
+		return -ENOMEM;
+	}
+	d->magic = TT_MAGIC;
+	d->slot = s;
+	d->gone = 1;
+	d->dawdle = true;
+	ops->func = tt_ftrace_cb;
+	ops->flags = s->flags;
+	ops->private = d;
+	s->opsp = ops;
+	s->dyn = d;
+	ret = tt_set_ips(s, s->filter, 0, 1);
+	if (ret)
+		tt_dyn_free(s);
+	return ret;
+}
+
+static notrace int tt_ftrace_register(struct tt_slot *s)
+{
+	int ret;
+
+#ifdef TT_GRAPH
+	if (s->kind == TT_K_GRAPH) {
+		tt_welcome(&s->data);
+		ret = register_ftrace_graph(&s->gops);
+		if (ret)
+			WRITE_ONCE(s->data.gone, 1);
+		return ret;
+	}
+#endif
+	if (s->dynamic) {
+		ret = tt_dyn_alloc(s);
+		if (ret)
+			return ret;
+	}
+	tt_welcome(s->dynamic ? s->dyn : &s->data);
+	ret = register_ftrace_function(s->opsp);
+	if (ret && s->dynamic)
+		tt_dyn_free(s);
+	else if (ret)
+		WRITE_ONCE(s->data.gone, 1);
+	return ret;
+}
+
+/*
+ * Unregisters an ftrace slot; the dynamic one's ops and data are freed as
+ * soon as the call returned: the core must have waited for every callback.
+ */
+static notrace int tt_ftrace_unregister(struct tt_slot *s, const char *when)
+{
+	int ret;
+
+	tt_going(s);
+#ifdef TT_GRAPH
+	if (s->kind == TT_K_GRAPH) {
+		unregister_ftrace_graph(&s->gops);
+		tt_graph_wait();
+		tt_gone(s, &s->data);
+		return 0;
+	}
+#endif
+	ret = unregister_ftrace_function(s->opsp);
+	if (ret) {
+		pr_err("rftrace_torture: %s: %sunregister_ftrace_function() failed: %d\n",
+		       s->name, when, ret);
+		s->broken = true;
+		tt_mismatch();
+		return ret;
+	}
+	tt_gone(s, s->dynamic ? s->dyn : &s->data);
+	if (s->dynamic)
+		tt_dyn_free(s);
+	return 0;
 }
 
 /* Mutates the notrace set of a slot; returns a description for the log. */
@@ -648,7 +1739,7 @@ static notrace const char *tt_mutate_notrace(struct tt_slot *s, u32 *rnd, int *r
 	if (act == 0 && n) {
 		what = "notrace cleared";
 		nn = 0;
-		ret = ftrace_set_notrace(&s->ops, NULL, 0, 1);
+		ret = ftrace_set_notrace(s->opsp, NULL, 0, 1);
 	} else if (p >= 0) {
 		what = "notrace pattern removed";
 		nn = n & ~tt_pat_mask[p];
@@ -672,9 +1763,11 @@ static notrace const char *tt_mutate_notrace(struct tt_slot *s, u32 *rnd, int *r
 }
 
 /*
- * Mutates one ftrace_ops slot; returns a description for the log. A slot
- * that may not trace every function never gets an empty filter: removals
- * keep at least one function.
+ * Mutates one ftrace_ops slot, or the graph slot through its ops; returns
+ * a description for the log. A slot that may not trace every function
+ * never gets an empty filter: removals keep at least one function. The
+ * dynamic slot has an ops only while registered: unregistered, it
+ * registers a new one with the model's filter.
  */
 static notrace const char *tt_mutate_ftrace(struct tt_slot *s, u32 *rnd, int *retp)
 {
@@ -683,6 +1776,12 @@ static notrace const char *tt_mutate_ftrace(struct tt_slot *s, u32 *rnd, int *re
 	int act, ret, p, i;
 	const char *what;
 
+	if (s->dynamic && !s->registered) {
+		ret = tt_ftrace_register(s);
+		s->registered = !ret;
+		*retp = ret;
+		return "register (new ops)";
+	}
 	if (s->has_notrace && tt_rand(rnd) % 4 == 0)
 		return tt_mutate_notrace(s, rnd, retp);
 
@@ -690,18 +1789,12 @@ static notrace const char *tt_mutate_ftrace(struct tt_slot *s, u32 *rnd, int *re
 	if (act < 25) {
 		if (s->registered) {
 			what = "unregister";
-			ret = unregister_ftrace_function(&s->ops);
-			if (!ret) {
+			ret = tt_ftrace_unregister(s, "");
+			if (!ret)
 				s->registered = false;
-			} else {
-				pr_err("rftrace_torture: %s: unregister_ftrace_function() failed: %d\n",
-				       s->name, ret);
-				s->broken = true;
-				tt_mismatch();
-			}
 		} else {
 			what = "register";
-			ret = register_ftrace_function(&s->ops);
+			ret = tt_ftrace_register(s);
 			s->registered = !ret;
 		}
 		*retp = ret;
@@ -722,7 +1815,11 @@ static notrace const char *tt_mutate_ftrace(struct tt_slot *s, u32 *rnd, int *re
 		p = tt_pick_add_pattern(s, rnd);
 		what = "pattern set";
 		nf = tt_pat_mask[p];
-		ret = tt_set_pattern(s, false, false, p, 1);
+		/* A reset keeps the graph slot's probe functions: by address. */
+		if (s->kind == TT_K_GRAPH)
+			ret = tt_set_ips(s, nf, 0, 1);
+		else
+			ret = tt_set_pattern(s, false, false, p, 1);
 	} else if (act < 49) {
 		p = tt_pick_add_pattern(s, rnd);
 		what = "pattern added";
@@ -736,12 +1833,12 @@ static notrace const char *tt_mutate_ftrace(struct tt_slot *s, u32 *rnd, int *re
 		i = tt_pick_bit(rnd, s->domain);
 		what = "ip added";
 		nf = f | TT_BIT(i);
-		ret = ftrace_set_filter_ip(&s->ops, (unsigned long)tt_fns[i], 0, 0);
+		ret = ftrace_set_filter_ip(s->opsp, (unsigned long)tt_fns[i], 0, 0);
 	} else if (act < 80) {
 		i = tt_pick_bit(rnd, f);
 		what = "ip removed";
 		nf = f & ~TT_BIT(i);
-		ret = ftrace_set_filter_ip(&s->ops, (unsigned long)tt_fns[i], 1, 0);
+		ret = ftrace_set_filter_ip(s->opsp, (unsigned long)tt_fns[i], 1, 0);
 	} else if (act < 89) {
 		int reset = tt_rand(rnd) & 1;
 
@@ -760,12 +1857,15 @@ static notrace const char *tt_mutate_ftrace(struct tt_slot *s, u32 *rnd, int *re
 	} else if (s->may_all) {
 		what = "filter reset: every function";
 		nf = 0;
-		ret = ftrace_set_filter(&s->ops, NULL, 0, 1);
+		ret = ftrace_set_filter(s->opsp, NULL, 0, 1);
 	} else {
 		i = tt_pick_bit(rnd, s->domain);
 		what = "ip set";
 		nf = TT_BIT(i);
-		ret = ftrace_set_filter_ip(&s->ops, (unsigned long)tt_fns[i], 0, 1);
+		if (s->kind == TT_K_GRAPH)
+			ret = tt_set_ips(s, nf, 0, 1);
+		else
+			ret = ftrace_set_filter_ip(s->opsp, (unsigned long)tt_fns[i], 0, 1);
 	}
 	/*
 	 * The filter calls are all or nothing (ftrace_set_hash() builds the
@@ -788,6 +1888,7 @@ static notrace int tt_kprobe_register(struct tt_slot *s, int t)
 	int ret;
 
 	WRITE_ONCE(s->target, t);
+	tt_welcome(&s->data);
 	if (s->kind == TT_K_KPROBE_ENTRY) {
 		/* kprobes moves a probe on fn+0 to the ftrace site. */
 		WRITE_ONCE(s->kaddr, tt_site[t]);
@@ -800,7 +1901,7 @@ static notrace int tt_kprobe_register(struct tt_slot *s, int t)
 			       s->name, tt_fns[t], s->kp.addr, (void *)tt_site[t]);
 			tt_mismatch();
 		}
-		return ret;
+		goto out;
 	}
 	/*
 	 * In the body: the instruction after the ftrace site, or the next
@@ -813,9 +1914,20 @@ static notrace int tt_kprobe_register(struct tt_slot *s, int t)
 		s->kp.pre_handler = tt_kprobe_pre;
 		ret = register_kprobe(&s->kp);
 		if (ret != -EILSEQ || tt_body_off[t] >= 32)
-			return ret;
+			break;
 		tt_body_off[t]++;
 	}
+out:
+	if (ret)
+		WRITE_ONCE(s->data.gone, 1);
+	return ret;
+}
+
+static notrace void tt_kprobe_unregister(struct tt_slot *s)
+{
+	tt_going(s);
+	unregister_kprobe(&s->kp);
+	tt_gone(s, &s->data);
 }
 
 static notrace const char *tt_mutate_kprobe(struct tt_slot *s, u32 *rnd, int *retp)
@@ -833,10 +1945,11 @@ static notrace const char *tt_mutate_kprobe(struct tt_slot *s, u32 *rnd, int *re
 		s->enabled = !ret;
 	} else if (act == 0) {
 		what = "unregister";
-		unregister_kprobe(&s->kp);
+		tt_kprobe_unregister(s);
 		s->registered = false;
 		s->enabled = false;
 	} else if (s->enabled) {
+		/* No wait: a handler already entered may still run. */
 		what = "disable";
 		ret = disable_kprobe(&s->kp);
 		if (!ret)
@@ -856,6 +1969,24 @@ static notrace const char *tt_mutate_kprobe(struct tt_slot *s, u32 *rnd, int *re
 /* Mutations of the direct slot. */
 
 #ifdef TT_DIRECT
+static notrace int tt_direct_unregister(struct tt_slot *s, const char *when, bool free_filters)
+{
+	int ret;
+
+	tt_going(s);
+	ret = unregister_ftrace_direct(s->opsp, tt_tramp(s->aux), free_filters);
+	if (ret) {
+		pr_err("rftrace_torture: %s: %sunregister_ftrace_direct() failed: %d\n",
+		       s->name, when, ret);
+		s->broken = true;
+		tt_mismatch();
+		return ret;
+	}
+	/* unregister_ftrace_function() inside waited as for any ops. */
+	tt_gone(s, &s->data);
+	return 0;
+}
+
 static notrace const char *tt_mutate_direct(struct tt_slot *s, u32 *rnd, int *retp)
 {
 	const char *what;
@@ -869,25 +2000,22 @@ static notrace const char *tt_mutate_direct(struct tt_slot *s, u32 *rnd, int *re
 		ret = tt_set_ips(s, m, 0, 1);
 		if (!ret) {
 			s->filter = m;
-			ret = register_ftrace_direct(&s->ops, tt_tramp(s->aux));
+			tt_welcome(&s->data);
+			ret = register_ftrace_direct(s->opsp, tt_tramp(s->aux));
 			s->registered = !ret;
+			if (ret)
+				WRITE_ONCE(s->data.gone, 1);
 		}
 	} else if (tt_rand(rnd) % 3 == 0) {
 		what = "modify";
-		ret = modify_ftrace_direct(&s->ops, tt_tramp(!s->aux));
+		ret = modify_ftrace_direct(s->opsp, tt_tramp(!s->aux));
 		if (!ret)
 			WRITE_ONCE(s->aux, !s->aux);
 	} else {
 		what = "unregister";
-		ret = unregister_ftrace_direct(&s->ops, tt_tramp(s->aux), false);
-		if (!ret) {
+		ret = tt_direct_unregister(s, "", false);
+		if (!ret)
 			s->registered = false;
-		} else {
-			pr_err("rftrace_torture: %s: unregister_ftrace_direct() failed: %d\n",
-			       s->name, ret);
-			s->broken = true;
-			tt_mismatch();
-		}
 	}
 	*retp = ret;
 	return what;
@@ -902,6 +2030,7 @@ static notrace void tt_mutate(struct tt_slot *s, u32 *rnd)
 	tt_begin(s);
 	switch (s->kind) {
 	case TT_K_FTRACE:
+	case TT_K_GRAPH:
 		what = tt_mutate_ftrace(s, rnd, &ret);
 		break;
 #ifdef CONFIG_KPROBES
@@ -919,24 +2048,25 @@ static notrace void tt_mutate(struct tt_slot *s, u32 *rnd)
 		break;
 	}
 	s->nops++;
-	if (ret)
-		s->nfailed++;
 	tt_end(s);
+	/*
+	 * No call here may fail: the patterns and addresses all select
+	 * torture functions, filters that must not be empty never are, and
+	 * ipmodify and direct never share a function. A failure is counted
+	 * against the run (`unexpected`).
+	 */
+	if (ret) {
+		s->nfailed++;
+		pr_err_ratelimited("rftrace_torture: %s: %s failed: %d (no failure is expected)\n",
+				   s->name, what, ret);
+	}
 	if (verbose)
 		pr_info("rftrace_torture: %s: %s (%d): registered %d, filter %08x, notrace %08x, want %08x\n",
-			s->name, what, ret, s->registered, s->filter, s->notrace_set, s->want);
+			s->name, what, ret, s->registered, s->filter, s->notrace_set, tt_want(s));
 }
 
 /* ------------------------------------------------------------------ */
 /* Threads. */
-
-struct tt_worker {
-	struct task_struct *task;
-	u32 rnd;
-	int sum;
-	unsigned long calls, checked, hit_checks, hits;
-	unsigned long slot_checked[TT_NSLOT], slot_hit_checks[TT_NSLOT];
-};
 
 struct tt_mutator {
 	struct task_struct *task;
@@ -945,12 +2075,23 @@ struct tt_mutator {
 	int slots[TT_NSLOT];
 };
 
-static struct tt_worker *tt_workers;
-static int tt_nworkers;
 static struct tt_mutator *tt_mutators;
 static int tt_nmutators;
 static struct task_struct *tt_controller;
 static unsigned long tt_start, tt_stop;
+
+/* Quiet points: the controller asks, the workers park between calls. */
+static int tt_quiet;
+static atomic_t tt_parked = ATOMIC_INIT(0);
+static unsigned long tt_quiet_points, tt_quiet_missed;
+
+/* What one side of a window read, for every slot. */
+struct tt_snap {
+	unsigned long seq[TT_NSLOT];
+	u32 want[TT_NSLOT];
+	int aux[TT_NSLOT];
+	unsigned long seq3[TT_NSLOT];	/* close: seq once the wants are read */
+};
 
 static notrace void tt_report(struct tt_slot *s, int idx, const char *why,
 			      unsigned int expected, unsigned int got)
@@ -960,78 +2101,345 @@ static notrace void tt_report(struct tt_slot *s, int idx, const char *why,
 			   s->name, tt_names[idx], why, expected, got);
 }
 
-static notrace int tt_worker_fn(void *arg)
+/* Before the call: the state of every slot (acquire: its want is in). */
+static notrace void tt_snap_open(struct tt_snap *o)
 {
-	struct tt_worker *w = arg;
-	unsigned long s1[TT_NSLOT], s2[TT_NSLOT];
-	unsigned int h[TT_NSLOT], hb, noregs;
-	u32 want[TT_NSLOT];
-	int aux[TT_NSLOT];
-	unsigned int n = 0;
+	int k;
 
-	while (!kthread_should_stop()) {
-		int idx = tt_rand(&w->rnd) % TT_NFN;
-		int x = (int)(tt_rand(&w->rnd) & 0xffff);
-		struct tt_pcpu *pc;
-		int k;
+	for (k = 0; k < TT_NSLOT; k++) {
+		struct tt_slot *s = &tt_slots[k];
 
-		preempt_disable();
-		for (k = 0; k < TT_NSLOT; k++) {
-			s1[k] = smp_load_acquire(&tt_slots[k].seq);
-			want[k] = READ_ONCE(tt_slots[k].want);
-			aux[k] = READ_ONCE(tt_slots[k].aux);
-		}
-		pc = this_cpu_ptr(&tt_pcpu);
-		for (k = 0; k < TT_NSLOT; k++)
-			WRITE_ONCE(pc->hits[k], 0);
-		WRITE_ONCE(pc->hits_b, 0);
-		WRITE_ONCE(pc->noregs, 0);
-		barrier();
-		WRITE_ONCE(pc->in_call, idx + 1);
-		barrier();
-		w->sum += tt_fns[idx](x);
-		barrier();
-		WRITE_ONCE(pc->in_call, 0);
-		barrier();
-		for (k = 0; k < TT_NSLOT; k++)
-			h[k] = READ_ONCE(pc->hits[k]);
-		hb = READ_ONCE(pc->hits_b);
-		noregs = READ_ONCE(pc->noregs);
-		smp_rmb();
-		for (k = 0; k < TT_NSLOT; k++)
-			s2[k] = READ_ONCE(tt_slots[k].seq);
-		preempt_enable();
+		/* Pairs with tt_end(): the state's want is written. */
+		o->seq[k] = smp_load_acquire(&s->seq);
+		o->want[k] = READ_ONCE(s->want_hist[(o->seq[k] >> 1) & 3]);
+		o->aux[k] = READ_ONCE(s->aux);
+	}
+}
 
-		w->calls++;
-		if (noregs) {
-			tt_mismatch();
-			pr_err_ratelimited("rftrace_torture: mismatch: a SAVE_REGS callback got no pt_regs on %s\n",
-					   tt_names[idx]);
-		}
-		for (k = 0; k < TT_NSLOT; k++) {
-			struct tt_slot *s = &tt_slots[k];
-			unsigned int exp;
+/* After the call and its counters (the caller's smp_rmb() before). */
+static notrace void tt_snap_close(struct tt_snap *c)
+{
+	int k;
 
-			w->hits += h[k];
-			if (h[k] > 1)
-				tt_report(s, idx, "more than one hit in one call", 1, h[k]);
-			if (s1[k] != s2[k] || (s1[k] & 1))
-				continue;
+	for (k = 0; k < TT_NSLOT; k++)
+		c->seq[k] = READ_ONCE(tt_slots[k].seq);
+	/* The wants of those states, read after their seq... */
+	smp_rmb();
+	for (k = 0; k < TT_NSLOT; k++)
+		c->want[k] = READ_ONCE(tt_slots[k].want_hist[(c->seq[k] >> 1) & 3]);
+	/* ...and seq again after them: a reused place moved seq past it. */
+	smp_rmb();
+	for (k = 0; k < TT_NSLOT; k++)
+		c->seq3[k] = READ_ONCE(tt_slots[k].seq);
+}
+
+/* The oracle's reader side: the hits of one call against its window. */
+static notrace void tt_check_window(struct tt_worker *w, int idx, const struct tt_snap *o,
+				    const struct tt_snap *c, const struct tt_hits *h)
+{
+	int k;
+
+	if (h->noregs) {
+		tt_mismatch();
+		pr_err_ratelimited("rftrace_torture: mismatch: a SAVE_REGS callback got no pt_regs on %s\n",
+				   tt_names[idx]);
+	}
+	for (k = 0; k < TT_NSLOT; k++) {
+		struct tt_slot *s = &tt_slots[k];
+		unsigned long lo = o->seq[k] & ~1UL;
+		unsigned int exp, got = h->n[k];
+
+		w->hits += got;
+		if (got > 1)
+			tt_report(s, idx, "more than one hit in one call", 1, got);
+		if (o->seq[k] == c->seq[k] && !(o->seq[k] & 1)) {
 			/* Stable: the state of want[k] held for the whole call. */
-			exp = (want[k] >> idx) & 1;
+			exp = (o->want[k] >> idx) & 1;
 			w->checked++;
 			w->slot_checked[k]++;
 			if (exp) {
 				w->hit_checks++;
 				w->slot_hit_checks[k]++;
 			}
-			if (h[k] != exp)
-				tt_report(s, idx, "stable window", exp, h[k]);
-			else if (k == TT_DIRECT_SLOT && exp && hb != (unsigned int)aux[k])
-				tt_report(s, idx, "hits through trampoline b", aux[k], hb);
+			if (got != exp)
+				tt_report(s, idx, "stable window", exp, got);
+			else if (k == TT_DIRECT_SLOT && exp && h->b != (unsigned int)o->aux[k])
+				tt_report(s, idx, "hits through trampoline b", o->aux[k], h->b);
+			continue;
 		}
+		/*
+		 * One change overlapped the call, from state lo / 2 to the
+		 * next: a hit must be for a function one of them wants. Both
+		 * wants were read before the ring could reuse their places
+		 * (that takes seq past lo + 6).
+		 */
+		if ((c->seq[k] & 1) || c->seq[k] - lo != 2 || c->seq3[k] - lo > 6)
+			continue;
+		w->around++;
+		w->slot_around[k]++;
+		if (got && !(((o->want[k] | c->want[k]) >> idx) & 1))
+			tt_report(s, idx, "around a change, a hit neither state wants", 0, got);
+	}
+}
+
+/* The result and the callee-saved registers against the reference. */
+static notrace void tt_check_result(int idx, const unsigned long *v, unsigned long ret,
+				    const unsigned long *diff)
+{
+	unsigned long ref = tt_ref(idx, v);
+	int i;
+
+	if (ret != ref) {
+		tt_mismatch();
+		atomic_long_inc(&tt_bad_results);
+		pr_err_ratelimited("rftrace_torture: mismatch: %s(%lx, %lx, %lx, %lx, %lx, %lx) returned %lx, its untraced copy %lx\n",
+				   tt_names[idx], v[0], v[1], v[2], v[3], v[4], v[5], ret, ref);
+	}
+	for (i = 0; i < TT_NCSR; i++) {
+		if (!diff[i])
+			continue;
+		tt_mismatch();
+		atomic_long_inc(&tt_bad_regs);
+		pr_err_ratelimited("rftrace_torture: mismatch: %%%s changed across a call of %s (xor %lx)\n",
+				   tt_csr_names[i], tt_names[idx], diff[i]);
+	}
+}
+
+/*
+ * Parks the worker while the controller holds a quiet point. Against the
+ * controller's test of the count (tt_quiet_point()): it stores tt_quiet,
+ * full barrier, reads the count; the worker decrements the count, full
+ * barrier, reads tt_quiet again; so a worker the controller counted as
+ * parked cannot leave for a call without seeing the request and parking
+ * again.
+ */
+static notrace void tt_park(void)
+{
+	while (READ_ONCE(tt_quiet) && !kthread_should_stop()) {
+		/* Every effect of the calls so far before the count. */
+		smp_mb__before_atomic();
+		atomic_inc(&tt_parked);
+		while (READ_ONCE(tt_quiet) && !kthread_should_stop())
+			usleep_range(100, 200);
+		atomic_dec(&tt_parked);
+		/* The count down before tt_quiet is read again. */
+		smp_mb__after_atomic();
+	}
+}
+
+static notrace void tt_args(u32 *rnd, unsigned long *v, unsigned long *seed)
+{
+	int i;
+
+	for (i = 0; i < 6; i++)
+		v[i] = (unsigned long)tt_rand(rnd) << 32 | tt_rand(rnd);
+	v[5] &= ~TT_NAP;
+	*seed = (unsigned long)tt_rand(rnd) << 32 | tt_rand(rnd);
+}
+
+#ifdef TT_GRAPH
+/* Before a call: the result its graph return must carry; where it is. */
+static __always_inline void tt_gcall_begin(struct tt_worker *w, int idx, const unsigned long *v)
+{
+	w->g.expect = tt_ref(idx, v);
+	if (!w->preemptible)
+		this_cpu_write(tt_pcpu.gw, w);
+}
+
+/* After it, still in its window: the entries whose return did not come. */
+static __always_inline int tt_gcall_end(struct tt_worker *w)
+{
+	if (!w->preemptible)
+		this_cpu_write(tt_pcpu.gw, NULL);
+	return READ_ONCE(w->g.n);
+}
+
+/*
+ * The call has returned to its caller, so every graph return of it has
+ * run: an entry still open in the record lost its return callback. Only
+ * an unregistration during the call may skip it (both cores skip the
+ * return callbacks of an index no longer registered): in a window stable
+ * for the graph slot it is a mismatch (a dropped return).
+ */
+static notrace void tt_check_graph(struct tt_worker *w, int idx, const struct tt_snap *o,
+				   const struct tt_snap *c, int open)
+{
+	int k = TT_S_GRAPH;
+
+	if (likely(!open))
+		return;
+	if (o->seq[k] == c->seq[k] && !(o->seq[k] & 1))
+		tt_report(&tt_slots[k], idx, "graph entry whose return never came", 0, open);
+	w->g.dropped += open;
+	WRITE_ONCE(w->g.n, 0);
+}
+
+/*
+ * The return address probe (bound workers, preemption off): calls the
+ * outer probe function, whose inner one returns through it. Back at the
+ * call site with another frame's stack, a return hook sent the inner's
+ * return to the outer's return address (a wrong return address that
+ * lands in our code; any other wrong one would not come back at all:
+ * the run then fails on the oops or on the module never finishing). The
+ * result must be the reference's; and in a window stable for the graph
+ * slot, its entries and returns are 2 each if it is registered (its
+ * filter always holds both), 0 if not.
+ */
+static notrace void tt_nest_probe(struct tt_worker *w)
+{
+	struct tt_slot *s = &tt_slots[TT_S_GRAPH];
+	unsigned long x, ret, landed, sp, seq0, seq1, ent, rets, exp;
+	struct tt_grec *g = &w->g;
+	u32 want;
+	int open;
+
+	x = (unsigned long)tt_rand(&w->rnd) << 32 | tt_rand(&w->rnd);
+	tt_nest_ref(x, g->nest_expect);
+	g->probes++;
+	preempt_disable();
+	/* Pairs with tt_end(): the state's want is written. */
+	seq0 = smp_load_acquire(&s->seq);
+	want = READ_ONCE(s->want_hist[(seq0 >> 1) & 3]);
+	ent = g->entries;
+	rets = g->returns;
+	this_cpu_write(tt_pcpu.gw, w);
+	WRITE_ONCE(g->in_nest, true);
+	barrier();
+	ret = tt_call_nest(x, &landed);
+	barrier();
+	sp = this_cpu_read(tt_nest_save.sp);
+	WRITE_ONCE(g->in_nest, false);
+	this_cpu_write(tt_pcpu.gw, NULL);
+	open = READ_ONCE(g->n);
+	ent = g->entries - ent;
+	rets = g->returns - rets;
+	/* The counts before the second read of seq. */
+	smp_rmb();
+	seq1 = READ_ONCE(s->seq);
+	preempt_enable();
+
+	if (landed) {
+		atomic_long_inc(&tt_graph.wrong_ret);
+		tt_mismatch();
+		pr_err_ratelimited("rftrace_torture: mismatch: graph: %s returned to the return address of %s (its caller's), with a stack %ld bytes deeper\n",
+				   tt_nest_names[1], tt_nest_names[0],
+				   (long)(sp - landed));
+	} else if (ret != g->nest_expect[0]) {
+		tt_mismatch();
+		atomic_long_inc(&tt_bad_results);
+		pr_err_ratelimited("rftrace_torture: mismatch: %s(%lx) returned %lx, its untraced copy %lx\n",
+				   tt_nest_names[0], x, ret, g->nest_expect[0]);
+	}
+	if (seq0 == seq1 && !(seq0 & 1)) {
+		exp = want ? TT_NNEST : 0;
+		g->probe_checked++;
+		if (exp)
+			g->probe_hooked++;
+		if (ent != exp || rets != exp) {
+			tt_mismatch();
+			pr_err_ratelimited("rftrace_torture: mismatch: graph: the probe's calls had %lu entries and %lu returns, expected %lu each\n",
+					   ent, rets, exp);
+		}
+	}
+	g->dropped += open;
+	WRITE_ONCE(g->n, 0);
+}
+#else
+static __always_inline void tt_gcall_begin(struct tt_worker *w, int idx, const unsigned long *v)
+{
+}
+
+static __always_inline int tt_gcall_end(struct tt_worker *w)
+{
+	return 0;
+}
+
+static __always_inline void tt_check_graph(struct tt_worker *w, int idx, const struct tt_snap *o,
+					   const struct tt_snap *c, int open)
+{
+}
+#endif
+
+/*
+ * A worker. Bound ones call with preemption off and keep the call's marks
+ * and counters in their CPU's tt_pcpu; the others call with preemption
+ * on, ask every fourth function to nap in its body half the time, and
+ * keep the marks and counters in their tt_worker.
+ */
+static notrace int tt_worker_fn(void *arg)
+{
+	struct tt_worker *w = arg;
+	unsigned long v[6], seed, diff[TT_NCSR], ret;
+	struct tt_snap o, c;
+	struct tt_hits h;
+	unsigned int n = 0;
+	int k, gopen;
+
+	while (!kthread_should_stop()) {
+		int idx = tt_rand(&w->rnd) % TT_NFN;
+
+		tt_park();
+		tt_args(&w->rnd, v, &seed);
+		if (!w->preemptible) {
+			preempt_disable();
+			tt_snap_open(&o);
+			for (k = 0; k < TT_NSLOT; k++)
+				this_cpu_write(tt_pcpu.h.n[k], 0);
+			this_cpu_write(tt_pcpu.h.b, 0);
+			this_cpu_write(tt_pcpu.h.noregs, 0);
+			tt_gcall_begin(w, idx, v);
+			barrier();
+			this_cpu_write(tt_pcpu.in_call, idx + 1);
+			barrier();
+			ret = tt_callers[idx](v, seed, diff);
+			barrier();
+			this_cpu_write(tt_pcpu.in_call, 0);
+			barrier();
+			gopen = tt_gcall_end(w);
+			for (k = 0; k < TT_NSLOT; k++)
+				h.n[k] = this_cpu_read(tt_pcpu.h.n[k]);
+			h.b = this_cpu_read(tt_pcpu.h.b);
+			h.noregs = this_cpu_read(tt_pcpu.h.noregs);
+			/* The counters before the second read of seq. */
+			smp_rmb();
+			tt_snap_close(&c);
+			preempt_enable();
+		} else {
+			if (idx % 4 == 3 && (tt_rand(&w->rnd) & 1))
+				v[5] |= TT_NAP;
+			tt_snap_open(&o);
+			for (k = 0; k < TT_NSLOT; k++)
+				WRITE_ONCE(w->h.n[k], 0);
+			WRITE_ONCE(w->h.b, 0);
+			WRITE_ONCE(w->h.noregs, 0);
+			tt_gcall_begin(w, idx, v);
+			barrier();
+			WRITE_ONCE(w->in_call, idx + 1);
+			barrier();
+			ret = tt_callers[idx](v, seed, diff);
+			barrier();
+			WRITE_ONCE(w->in_call, 0);
+			barrier();
+			gopen = tt_gcall_end(w);
+			for (k = 0; k < TT_NSLOT; k++)
+				h.n[k] = READ_ONCE(w->h.n[k]);
+			h.b = READ_ONCE(w->h.b);
+			h.noregs = READ_ONCE(w->h.noregs);
+			/* The counters before the second read of seq. */
+			smp_rmb();
+			tt_snap_close(&c);
+		}
+
+		w->calls++;
+		tt_check_result(idx, v, ret, diff);
+		tt_check_window(w, idx, &o, &c, &h);
+		tt_check_graph(w, idx, &o, &c, gopen);
+#ifdef TT_GRAPH
+		if (!w->preemptible && n % 8 == 0)
+			tt_nest_probe(w);
+#endif
 		/* Sleep now and then: RCU Tasks waits for voluntary switches. */
-		if (++n % 64 == 0)
+		if (++n % (w->preemptible ? 16 : 64) == 0)
 			usleep_range(50, 150);
 		else
 			cond_resched();
@@ -1054,57 +2462,238 @@ static notrace int tt_mutator_fn(void *arg)
 	return 0;
 }
 
+/* ------------------------------------------------------------------ */
+/* Quiet points. */
+
+/* The counts at the last quiet point, and each slot's seq then. */
+static unsigned long tt_rec_calls[TT_NFN];
+static unsigned long tt_rec_hits[TT_NSLOT][TT_NFN];
+static unsigned long tt_rec_seq[TT_NSLOT];
+/* At load: every count 0, every slot in state 0 (unregistered). */
+static bool tt_rec_valid = true;
+
+static notrace void tt_fn_calls(unsigned long *n)
+{
+	int cpu, f;
+
+	memset(n, 0, TT_NFN * sizeof(*n));
+	for_each_possible_cpu(cpu)
+		for (f = 0; f < TT_NFN; f++)
+			n[f] += READ_ONCE(per_cpu(tt_fncalls, cpu).cnt[f]);
+}
+
+#ifdef TT_GRAPH
+/*
+ * The graph slot's returns of function f at a quiet point: over an
+ * interval in which the slot did not change (same), every entry's call
+ * ended in it, so the returns paired with an entry equal the entries (dh).
+ */
+static notrace void tt_reconcile_rets(int f, bool same, unsigned long dh)
+{
+	unsigned long rets = atomic_long_read(&tt_graph.rets[f]);
+	unsigned long dr = rets - tt_graph.rec_rets[f];
+
+	if (same && dr != dh) {
+		tt_mismatch();
+		pr_err_ratelimited("rftrace_torture: mismatch: graph on %s: between two quiet points %lu entries, %lu returns\n",
+				   tt_names[f], dh, dr);
+	}
+	tt_graph.rec_rets[f] = rets;
+}
+
+/* No call in flight: no worker's graph record may hold an entry. */
+static notrace void tt_check_records(void)
+{
+	int i, n;
+
+	for (i = 0; i < tt_nworkers; i++) {
+		n = READ_ONCE(tt_workers[i].g.n);
+		if (n) {
+			tt_mismatch();
+			pr_err_ratelimited("rftrace_torture: mismatch: graph: worker %d has %d entries open with no call in flight\n",
+					   i, n);
+		}
+	}
+}
+#endif
+
+/*
+ * At a quiet point (no call in flight: every worker parked or stopped):
+ * for each slot whose seq is the same even number as at the last one,
+ * every call between the two ran wholly in that state, so the hits of
+ * each function since then must be its calls since then if the state
+ * wants it, 0 if not. The counts hold still meanwhile (no call, so no
+ * callback on a torture function), and a seq read at any moment of
+ * either quiet point delimits the same calls.
+ */
+static notrace void tt_reconcile(void)
+{
+	unsigned long now[TT_NFN];
+	int f, k;
+
+	tt_fn_calls(now);
+	for (k = 0; k < TT_NSLOT; k++) {
+		struct tt_slot *s = &tt_slots[k];
+		/* Pairs with tt_end(): the state's want is written. */
+		unsigned long seq = smp_load_acquire(&s->seq);
+		u32 want = READ_ONCE(s->want_hist[(seq >> 1) & 3]);
+		bool same;
+
+		/* seq again after the want: unchanged, the want is its. */
+		smp_rmb();
+		same = tt_rec_valid && !(seq & 1) && seq == tt_rec_seq[k] &&
+		       READ_ONCE(s->seq) == seq;
+		for (f = 0; f < TT_NFN; f++) {
+			unsigned long hits = atomic_long_read(&s->fn_hits[f]);
+			unsigned long dc = now[f] - tt_rec_calls[f];
+			unsigned long dh = hits - tt_rec_hits[k][f];
+			unsigned long exp = want & TT_BIT(f) ? dc : 0;
+
+			if (same && dh != exp) {
+				tt_mismatch();
+				pr_err_ratelimited("rftrace_torture: mismatch: %s on %s: between two quiet points the function ran %lu times, the callback counted %lu hits, expected %lu\n",
+						   s->name, tt_names[f], dc, dh, exp);
+			}
+#ifdef TT_GRAPH
+			if (k == TT_S_GRAPH)
+				tt_reconcile_rets(f, same, dh);
+#endif
+			if (same)
+				s->rec_hits += exp;
+			tt_rec_hits[k][f] = hits;
+		}
+		if (same)
+			s->rec_intervals++;
+		tt_rec_seq[k] = seq;
+	}
+#ifdef TT_GRAPH
+	tt_check_records();
+#endif
+	memcpy(tt_rec_calls, now, sizeof(now));
+	tt_rec_valid = true;
+}
+
+static notrace void tt_quiet_point(void)
+{
+	unsigned long limit = jiffies + 5 * HZ;
+
+	WRITE_ONCE(tt_quiet, 1);
+	/* The request before the count is read: see tt_park(). */
+	smp_mb();
+	while (atomic_read(&tt_parked) < tt_nworkers) {
+		if (time_after(jiffies, limit) || kthread_should_stop()) {
+			/* Some call may be in flight: start afresh next time. */
+			tt_quiet_missed++;
+			tt_rec_valid = false;
+			/* Everything read before the workers go on. */
+			smp_store_release(&tt_quiet, 0);
+			return;
+		}
+		usleep_range(100, 200);
+	}
+	/* Every parked worker's calls and their callbacks are visible. */
+	smp_mb();
+	tt_reconcile();
+	tt_quiet_points++;
+	/* Everything read before the workers go on. */
+	smp_store_release(&tt_quiet, 0);
+}
+
+/* ------------------------------------------------------------------ */
+/* The end. */
+
 /* Unregisters whatever a slot holds and frees its filters. */
 static notrace void tt_teardown(struct tt_slot *s)
 {
-	int ret;
-
 	switch (s->kind) {
 	case TT_K_FTRACE:
-		if (s->registered) {
-			ret = unregister_ftrace_function(&s->ops);
-			if (ret) {
-				pr_err("rftrace_torture: %s: final unregister_ftrace_function() failed: %d\n",
-				       s->name, ret);
-				tt_mismatch();
-			}
+		if (s->registered && !tt_ftrace_unregister(s, "final "))
 			s->registered = false;
-		}
-		ftrace_free_filter(&s->ops);
+		if (!s->dynamic)
+			ftrace_free_filter(&s->ops);
 		break;
 #ifdef CONFIG_KPROBES
 	case TT_K_KPROBE_ENTRY:
 	case TT_K_KPROBE_BODY:
 		if (s->registered)
-			unregister_kprobe(&s->kp);
+			tt_kprobe_unregister(s);
 		s->registered = false;
 		break;
 #endif
 #ifdef TT_DIRECT
 	case TT_K_DIRECT:
-		if (s->registered) {
-			ret = unregister_ftrace_direct(&s->ops, tt_tramp(s->aux), true);
-			if (ret) {
-				pr_err("rftrace_torture: %s: final unregister_ftrace_direct() failed: %d\n",
-				       s->name, ret);
-				tt_mismatch();
-			}
-			s->registered = false;
-		} else {
+		if (!s->registered)
 			ftrace_free_filter(&s->ops);
-		}
+		else if (!tt_direct_unregister(s, "final ", true))
+			s->registered = false;
 		break;
 #endif
+	case TT_K_GRAPH:
+		if (s->registered && !tt_ftrace_unregister(s, "final "))
+			s->registered = false;
+		ftrace_free_filter(s->opsp);
+		break;
 	default:
 		break;
 	}
 }
 
+#ifdef TT_GRAPH
+/*
+ * The graph slot's totals, once it is unregistered (and waited for): the
+ * first wrong return value and depth, and whether the return address
+ * probe ever ran with the graph slot registered all through.
+ */
+static notrace void tt_finish_graph(void)
+{
+	unsigned long ent = 0, rets = 0, dropped = 0, probes = 0, checked = 0, hooked = 0;
+	int i;
+
+	for (i = 0; i < tt_nworkers; i++) {
+		struct tt_grec *g = &tt_workers[i].g;
+
+		ent += g->entries;
+		rets += g->returns;
+		dropped += g->dropped;
+		probes += g->probes;
+		checked += g->probe_checked;
+		hooked += g->probe_hooked;
+	}
+	for (i = 0; i < TT_NGBAD; i++) {
+		if (!atomic_long_read(&tt_graph.bad[i]))
+			continue;
+		pr_err("rftrace_torture: mismatch: graph: %ld times %s; first at %pS: expected %lx, got %lx\n",
+		       atomic_long_read(&tt_graph.bad[i]), tt_gbad_why[i],
+		       (void *)tt_graph.first[i].ip, tt_graph.first[i].expected,
+		       tt_graph.first[i].got);
+	}
+	pr_info("rftrace_torture detail: graph: entries %lu, returns %lu, returns that never came %lu, wrong return values %ld, wrong depths %ld, index-0 returns of others' calls %ld; return address probes %lu (checked %lu, hooked %lu), wrong returns %ld\n",
+		ent, rets, dropped, atomic_long_read(&tt_graph.bad[TT_GBAD_RETVAL]),
+		atomic_long_read(&tt_graph.bad[TT_GBAD_DEPTH]), atomic_long_read(&tt_graph.bit0),
+		probes, checked, hooked, atomic_long_read(&tt_graph.wrong_ret));
+	if (!hooked) {
+		pr_err("rftrace_torture: graph: the return address probe was never checked with the graph slot registered\n");
+		unchecked++;
+	}
+}
+#endif
+
+static notrace const char *tt_preempt_model(void)
+{
+	if (preempt_model_full() || preempt_model_rt())
+		return "full";
+	if (preempt_model_voluntary())
+		return "voluntary";
+	return "none";
+}
+
 static notrace void tt_finish(void)
 {
-	unsigned long hits = 0, stray = 0, cb;
+	unsigned long hits = 0, cb, body, pw_calls = 0, pw_checked = 0, around = 0;
 	unsigned long slot_checked[TT_NSLOT] = {}, slot_hits[TT_NSLOT] = {};
-	int i, k, cpu;
+	unsigned long slot_around[TT_NSLOT] = {};
+	unsigned long now[TT_NFN];
+	int i, k, f;
 
 	for (i = 0; i < tt_nmutators; i++)
 		if (tt_mutators[i].task)
@@ -1113,10 +2702,13 @@ static notrace void tt_finish(void)
 		if (tt_workers[i].task)
 			kthread_stop(tt_workers[i].task);
 	tt_stop = jiffies;
+	/* The workers are gone: a last quiet point. */
+	tt_reconcile();
 
 	for (k = 0; k < TT_NSLOT; k++) {
 		tt_teardown(&tt_slots[k]);
 		operations += tt_slots[k].nops;
+		unexpected += tt_slots[k].nfailed;
 	}
 
 	for (i = 0; i < tt_nworkers; i++) {
@@ -1126,48 +2718,92 @@ static notrace void tt_finish(void)
 		checked += w->checked;
 		hit_checks += w->hit_checks;
 		hits += w->hits;
+		around += w->around;
+		if (w->preemptible) {
+			pw_calls += w->calls;
+			pw_checked += w->checked;
+		}
 		for (k = 0; k < TT_NSLOT; k++) {
 			slot_checked[k] += w->slot_checked[k];
 			slot_hits[k] += w->slot_hit_checks[k];
+			slot_around[k] += w->slot_around[k];
 		}
 	}
-	for_each_possible_cpu(cpu)
-		stray += per_cpu(tt_pcpu, cpu).stray;
+	tt_fn_calls(now);
+	body = 0;
+	for (f = 0; f < TT_NFN; f++)
+		body += now[f];
+	if (body != calls) {
+		pr_err("rftrace_torture: mismatch: the torture functions' bodies ran %lu times, the workers called them %lu times\n",
+		       body, calls);
+		tt_mismatch();
+	}
 	cb = atomic_long_read(&tt_cb_hits);
 	if (cb != hits) {
 		pr_err("rftrace_torture: mismatch: the callbacks counted %lu hits, the workers read %lu\n",
 		       cb, hits);
 		tt_mismatch();
 	}
-	if (stray) {
-		pr_err("rftrace_torture: mismatch: %lu callbacks on a torture function outside its call\n",
-		       stray);
-		tt_mismatch();
+	for (i = 0; i < TT_NSTRAY; i++)
+		strays += atomic_long_read(&tt_strays[i]);
+	for (i = 0; i < min(atomic_read(&tt_nrecs), TT_NREC); i++) {
+		struct tt_stray_rec *r = &tt_stray_recs[i];
+
+		pr_err("rftrace_torture: mismatch: stray: %s: %s: at %pS from %pS (CPU %d, in call %d)\n",
+		       r->slot >= 0 ? tt_slots[r->slot].name : "?", tt_stray_why[r->why],
+		       (void *)r->ip, (void *)r->parent_ip, r->cpu, r->in_call);
 	}
+	if (strays)
+		pr_err("rftrace_torture: mismatch: %lu strays\n", strays);
 
 	for (k = 0; k < TT_NSLOT; k++) {
 		struct tt_slot *s = &tt_slots[k];
 
-		pr_info("rftrace_torture detail: %-9s operations %lu (%lu failed), checked %lu, expecting a hit %lu%s\n",
+		pr_info("rftrace_torture detail: %-9s operations %lu (%lu failed), checked %lu, expecting a hit %lu, around a change %lu, quiet intervals %lu (%lu hits), unregistered busy %lu%s\n",
 			s->name, s->nops, s->nfailed, slot_checked[k], slot_hits[k],
+			slot_around[k], s->rec_intervals, s->rec_hits, s->unreg_busy,
 			s->broken ? ", BROKEN" : "");
+		reconciled += s->rec_intervals;
+		if (!slot_hits[k]) {
+			pr_err("rftrace_torture: %s: never checked in a stable window that expected a hit\n",
+			       s->name);
+			unchecked++;
+		}
+		if (s->nfailed)
+			pr_err("rftrace_torture: %s: %lu API calls failed, none expected\n",
+			       s->name, s->nfailed);
 	}
-	pr_info("rftrace_torture detail: hits %lu (callbacks %lu), strays %lu\n",
-		hits, cb, stray);
+	pr_info("rftrace_torture detail: hits %lu (callbacks %lu), function bodies %lu, strays %lu, around a change %lu\n",
+		hits, cb, body, strays, around);
+#ifdef TT_GRAPH
+	tt_finish_graph();
+#endif
+	pr_info("rftrace_torture detail: integrity: %lu wrong results, %lu changed registers\n",
+		atomic_long_read(&tt_bad_results), atomic_long_read(&tt_bad_regs));
+	pr_info("rftrace_torture detail: preemptible workers %d: calls %lu, checked %lu; dynamic callbacks preempted %lu, hits %lu (preemption %s)\n",
+		tt_nworkers - tt_nbound, pw_calls, pw_checked,
+		atomic_long_read(&tt_cb_preempted), tt_slots[TT_S_DYNAMIC].dyn_hits,
+		tt_preempt_model());
+	pr_info("rftrace_torture detail: quiet points %lu (%lu missed)\n",
+		tt_quiet_points, tt_quiet_missed);
 
 	mismatches = atomic_long_read(&tt_mismatches);
-	pr_info("rftrace_torture: %lu s, %d workers, ops operations %lu, calls %lu, checked %lu, mismatches %lu\n",
-		(tt_stop - tt_start) / HZ, tt_nworkers, operations, calls,
-		checked, mismatches);
+	pr_info("rftrace_torture: %lu s, %d workers (%d preemptible), ops operations %lu (%lu failed), calls %lu, checked %lu, reconciled %lu, unchecked tracers %d, mismatches %lu\n",
+		(tt_stop - tt_start) / HZ, tt_nworkers, tt_nworkers - tt_nbound,
+		operations, unexpected, calls, checked, reconciled, unchecked, mismatches);
 	smp_store_release(&done, 1);
 }
 
 static notrace int tt_controller_fn(void *arg)
 {
 	unsigned long end = tt_start + (unsigned long)duration * HZ;
+	unsigned long step = quiet_ms ? max(msecs_to_jiffies(quiet_ms), 1UL) : HZ;
 
-	while (!kthread_should_stop() && time_before(jiffies, end))
-		schedule_timeout_interruptible(min_t(unsigned long, end - jiffies, HZ));
+	while (!kthread_should_stop() && time_before(jiffies, end)) {
+		schedule_timeout_interruptible(min_t(unsigned long, end - jiffies, step));
+		if (quiet_ms && !kthread_should_stop() && time_before(jiffies, end))
+			tt_quiet_point();
+	}
 	tt_finish();
 	/* Stay until the module goes (kthread_stop() from its exit). */
 	for (;;) {
@@ -1186,9 +2822,14 @@ static notrace void tt_unprepare(void)
 {
 	int k;
 
-	for (k = 0; k < TT_NSLOT; k++)
-		if (tt_slots[k].kind == TT_K_FTRACE)
-			ftrace_free_filter(&tt_slots[k].ops);
+	for (k = 0; k < TT_NSLOT; k++) {
+		struct tt_slot *s = &tt_slots[k];
+
+		if (s->kind == TT_K_FTRACE && !s->dynamic)
+			ftrace_free_filter(&s->ops);
+		else if (s->kind == TT_K_GRAPH && s->opsp)
+			ftrace_free_filter(s->opsp);
+	}
 }
 
 static notrace int __init tt_prepare(void)
@@ -1207,7 +2848,23 @@ static notrace int __init tt_prepare(void)
 		if (tt_site[i] > tt_site_hi)
 			tt_site_hi = tt_site[i];
 		tt_body_off[i] = tt_site[i] - fn + MCOUNT_INSN_SIZE;
+		/* Insertion into the sorted sites. */
+		for (k = i; k > 0 && tt_sorted[k - 1].site > tt_site[i]; k--)
+			tt_sorted[k] = tt_sorted[k - 1];
+		tt_sorted[k].site = tt_site[i];
+		tt_sorted[k].idx = i;
 	}
+#ifdef TT_GRAPH
+	for (i = 0; i < TT_NNEST; i++) {
+		unsigned long fn = (unsigned long)tt_nest_fns[i];
+
+		/* Not folded into an address past the ENDBR (objtool, IBT). */
+		OPTIMIZER_HIDE_VAR(fn);
+		tt_nest_site[i] = fn;
+		if (is_endbr(*(const u32 *)fn))
+			tt_nest_site[i] += ENDBR_INSN_SIZE;
+	}
+#endif
 	for (i = 0; i < TT_NPAT; i++) {
 		for (k = 0; k < TT_NFN; k++)
 			if (glob_match(tt_patterns[i], tt_names[k]))
@@ -1216,15 +2873,37 @@ static notrace int __init tt_prepare(void)
 			return -EINVAL;
 	}
 
-	/* Every ftrace slot starts unregistered with a non-empty filter. */
+	/*
+	 * Every ftrace slot (and the graph slot, through its ops) starts
+	 * unregistered with a non-empty filter (the dynamic one in its model
+	 * only: it has no ops yet).
+	 */
 	for (k = 0; k < TT_NSLOT; k++) {
 		struct tt_slot *s = &tt_slots[k];
 
-		if (s->kind != TT_K_FTRACE)
+		s->data.magic = TT_MAGIC;
+		s->data.slot = s;
+		s->data.gone = 1;
+		if (s->kind == TT_K_DIRECT)
+			s->opsp = &s->ops;
+		if (s->kind != TT_K_FTRACE && s->kind != TT_K_GRAPH)
 			continue;
+		s->filter = tt_subset(&rnd, s->domain, 6);
+		if (s->dynamic)
+			continue;
+		s->opsp = &s->ops;
 		s->ops.func = tt_ftrace_cb;
 		s->ops.flags = s->flags;
-		s->filter = tt_subset(&rnd, s->domain, 6);
+		s->ops.private = &s->data;
+#ifdef TT_GRAPH
+		if (s->kind == TT_K_GRAPH) {
+			/* ftrace_set_filter*() of &gops.ops before registration. */
+			s->gops.entryfunc = tt_graph_entry;
+			s->gops.retfunc = tt_graph_return;
+			s->gops.private = &s->data;
+			s->opsp = &s->gops.ops;
+		}
+#endif
 		if (WARN_ON(tt_pick_add_pattern(s, &rnd) < 0))
 			ret = -EINVAL;
 		else
@@ -1251,9 +2930,11 @@ static int __init notrace rftrace_torture_init(void)
 {
 	int i, k, cpu, ret;
 
-	if (!duration || mutators < 1 || workers < 0)
+	if (!duration || mutators < 1 || workers < 0 ||
+	    preempt_workers < 0 || preempt_workers > TT_MAX_PWORKERS)
 		return -EINVAL;
-	tt_nworkers = workers ? workers : num_online_cpus();
+	tt_nbound = workers ? workers : num_online_cpus();
+	tt_nworkers = tt_nbound + preempt_workers;
 	tt_nmutators = min(mutators, (int)TT_NSLOT);
 
 	ret = tt_prepare();
@@ -1274,21 +2955,35 @@ static int __init notrace rftrace_torture_init(void)
 		m->slots[m->nslots++] = k;
 	}
 
-	/* Created stopped, woken together; bound round-robin to the CPUs. */
+	/*
+	 * Created stopped, woken together; the bound ones round-robin on
+	 * the CPUs, the preemptible ones wherever the scheduler puts them.
+	 */
 	cpu = cpumask_first(cpu_online_mask);
 	for (i = 0; i < tt_nworkers; i++) {
 		struct tt_worker *w = &tt_workers[i];
+		struct task_struct *t;
 
 		w->rnd = get_random_u32() | 1;
-		w->task = kthread_create_on_cpu(tt_worker_fn, w, cpu, "rftrace_torture_w/%u");
-		if (IS_ERR(w->task)) {
-			ret = PTR_ERR(w->task);
-			w->task = NULL;
+#ifdef TT_GRAPH
+		w->g.base_depth = TT_DEPTH_UNSET;
+#endif
+		if (i < tt_nbound) {
+			t = kthread_create_on_cpu(tt_worker_fn, w, cpu, "rftrace_torture_w/%u");
+			cpu = cpumask_next(cpu, cpu_online_mask);
+			if (cpu >= nr_cpu_ids)
+				cpu = cpumask_first(cpu_online_mask);
+		} else {
+			w->preemptible = true;
+			t = kthread_create(tt_worker_fn, w, "rftrace_torture_p/%d", i - tt_nbound);
+		}
+		if (IS_ERR(t)) {
+			ret = PTR_ERR(t);
 			goto fail_threads;
 		}
-		cpu = cpumask_next(cpu, cpu_online_mask);
-		if (cpu >= nr_cpu_ids)
-			cpu = cpumask_first(cpu_online_mask);
+		w->task = t;
+		if (w->preemptible)
+			tt_pw_task[i - tt_nbound] = t;
 	}
 	for (i = 0; i < tt_nmutators; i++) {
 		struct tt_mutator *m = &tt_mutators[i];
@@ -1308,8 +3003,9 @@ static int __init notrace rftrace_torture_init(void)
 		goto fail_threads;
 	}
 
-	pr_info("rftrace_torture: starting: %u s, %d workers, %d mutators, %d tracers\n",
-		duration, tt_nworkers, tt_nmutators, (int)TT_NSLOT);
+	pr_info("rftrace_torture: starting: %u s, %d workers (%d preemptible), %d mutators, %d tracers, preemption %s\n",
+		duration, tt_nworkers, tt_nworkers - tt_nbound, tt_nmutators, (int)TT_NSLOT,
+		tt_preempt_model());
 	tt_start = jiffies;
 	for (i = 0; i < tt_nworkers; i++)
 		wake_up_process(tt_workers[i].task);
