@@ -56,7 +56,7 @@ while read -r n name test; do
 	t0=$(date +%s)
 	MODE=cmd CMD="sh /opt/rftrace/mutant-run.sh $n $test" LOG="$log" \
 		ACCEL=mttcg SMP="${TORTURE_CPUS:-4}" ICOUNT= KAPPEND="preempt=full" TORTURE_SECONDS="${TORTURE_SECONDS:-60}" \
-		TIMEOUT=$((${TORTURE_SECONDS:-60} + 1500)) OUT_PREFIX="[mutant $n] " \
+		TIMEOUT=$((${TORTURE_SECONDS:-60} + 480)) OUT_PREFIX="[mutant $n] " \
 		"$top/scripts/harness/run-qemu.sh" > /dev/null 2>&1
 	qrc=$?
 	wall=$(($(date +%s) - t0))

@@ -176,6 +176,19 @@ user_rows() {
 		[ $i -lt 2 ] && fentry bpf-fentry-1000 1000
 		i=$((i + 1))
 	done
+
+	# The tracer's switch and filter rows while 0 and 300 BPF fentry
+	# programs stay attached (one direct ops each, as a kernel with a few
+	# hundred BPF trampolines has them): what many registered ops cost
+	# the paths that touch every site (many-ops.sh). 1,000 programs take
+	# the C core more than an hour here: bench-many-ops.sh, by hand.
+	sh /opt/rftrace/many-ops.sh 0 "$reps" $F
+	for n in 300; do
+		out=$(bpf_scale fentry /tmp/fcand $n \
+			"sh /opt/rftrace/many-ops.sh $n $reps $F > /tmp/many-ops.out") ||
+			{ echo "bench: many-ops $n: $out"; exit 1; }
+		cat /tmp/many-ops.out
+	done
 }
 
 # On the production configuration (BPF, direct calls), the rows of the

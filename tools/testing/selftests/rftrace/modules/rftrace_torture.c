@@ -723,6 +723,8 @@ struct tt_cbdata {
 	int gone;		/* the unregistration returned: no callback now */
 	bool dawdle;		/* dynamic: dawdle in preemptible workers' calls */
 	atomic_long_t hits;	/* dynamic: hits on the torture functions */
+	int hold;		/* dynamic: one callback is to stay (tt_going) */
+	int held;		/* dynamic: a callback took the hold */
 };
 #define TT_MAGIC	0x6174616462637474UL	/* "ttcbdata" */
 #define TT_MAGIC_FREED	0x6465657266627474UL	/* "ttbfreed" */
@@ -754,6 +756,7 @@ struct tt_slot {
 	/* Statistics (mutator side). */
 	unsigned long nops, nfailed;
 	unsigned long unreg_busy;	/* unregistrations begun with callbacks in flight */
+	unsigned long holds;		/* dynamic: unregistrations begun with a callback held */
 	unsigned long dyn_hits;		/* dynamic: hits its freed data counted */
 	/* Quiet points (controller). */
 	unsigned long rec_intervals, rec_hits;
@@ -1100,6 +1103,27 @@ static notrace void tt_dawdle(void)
 		atomic_long_inc(&tt_cb_preempted);
 }
 
+/*
+ * The dynamic slot's callback, when its mutator asks before unregistering
+ * (tt_going), in a preemptible worker: stays for up to 50 ms, preemption
+ * on, so that the unregistration begins with a task inside the callback
+ * and its trampoline that the core must wait for (RCU Tasks: a task
+ * preempted there, or spinning, is no quiescent state). A core that waits
+ * returns after the hold ends; one that does not returns with the task
+ * still here, and tt_gone() finds it in flight. Once per unregistration.
+ */
+static notrace void tt_hold(struct tt_cbdata *d)
+{
+	u64 end;
+
+	if (!READ_ONCE(d->hold) || !preemptible() || !tt_pw_current() ||
+	    cmpxchg(&d->held, 0, 1) != 0)
+		return;
+	end = ktime_get_mono_fast_ns() + 50 * NSEC_PER_MSEC;
+	while (!READ_ONCE(d->gone) && ktime_get_mono_fast_ns() < end)
+		cpu_relax();
+}
+
 static notrace void tt_ftrace_cb(unsigned long ip, unsigned long parent_ip,
 				 struct ftrace_ops *op, struct ftrace_regs *fregs)
 {
@@ -1122,6 +1146,7 @@ static notrace void tt_ftrace_cb(unsigned long ip, unsigned long parent_ip,
 		if (d->dawdle) {
 			tt_dawdle();
 			atomic_long_inc(&d->hits);
+			tt_hold(d);
 		}
 	} else if (!s->may_all) {
 		tt_stray(TT_STRAY_FOREIGN, k, ip, parent_ip);
@@ -1512,10 +1537,28 @@ static notrace void tt_gone(struct tt_slot *s, struct tt_cbdata *d)
 	}
 }
 
-/* Before an unregistration: how often the core has callbacks to wait for. */
+/*
+ * Before an unregistration: how often the core has callbacks to wait for.
+ * The dynamic slot first has a preemptible worker's callback stay inside
+ * (tt_hold): the unregistration then begins with a task in the callback
+ * and the trampoline, which only the core's waits cover (a core that
+ * skips them returns with the task still there: "still running" in
+ * tt_gone(), or a fault in the freed trampoline).
+ */
 static notrace void tt_going(struct tt_slot *s)
 {
-	if (tt_inflight(s - tt_slots))
+	int k = s - tt_slots, i;
+
+	if (k == TT_S_DYNAMIC && preempt_workers > 0 && s->dyn) {
+		/* Ask one callback to stay; wait up to 20 ms for one to take it. */
+		WRITE_ONCE(s->dyn->held, 0);
+		smp_store_release(&s->dyn->hold, 1);
+		for (i = 0; i < 100 && !READ_ONCE(s->dyn->held); i++)
+			udelay(200);
+		if (READ_ONCE(s->dyn->held))
+			s->holds++;
+	}
+	if (tt_inflight(k))
 		s->unreg_busy++;
 }
 
@@ -2759,10 +2802,10 @@ static notrace void tt_finish(void)
 	for (k = 0; k < TT_NSLOT; k++) {
 		struct tt_slot *s = &tt_slots[k];
 
-		pr_info("rftrace_torture detail: %-9s operations %lu (%lu failed), checked %lu, expecting a hit %lu, around a change %lu, quiet intervals %lu (%lu hits), unregistered busy %lu%s\n",
+		pr_info("rftrace_torture detail: %-9s operations %lu (%lu failed), checked %lu, expecting a hit %lu, around a change %lu, quiet intervals %lu (%lu hits), unregistered busy %lu (held %lu)%s\n",
 			s->name, s->nops, s->nfailed, slot_checked[k], slot_hits[k],
 			slot_around[k], s->rec_intervals, s->rec_hits, s->unreg_busy,
-			s->broken ? ", BROKEN" : "");
+			s->holds, s->broken ? ", BROKEN" : "");
 		reconciled += s->rec_intervals;
 		if (!slot_hits[k]) {
 			pr_err("rftrace_torture: %s: never checked in a stable window that expected a hit\n",
