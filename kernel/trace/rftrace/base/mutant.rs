@@ -12,6 +12,8 @@
 //! The numbers are shared with the trampolines (`trampolines_64.S`),
 //! which test the same word for the register breaks.
 
+use core::sync::atomic::{AtomicU32, Ordering};
+
 /// One break of the core; its number is what `rftrace_mutant` holds.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 #[repr(i32)]
@@ -56,33 +58,19 @@ const _: () = assert!(
         && Mutant::FreeLostRegistration as i32 == 12
 );
 
-#[cfg(CONFIG_FTRACE_CORE_RUST_MUTANTS)]
-mod on {
-    use core::sync::atomic::{AtomicU32, Ordering};
+/// How rare the breaks that hit one call in so many are.
+const ONE_IN: u32 = 64;
 
-    /// How rare the breaks that hit one call in so many are.
-    pub(super) const ONE_IN: u32 = 64;
-
-    /// The calls the one-in-N breaks counted.
-    static COUNT: AtomicU32 = AtomicU32::new(0);
-
-    pub(super) fn is(m: super::Mutant) -> bool {
-        crate::base::ffi::rftrace_mutant.load(Ordering::Relaxed) == m as i32
-    }
-
-    pub(super) fn one_in() -> bool {
-        COUNT.fetch_add(1, Ordering::Relaxed) % ONE_IN == 0
-    }
-}
+/// The calls the one-in-[`ONE_IN`] breaks counted (touched only in a
+/// mutants kernel with such a break on).
+static COUNT: AtomicU32 = AtomicU32::new(0);
 
 /// Whether break `m` is on. Hot path: a load and a compare in a mutants
 /// kernel, `false` otherwise.
 #[inline(always)]
 pub(crate) fn is(m: Mutant) -> bool {
     #[cfg(CONFIG_FTRACE_CORE_RUST_MUTANTS)]
-    {
-        on::is(m)
-    }
+    return crate::base::ffi::rftrace_mutant.load(Ordering::Relaxed) == m as i32;
     #[cfg(not(CONFIG_FTRACE_CORE_RUST_MUTANTS))]
     {
         let _ = m;
@@ -90,16 +78,8 @@ pub(crate) fn is(m: Mutant) -> bool {
     }
 }
 
-/// Whether break `m` is on and hits this call (one in 64).
+/// Whether break `m` is on and hits this call (one in [`ONE_IN`]).
 #[inline(always)]
 pub(crate) fn hits(m: Mutant) -> bool {
-    #[cfg(CONFIG_FTRACE_CORE_RUST_MUTANTS)]
-    {
-        on::is(m) && on::one_in()
-    }
-    #[cfg(not(CONFIG_FTRACE_CORE_RUST_MUTANTS))]
-    {
-        let _ = m;
-        false
-    }
+    is(m) && COUNT.fetch_add(1, Ordering::Relaxed) % ONE_IN == 0
 }
