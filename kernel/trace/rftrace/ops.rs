@@ -19,6 +19,7 @@ pub(crate) mod archif;
 pub(crate) mod assist;
 pub(crate) mod clients;
 pub(crate) mod direct;
+pub(crate) mod directmap;
 pub(crate) mod dispatch;
 pub(crate) mod groups;
 pub(crate) mod pidstate;

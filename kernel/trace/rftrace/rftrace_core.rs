@@ -41,6 +41,8 @@ mod logic {
     pub mod fgraph;
     #[path = "glob.rs"]
     pub mod glob;
+    #[path = "iptable.rs"]
+    pub mod iptable;
     #[path = "parser.rs"]
     pub mod parser;
     #[path = "plan.rs"]

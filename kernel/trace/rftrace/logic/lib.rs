@@ -15,6 +15,7 @@ pub mod fgraph;
 #[cfg(test)]
 mod fuzz;
 pub mod glob;
+pub mod iptable;
 pub mod insn;
 pub mod parser;
 pub mod plan;

@@ -73,7 +73,16 @@ pub(crate) fn register_direct(
     ops.set_trampoline(held, addr(bindings::ftrace_regs_caller), 0);
     ops.set_direct_call(held, target);
     ops.set(F_DIRECT | F_SAVE_REGS);
-    let r = startup(held, key, ops);
+    // Found by its functions before it is published (the list
+    // dispatcher looks for it there).
+    let r = crate::ops::directmap::add(held, ops).and_then(|()| {
+        startup(held, key, ops).inspect_err(|_| {
+            crate::ops::directmap::remove(held, ops);
+            // A CPU may have found it in the table before that, and its
+            // owner frees it on the error.
+            crate::ops::arch::wait_trampolines_left();
+        })
+    });
     if r.is_err() {
         ops.clear(F_DIRECT);
         ops.set_direct_call(held, 0);
@@ -96,6 +105,9 @@ pub(crate) fn unregister_ftrace_direct(
         if !op.has(F_ENABLED) || !op.has(F_DIRECT) {
             return EINVAL.to_errno();
         }
+        // Out of the table before it leaves the list: the waits of its
+        // shutdown cover the CPUs that found it there.
+        crate::ops::directmap::remove(held, op);
         let r = shutdown(held, key, op);
         op.clear(F_DIRECT);
         op.set_direct_call(held, 0);

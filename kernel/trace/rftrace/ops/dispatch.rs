@@ -7,7 +7,7 @@
 use crate::base::sys::{Keeps, NoPreempt, PreemptOff};
 use crate::base::task::guarded as recursion_guarded;
 use crate::logic::recursion;
-use crate::ops::registry::{list, Fregs, OpsRef, F_SAVE_REGS};
+use crate::ops::registry::{list, Fregs, OpsRef, F_DIRECT, F_SAVE_REGS};
 use kernel::ffi::{c_int, c_ulong, c_void};
 
 /// The callback of the shared trampolines when several ops, or an ops
@@ -27,6 +27,16 @@ pub(crate) fn arch_ftrace_ops_list_func(
         // it.
         let has_regs = fregs.has_pt_regs();
         for op in list(np) {
+            // The direct ops come last: the function's own is found by
+            // its address below, not by asking each of them.
+            if op.has(F_DIRECT) {
+                break;
+            }
+            if op.callable(has_regs) && op.wants(np, ip as u64) {
+                op.call(false, ip, parent_ip, fregs);
+            }
+        }
+        if let Some(op) = crate::ops::directmap::find(np, ip as u64) {
             if op.callable(has_regs) && op.wants(np, ip as u64) {
                 op.call(false, ip, parent_ip, fregs);
             }

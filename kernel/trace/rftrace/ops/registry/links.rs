@@ -70,12 +70,23 @@ impl<'a> OpsRef<'a> {
         self.view().next()
     }
 
-    /// Puts it at the head of the ops list: every CPU may call it from
-    /// now on.
-    pub(crate) fn publish(self, _held: &Held) {
+    /// Puts it on the ops list: every CPU may call it from now on. A
+    /// direct ops goes after every other ops, any other at the head: the
+    /// list dispatcher stops at the first direct ops (`ops::directmap`).
+    pub(crate) fn publish(self, held: &Held) {
+        let mut link: &AtomicPtr<Ops> = &ftrace_ops_list;
+        if self.has(F_DIRECT) {
+            for p in list(held) {
+                if p.has(F_DIRECT) {
+                    break;
+                }
+                link = p.next_slot();
+            }
+        }
+        // Its link first: a CPU that finds it walks on to the rest.
         self.next_slot()
-            .store(ftrace_ops_list.load(Ordering::Acquire), Ordering::Release);
-        ftrace_ops_list.store(self.as_ptr(), Ordering::Release);
+            .store(link.load(Ordering::Acquire), Ordering::Release);
+        link.store(self.as_ptr(), Ordering::Release);
     }
 
     /// Takes it off the ops list (dispatchers already in it may still
