@@ -125,12 +125,15 @@ impl Group {
     }
 
     pub(crate) fn find(&self, ip: u64) -> Option<&Cell> {
+        self.position(ip).map(|i| &self.sites[i])
+    }
+
+    /// The index of the live record at exactly `ip`.
+    fn position(&self, ip: u64) -> Option<usize> {
         if !self.spans(ip) {
             return None;
         }
-        sites::find(&self.sites, ip)
-            .map(|i| &self.sites[i])
-            .filter(|c| !c.is_gone())
+        sites::find(&self.sites, ip).filter(|&i| !self.sites[i].is_gone())
     }
 
     /// Whether `ip` lies between the group's first and last records: a
@@ -328,17 +331,10 @@ impl<'h> Finder<'h> {
         // Another image, an address behind the last (the kept group's
         // search started over above), a gone record: every group, in
         // table order.
-        for g in groups().filter(|g| g.spans(ip)) {
-            let Some(i) = sites::find(&g.sites, ip) else {
-                continue;
-            };
-            if let Some(c) = g.sites.get(i).filter(|c| !c.is_gone()) {
-                self.group = Some(g);
-                self.at = i;
-                return Some(c);
-            }
-        }
-        None
+        let (g, i) = groups().find_map(|g| Some((g, g.position(ip)?)))?;
+        self.group = Some(g);
+        self.at = i;
+        g.sites.get(i)
     }
 }
 

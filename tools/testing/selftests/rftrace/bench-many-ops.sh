@@ -9,15 +9,9 @@ T=/sys/kernel/tracing
 REPS=${REPS:-5}
 F=__do_sys_getppid
 # The fentry candidates bench.sh's user_rows picks: the same on both cores.
-grep -v '\[' $T/available_filter_functions | awk '{ print $1 }' | grep -v '^_R' |
-	grep -v -E '^(arch_cpu_idle|default_idle|bpf_dispatcher_xdp_func)$' |
-	grep -v -E '^rcu_|^__ftrace_invalid_address__' |
-	awk '!seen[$0]++' |
-	awk 'BEGIN { for (i = 32; i < 127; i++) ord[sprintf("%c", i)] = i }
-		{ h = 0
-		  for (i = 1; i <= length($1); i++)
-			h = (h * 31 + ord[substr($1, i, 1)]) % 1000003
-		  if (h % 6 == 0) print $1 }' > /tmp/fcand
+. /opt/rftrace/pick.sh
+eligible
+pick 6 > /tmp/fcand
 : > /tmp/many.all
 sh /opt/rftrace/many-ops.sh 0 "$REPS" $F >> /tmp/many.all
 for n in 300 1000; do

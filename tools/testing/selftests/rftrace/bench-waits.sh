@@ -22,15 +22,9 @@ med() { # ROW: the samples on stdin, in us
 if [ -e /sys/kernel/btf/vmlinux ]; then
 	# Production. The functions bench.sh picks (user_rows): the same on
 	# both cores.
-	grep -v '\[' $T/available_filter_functions | awk '{ print $1 }' | grep -v '^_R' |
-		grep -v -E '^(arch_cpu_idle|default_idle|bpf_dispatcher_xdp_func)$' |
-		grep -v -E '^rcu_|^__ftrace_invalid_address__' |
-		awk '!seen[$0]++' |
-		awk 'BEGIN { for (i = 32; i < 127; i++) ord[sprintf("%c", i)] = i }
-			{ h = 0
-			  for (i = 1; i <= length($1); i++)
-				h = (h * 31 + ord[substr($1, i, 1)]) % 1000003
-			  if (h % 20 == 0) print $1 }' | head -1000 > /tmp/k1000
+	. /opt/rftrace/pick.sh
+	eligible
+	pick 20 | head -1000 > /tmp/k1000
 	n=$(wc -l < /tmp/k1000)
 	[ "$n" = 1000 ] || { echo "bench-waits: $n functions picked"; exit 1; }
 	for under in "" -under-function; do

@@ -67,23 +67,12 @@ scale_rows() { # TAG FULL
 	echo nop > $T/current_tracer
 }
 
-# The paths users hit on a distribution kernel (issue 36), production
+# The paths users hit on a distribution kernel, production
 # configuration. Each row is one operation's time; the growth shows in two
-# sizes. Functions are chosen the same way on both cores: the eligible
-# ones as BPF's own kprobe_multi bench takes them (the kernel's entries of
-# available_filter_functions, each name once, without the idle and rcu_
-# functions it leaves out), less the Rust core's own Rust functions (C has
-# none), and among them those a hash of the name picks, so that both cores
-# get the same functions whatever their sites' order.
-pick() { # MODULUS: the eligible functions whose name hash is 0 mod MODULUS
-	awk -v m="$1" 'BEGIN { for (i = 32; i < 127; i++) ord[sprintf("%c", i)] = i }
-		{ h = 0; for (i = 1; i <= length($1); i++) h = (h * 31 + ord[substr($1, i, 1)]) % 1000003
-		  if (h % m == 0) print $1 }' /tmp/eligible
-}
+# sizes. The functions: pick.sh, the same on both cores.
+. /opt/rftrace/pick.sh
 user_rows() {
-	grep -v '\[' $T/available_filter_functions | awk '{ print $1 }' | grep -v '^_R' |
-		grep -v -E '^(arch_cpu_idle|default_idle|bpf_dispatcher_xdp_func)$|^rcu_|^__ftrace_invalid_address__' |
-		awk '!seen[$0]++' > /tmp/eligible
+	eligible
 	all=$(wc -l < /tmp/eligible)
 	pick 20 | head -1000 > /tmp/k1000
 	pick 6 > /tmp/fcand
