@@ -5,7 +5,7 @@
 # Documentation/harness.rst.
 #
 #   make run  [CORE=rust|c] [CMD='...' | SCRIPT=path] [EXTRA=dir]
-#   make test [CORE=rust|c] [CONF=production|tiny|fp] [TEST_SUITES=...]
+#   make test [CORE=rust|c] [CONF=production|rt|tiny|fp] [TEST_SUITES=...]
 #   make ftracetest, make bench, make patch, make kernel, make clean
 #   make mcount-compare (call sites of the two cores' builds)
 #   make bpf-selftests (the kernel's BPF selftests through the tracer, both cores)
@@ -19,6 +19,9 @@
 
 CORE ?= rust
 CONF ?= production
+# The distribution configurations (derived from Debian's: production from
+# its amd64 kernel, rt from its rt-amd64 one) share their test settings.
+distro := $(filter production rt,$(CONF))
 # The fault-injection tests fail every FI_STRIDE-th allocation of each
 # operation they walk (1, 1+k, 1+2k, ...): a sample in `make test`, every
 # one in `make fault-inject`. OWN_TIMEOUT: the guest's limit for one own
@@ -32,7 +35,7 @@ ST := tools/testing/selftests/rftrace
 BUILD := $(CURDIR)/build
 export BUILD
 
-.PHONY: all setup tree kernel run test cargo-test ftracetest fault-inject bench patch clippy clean distclean mcount-compare torture textpoke-repro bpf-selftests insn-profile mutants
+.PHONY: all setup tree kernel run test test-some cargo-test ftracetest fault-inject bench patch clippy clean distclean mcount-compare torture textpoke-repro bpf-selftests insn-profile mutants
 
 all: kernel
 
@@ -78,7 +81,7 @@ ftlist := $(BUILD)/ftracetest-cases-$(CONF).txt
 # test the tracing code above the core and take as long again: CI's 75
 # minutes do not hold both on the machines of December 2026.
 # Documentation/harness.rst says when to run them.
-ifeq ($(CONF),production)
+ifneq ($(distro),)
 FTRACETEST_DIRS ?= ftrace dynevent direct instances tracer selftest preemptirq kprobe
 else
 FTRACETEST_DIRS ?= ftrace kprobe
@@ -96,11 +99,11 @@ endef
 # How long a test run's guest may take before it is deemed hung (s).
 # KASAN's checks make the guest several times as slow: three times the
 # limits.
-TEST_TIMEOUT ?= $(if $(KASAN),21600,$(if $(filter production,$(CONF)),7200,2400))
+TEST_TIMEOUT ?= $(if $(KASAN),21600,$(if $(distro),7200,2400))
 # Tests the C core does not pass in a configuration, with the reason;
 # then those only one core does not pass (known-failures-$(CONF)-$(CORE).txt,
 # where there is one: the stock C core's own bugs the Rust core fixed).
-known = $(ST)/known-failures$(if $(filter production,$(CONF)),-production).txt \
+known = $(ST)/known-failures$(if $(distro),-production).txt \
 	$(wildcard $(ST)/known-failures-$(CONF)-$(CORE).txt)
 
 # Run test suites ($(2)) in the guest and turn the serial logs into the
@@ -109,7 +112,7 @@ known = $(ST)/known-failures$(if $(filter production,$(CONF)),-production).txt \
 # and run at once: two on the production configuration (a TCG guest uses
 # one host core; its tests take about an hour of guest time), one on
 # the tiny one.
-GUESTS ?= $(if $(filter production,$(CONF)),2,1)
+GUESTS ?= $(if $(distro),2,1)
 define guest-tests
 	$(list-ftracetest)
 	@NAME=$(1) SUITES="$(2)" TIMEOUT=$(3) FTRACETEST_LIST=$(ftlist) KNOWN="$(strip $(known))" \
@@ -128,11 +131,21 @@ TEST_SUITES ?= own ftracetest
 # TORTURE_SECONDS. `make torture [CORE=c] [DURATION=s]` runs it alone.
 TORTURE_ACCEL ?= mttcg
 TORTURE_CPUS ?= 4
-TORTURE_SECONDS ?= $(if $(filter production,$(CONF)),300,120)
+TORTURE_SECONDS ?= $(if $(distro),300,120)
 export TORTURE_ACCEL TORTURE_CPUS TORTURE_SECONDS
 test: cargo-test kernel $(report)
 	$(call guest-tests,test,$(TEST_SUITES),$(TEST_TIMEOUT),--tests-dir $(ST)/tests)
 	@$(if $(KASAN),:,$(H)/mcount-compare.sh)
+
+# Some of the project's tests alone: TESTS names them (tests/*.sh); the
+# torture among them runs in its guest, the tools-*.sh in theirs.
+# `make test-some CONF=rt TESTS="..."` is CI's share of the real-time
+# configuration (.ci/run).
+some_dir := $(BUILD)/some-tests
+test-some: kernel $(report)
+	@rm -rf $(some_dir) && mkdir -p $(some_dir) && \
+		cp $(addprefix $(ST)/tests/,$(TESTS)) $(some_dir)/
+	$(call guest-tests,some,own,$(TEST_TIMEOUT),--tests-dir $(some_dir))
 
 ftracetest: kernel $(report)
 	$(call guest-tests,ftracetest,ftracetest,$(TEST_TIMEOUT),)
@@ -157,11 +170,13 @@ textpoke-repro: kernel
 	@MODE=script SCRIPT=$(ST)/repro/textpoke-repro.sh ACCEL=$(or $(ACCEL),mttcg) \
 		SMP=$(or $(SMP),4) TIMEOUT=$(or $(TIMEOUT),1200) $(H)/run-qemu.sh
 
-# The torture alone, for DURATION seconds (default 1800).
+# The torture alone, for DURATION seconds (default 1800), then the test
+# that kills tracing (tests/rust-ftrace-kill.sh; the Rust core's).
 torture_dir := $(BUILD)/torture-tests
 torture: TORTURE_SECONDS = $(or $(DURATION),1800)
 torture: kernel $(report)
-	@rm -rf $(torture_dir) && mkdir -p $(torture_dir) && cp $(ST)/tests/torture.sh $(torture_dir)/
+	@rm -rf $(torture_dir) && mkdir -p $(torture_dir) && \
+		cp $(ST)/tests/torture.sh $(ST)/tests/rust-ftrace-kill.sh $(torture_dir)/
 	$(call guest-tests,torture,own,$$(($(TORTURE_SECONDS) + 3600)),--tests-dir $(torture_dir))
 
 # The deliberate breaks of the Rust core, each against the test that must

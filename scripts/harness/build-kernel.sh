@@ -7,7 +7,22 @@ set -euo pipefail
 
 frags=("$src/kernel/configs/ftrace-test.config")
 case "$CONF" in
-production) frags+=("$src/kernel/configs/ftrace-production.config") ;;
+production | rt)
+	# Debian's configuration of the flavour, as Kconfig settles it on this
+	# source, and the fragment derived from it (scripts/harness/
+	# debian-config.py), remade at every build: it follows Debian.
+	flavour=amd64_none_amd64
+	[ "$CONF" = rt ] && flavour=amd64_rt_amd64
+	deb=$build/debian/$flavour
+	debian_conf=/usr/src/linux-config-6.12/config.$flavour.xz
+	[ -f "$debian_conf" ] || { echo "build-kernel: no $debian_conf (scripts/harness/setup-host.sh installs linux-config-6.12)" >&2; exit 3; }
+	mkdir -p "$deb" "$out"
+	if [ ! -f "$deb/.config" ] || [ "$debian_conf" -nt "$deb/.config" ]; then
+		xz -dc "$debian_conf" > "$deb/.config"
+		make -s -C "$src" O="$deb" ARCH=x86_64 CC=gcc HOSTCC=gcc olddefconfig >/dev/null
+	fi
+	python3 "$top/scripts/harness/debian-config.py" "$deb/.config" x86 "$src" "$out/debian.config"
+	frags+=("$out/debian.config" "$src/kernel/configs/ftrace-production.config") ;;
 fp) frags+=("$src/kernel/configs/ftrace-frame-pointer.config") ;;
 esac
 frags+=("$src/kernel/configs/ftrace-core-$CORE.config")

@@ -7,15 +7,17 @@ case "$CORE" in
 c | rust) ;;
 *) echo "CORE must be c or rust, not '$CORE'" >&2; exit 2 ;;
 esac
-# The configuration: production (the default: ftrace-production.config
-# over the tiny one, Debian's tracer-related options and the debug set),
-# tiny (tinyconfig + ftrace-test.config, the lab kernel of the icount
-# benchmark) or fp (tiny
-# with the frame-pointer unwinder, ftrace-frame-pointer.config).
+# The configuration: production (the default: every tracer-related
+# option of Debian's amd64 kernel, derived from linux-config-6.12 at
+# build time, then ftrace-production.config: what the tests need and the
+# debug set), rt (the same from Debian's rt-amd64 kernel: PREEMPT_RT and
+# its latency tracers), tiny (tinyconfig + ftrace-test.config, the lab
+# kernel of the icount benchmark) or fp (tiny with the frame-pointer
+# unwinder, ftrace-frame-pointer.config).
 CONF=${CONF:-production}
 case "$CONF" in
-tiny | production | fp) ;;
-*) echo "CONF must be tiny, production or fp, not '$CONF'" >&2; exit 2 ;;
+tiny | production | rt | fp) ;;
+*) echo "CONF must be tiny, production, rt or fp, not '$CONF'" >&2; exit 2 ;;
 esac
 # KASAN=1: the sanitizer build of the configuration (kernel/configs/
 # ftrace-kasan.config), in a directory of its own and built with clang:

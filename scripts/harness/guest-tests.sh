@@ -33,7 +33,7 @@ esac
 lists=("$FTRACETEST_LIST") owns=("")
 if [ "$guests" -gt 1 ]; then
 	"$report" split --guests "$guests" --ftracetest-list "$FTRACETEST_LIST" \
-		--times "$st/test-times-$CONF.txt" "${own[@]}" --out "$base" || exit 2
+		--times "$st/test-times-${CONF/rt/production}.txt" "${own[@]}" --out "$base" || exit 2
 	lists=() owns=()
 	for k in $(seq 0 $((guests - 1))); do
 		lists+=("$base-$k.list") owns+=("$base-$k.own")
@@ -48,7 +48,7 @@ fi
 # inside trampolines, so that the RCU Tasks waits matter). The other
 # guests leave it out.
 tort=
-if [ -n "${TORTURE_ACCEL:-}" ] && [ "${#own[@]}" -gt 0 ] && [ -f "$st/tests/torture.sh" ]; then
+if [ -n "${TORTURE_ACCEL:-}" ] && [ "${#own[@]}" -gt 0 ] && [ -f "${own[1]}/torture.sh" ]; then
 	tort=$base-torture
 	if [ "$guests" -eq 1 ]; then
 		ls "${own[1]}" | grep '\.sh$' > "$base-0.own"

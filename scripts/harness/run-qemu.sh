@@ -69,11 +69,12 @@ host_tool() {
 host_tool /usr/bin/nice
 ln -sf /opt/gnu/bin/nice "$rootfs/bin/nice"
 # TOOLS=1: the distribution's tracing tools, as Debian installs them
-# (bpftrace, perf from linux-perf), with their libraries, in /opt/gnu/bin
-# and linked into /usr/bin (tests/tools-*.sh; scripts/harness/guest-tests.sh
-# boots them in a guest of their own: their libraries are some 200 MB).
+# (bpftrace, perf from linux-perf, rtla, rt-tests' cyclictest,
+# stress-ng), with their libraries, in /opt/gnu/bin and linked into
+# /usr/bin (tests/tools-*.sh; scripts/harness/guest-tests.sh boots them
+# in a guest of their own: their libraries are some 200 MB).
 if [ "${TOOLS:-0}" = 1 ]; then
-	for t in /usr/bin/bpftrace /usr/bin/perf; do
+	for t in /usr/bin/bpftrace /usr/bin/perf /usr/bin/rtla /usr/bin/cyclictest /usr/bin/stress-ng; do
 		[ -x "$t" ] || { echo "run-qemu: TOOLS=1 needs $t (scripts/harness/setup-host.sh)" >&2; exit 2; }
 		host_tool "$t"
 		mkdir -p "$rootfs/usr/bin" && ln -sf "/opt/gnu/bin/${t##*/}" "$rootfs$t"
@@ -140,11 +141,12 @@ mkdir -p "$build/log"
 log=${LOG:-$build/log/$MODE-$CORE.log}
 console=${log%.log}.console.log
 append="console=ttyS0 panic=-1"
-# The production configuration boots on a Skylake-class CPU model (one
-# with the retbleed bug) with return-stack stuffing and retpolines, so
-# the return-thunk and call-depth paths run: the boot log says which
-# mitigations are on ("RETBleed: Mitigation: Stuffing").
-if [ "$CONF" = production ]; then
+# The distribution configurations (production, rt) boot on a
+# Skylake-class CPU model (one with the retbleed bug) with return-stack
+# stuffing and retpolines, so the return-thunk and call-depth paths run:
+# the boot log says which mitigations are on ("RETBleed: Mitigation:
+# Stuffing").
+if [ "$CONF" = production ] || [ "$CONF" = rt ]; then
 	CPU=${CPU:-Skylake-Client-v1}
 	append+=" retbleed=stuff spectre_v2=retpoline,generic"
 fi

@@ -9,6 +9,8 @@ PKGS=(linux-source-6.12 rustc-web rust-web-src rust-web-clippy rustfmt-web
       xz-utils make gcc python3 rsync kmod dwarves
       procps coreutils bash libc-bin   # the livepatch selftests' tools, copied into the guest
       bpftrace linux-perf              # the distribution's tracing tools, run in the guest (tests/tools-*.sh)
+      rtla rt-tests trace-cmd stress-ng  # the real-time clients, run in the guest (tests/rt-*.sh)
+      linux-config-6.12                # Debian's configurations, which CONF=production and rt derive from
       clang-19 lld-19 llvm-19 libclang1-19)  # the sanitizer build (make test KASAN=1): clang 15+ for return thunks
 BINDGEN_VERSION=0.73.1
 

@@ -54,6 +54,11 @@ pub(crate) fn assert_held(m: &CMutex) {
     rftrace_assert_held(m)
 }
 
+// On PREEMPT_RT a `struct mutex` points to a `task_struct`, which holds an
+// empty `struct sched_statistics` (without SCHEDSTATS): the lint's
+// complaint about that struct, reached through pointers, is not about
+// anything crossing the boundary by value.
+#[allow(improper_ctypes)]
 unsafe extern "C" {
     /// `lockdep_assert_held()` (abi.c) of a static mutex of the core,
     /// whose `struct mutex` a `CMutex` starts with: it reads the lockdep

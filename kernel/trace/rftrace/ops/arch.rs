@@ -20,6 +20,10 @@ use kernel::bindings;
 use kernel::ffi::{c_int, c_void};
 use kernel::prelude::*;
 
+// Pointers only: on PREEMPT_RT an ops' mutex points to a `task_struct`,
+// whose `struct sched_statistics` is empty without SCHEDSTATS, which the
+// lint flags through the pointers.
+#[allow(improper_ctypes)]
 unsafe extern "C" {
     fn rftrace_arch_apply(changes: *const Change, n: usize, bad_ip: *mut u64) -> c_int;
     fn rftrace_arch_init_site(ip: u64, target: u64) -> c_int;

@@ -84,7 +84,7 @@ for t in $own; do
 	0) # What a fault-injection walk injected, for the log.
 		grep '^fault-inject: ' /tmp/out | grep -v ' at allocation ' | sed 's/^/NOTE /'
 		# The torture's figures (tests/torture.sh), for the log.
-		grep -e 'rftrace_torture: [0-9]* s, ' -e 'rftrace_torture detail: ' -e '^torture: [0-9]* tracer switches' /tmp/out | sed 's/^\[[ 0-9.]*\] //; s/^/NOTE /'
+		grep -e 'rftrace_torture: [0-9]* s, ' -e 'rftrace_torture detail: ' -e '^torture: [0-9]* tracer switches' -e '^tools-rt: ' /tmp/out | sed 's/^\[[ 0-9.]*\] //; s/^/NOTE /'
 		result PASS "$name" ;;
 	4) indent < /tmp/out; result UNSUPPORTED "$name" ;;
 	*) indent < /tmp/out; result FAIL "$name" "exit $rc" ;;

@@ -19,7 +19,7 @@ fail() { echo "fgraph-stress: $*"; touch /tmp/fgs.stop; exit 1; }
 # 1,000 s: there the test asks for two switches in 25 minutes.
 if [ -n "$KASAN" ]; then
 	TOGGLES=${TOGGLES:-2} EVERY=1 MIN_TOGGLES=${MIN_TOGGLES:-2} MAX_SECONDS=${MAX_SECONDS:-1500}
-elif [ "$CONF" = production ]; then
+elif [ "$CONF" = production ] || [ "$CONF" = rt ]; then
 	# Reading and checking a snapshot of two full 2 MiB buffers took
 	# about 260 s on the December 2 machine with two guests (one switch
 	# in 304 s): the snapshot buffers are 512 KiB there. Ten switches took

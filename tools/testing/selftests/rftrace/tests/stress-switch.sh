@@ -19,7 +19,7 @@ filters='ksys_read *lock* vfs_* schedule* !*lock* __x64_sys_*'
 # On the production configuration (lockdep and the debug set under TCG)
 # a round takes seconds: 150 s and at least 10 rounds there, so that CI
 # keeps within its time.
-if [ "$CONF" = production ]; then
+if [ "$CONF" = production ] || [ "$CONF" = rt ]; then
 	MAX_SECONDS=${MAX_SECONDS:-150} MIN_ROUNDS=${MIN_ROUNDS:-10}
 fi
 MAX_SECONDS=${MAX_SECONDS:-300}
