@@ -141,7 +141,7 @@ test: cargo-test kernel $(report)
 # torture among them runs in its guest, the tools-*.sh in theirs.
 # `make test-some CONF=rt TESTS="..."` is CI's share of the real-time
 # configuration (.ci/run).
-some_dir := $(BUILD)/some-tests
+some_dir = $(BUILD)/some-tests-$(CORE)-$(CONF)
 test-some: kernel $(report)
 	@rm -rf $(some_dir) && mkdir -p $(some_dir) && \
 		cp $(addprefix $(ST)/tests/,$(TESTS)) $(some_dir)/

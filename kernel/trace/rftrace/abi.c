@@ -140,7 +140,8 @@ core_param(rftrace_mutant, rftrace_mutant, int, 0644);
  * fail_rftrace_patch (debugfs, Documentation/fault-injection): a batch of
  * site changes fails as if a site did not hold what its record says, so
  * that tests can watch the core kill itself (ftrace_bug()) and what its
- * users do then. Off (probability 0) unless a test sets it.
+ * users do then. Off (probability 0) unless a test sets it, and not
+ * counted by fail-nth while off.
  */
 static DECLARE_FAULT_ATTR(fail_rftrace_patch);
 
@@ -153,6 +154,14 @@ late_initcall(fail_rftrace_patch_debugfs);
 
 bool rftrace_should_fail_patch(void)
 {
+	/*
+	 * Asked only once a test armed it: should_fail() also counts a
+	 * task's /proc/self/fail-nth, and the fault-injection walks, which
+	 * mean to fail the Nth allocation, would then kill tracing when
+	 * their Nth call lands here.
+	 */
+	if (!READ_ONCE(fail_rftrace_patch.probability))
+		return false;
 	return should_fail(&fail_rftrace_patch, 1);
 }
 #else
