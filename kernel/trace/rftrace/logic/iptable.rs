@@ -57,7 +57,11 @@ fn home(ip: u64, mask: usize) -> usize {
 /// length is not a power of two.
 #[inline(always)]
 fn probe(t: &[Slot], ip: u64) -> impl Iterator<Item = &Slot> {
-    let n = if t.len().is_power_of_two() { t.len() } else { 0 };
+    let n = if t.len().is_power_of_two() {
+        t.len()
+    } else {
+        0
+    };
     let mask = n.wrapping_sub(1);
     let start = home(ip, mask);
     (0..n).filter_map(move |i| t.get((start + i) & mask))
@@ -322,7 +326,11 @@ mod tests {
         for round in 0..2000 {
             for &ip in &moving {
                 if round % 2 == 0 {
-                    let w = if round % 4 == 0 { 2 } else { 1_000_000 + (ip as usize & 0xffff) };
+                    let w = if round % 4 == 0 {
+                        2
+                    } else {
+                        1_000_000 + (ip as usize & 0xffff)
+                    };
                     assert_ne!(set(&t, ip, w), Set::Full);
                 } else {
                     clear(&t, ip);

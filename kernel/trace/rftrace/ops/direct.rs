@@ -51,11 +51,14 @@ pub(crate) fn register_direct(
     // (`busy`), and whether an IPMODIFY ops redirects any of them
     // (`shared`).
     let (mut busy, mut shared) = (false, false);
+    // The direct ops of a function are found in the table by address,
+    // not by asking each registered one (they come last in the list).
     for ip in f.ips() {
-        for x in list(held).filter(|x| *x != ops && x.wants(held, ip)) {
-            busy |= x.has(F_DIRECT);
-            shared |= x.has(F_IPMODIFY);
-        }
+        busy |=
+            crate::ops::directmap::holder(held, ip).is_some_and(|d| d != ops && d.wants(held, ip));
+        shared |= list(held)
+            .take_while(|x| !x.has(F_DIRECT))
+            .any(|x| x != ops && x.has(F_IPMODIFY) && x.wants(held, ip));
     }
     if busy {
         return Err(EBUSY);

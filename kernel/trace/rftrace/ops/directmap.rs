@@ -85,6 +85,16 @@ pub(crate) fn find(np: &NoPreempt, ip: u64) -> Option<OpsRef<'_>> {
     op.has(F_ENABLED).then_some(op)
 }
 
+/// The registered direct ops whose filter held `ip` when it registered,
+/// as [`find`] gives it to the dispatcher, for the writer's checks.
+pub(crate) fn holder<'h>(held: &'h Held, ip: u64) -> Option<OpsRef<'h>> {
+    let w = iptable::find(&MAP.get(held)?.slots, ip);
+    // SAFETY: a nonzero word is the address of a registered direct ops
+    // (`add` comes before its publication, `remove` before it leaves the
+    // list, both under `ftrace_lock`, which `held` holds).
+    (w != 0).then(|| unsafe { OpsRef::from_raw(w as *mut _) })
+}
+
 /// Enters every function of the filter of `ops`, a direct ops about to be
 /// registered (it is not published yet, and its filter does not change
 /// while it is registered), growing the table first if it must. On an
@@ -92,9 +102,9 @@ pub(crate) fn find(np: &NoPreempt, ip: u64) -> Option<OpsRef<'_>> {
 pub(crate) fn add(held: &Held, ops: OpsRef<'_>) -> Result {
     let (f, _) = ops.sets(held);
     let more = f.count();
-    let roomy = MAP.get(held).is_some_and(|t| {
-        iptable::fits(t.slots.len(), t.used.load(Ordering::Relaxed), more)
-    });
+    let roomy = MAP
+        .get(held)
+        .is_some_and(|t| iptable::fits(t.slots.len(), t.used.load(Ordering::Relaxed), more));
     if !roomy {
         grow(held, more)?;
     }
