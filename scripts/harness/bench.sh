@@ -7,7 +7,15 @@ top=$(cd "$(dirname "$0")/../.." && pwd)
 build=${BUILD:-$top/build}
 reps=${BENCH_REPS:-5}
 # The benchmark runs on the lab kernel: tinyconfig + ftrace-test.config.
-export CONF=tiny
+# BENCH_CONF=rt runs the same guest rows on the real-time configuration
+# instead (derived from Debian's rt-amd64 kernel, with its debug set),
+# without the production rows: build/bench/<core>-rt.log, results-rt.tsv.
+export CONF=${BENCH_CONF:-tiny}
+sfx=
+if [ "$CONF" != tiny ]; then
+	sfx=-$CONF
+	BENCH_PRODUCTION=0
+fi
 mkdir -p "$build/bench"
 args=()
 for core in c rust; do
@@ -16,15 +24,15 @@ for core in c rust; do
 		continue
 	fi
 	CORE=$core "$top/scripts/harness/build-kernel.sh"
-	log=$build/bench/$core.log
-	echo "  BENCH   CORE=$core"
+	log=$build/bench/$core$sfx.log
+	echo "  BENCH   CORE=$core CONF=$CONF"
 	CORE=$core MODE=bench ICOUNT=0,sleep=off BENCH_REPS=$reps TIMEOUT=${TIMEOUT:-1800} LOG=$log \
-		"$top/scripts/harness/run-qemu.sh" > "$build/bench/$core.out"
+		"$top/scripts/harness/run-qemu.sh" > "$build/bench/$core$sfx.out"
 	# Boot: from the end of mm_core_init() ("SLUB: ...") to the core's
 	# last line about its call sites (C: "ftrace: allocated ...", Rust: the
 	# banner), in the console log: taking the sites and making them NOPs,
 	# or checking them when the build did. One sample per boot.
-	con=$build/bench/$core.console.log
+	con=$build/bench/$core$sfx.console.log
 	t0=$(grep -m1 'SLUB: HWalign' "$con" | sed 's/^\[ *\([0-9.]*\)\].*/\1/')
 	t1=$(grep 'ftrace: ' "$con" | sed -n 2p | sed 's/^\[ *\([0-9.]*\)\].*/\1/')
 	if [ -n "$t0" ] && [ -n "$t1" ]; then
@@ -43,6 +51,14 @@ for core in c rust; do
 	args+=(--"$core" "$log")
 done
 echo
+if [ -n "$sfx" ]; then
+	echo "Configuration: $CONF (build/out-<core>-$CONF), the lab kernel's rows."
+	echo "QEMU TCG (thread=single), 2 vCPUs, -icount shift=0,sleep=off. Medians of $reps"
+	echo "runs, of $((reps * 3)) for the rows that wait for timer ticks."
+	"$top/target/release/harness-report" bench "${args[@]}" --tsv "$build/bench/results$sfx.tsv"
+	echo "rows written to build/bench/results$sfx.tsv"
+	exit 0
+fi
 echo "Configuration: tiny (tinyconfig + kernel/configs/ftrace-test.config and the"
 echo "core's fragment; build/out-<core>-tiny); direct-call and bpf-attach-38 on"
 echo "production (kernel/configs/ftrace-production.config: BPF; build/out-<core>-production)."

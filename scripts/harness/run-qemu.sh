@@ -109,6 +109,7 @@ fi
 	echo "MODE=$([ "$MODE" = cmd ] && echo script || echo "$MODE")"
 	echo "CORE=$CORE"
 	echo "CONF=$CONF"
+	echo "SMP=$SMP"
 	echo "KASAN=$KASAN"
 	echo "BENCH_REPS=${BENCH_REPS:-5}"
 	echo "FI_STRIDE=${FI_STRIDE:-1}"

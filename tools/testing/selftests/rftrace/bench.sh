@@ -337,5 +337,12 @@ while [ $i -lt "$reps" ]; do
 done
 echo nop > $T/current_tracer
 echo > $T/kprobe_events
-scale_rows "" 1
+# The real-time configuration (make bench BENCH_CONF=rt) takes only the
+# first scale row: with its debug set, the C core's rows of 1,000 kprobe
+# events did not end within the 30 minutes of a guest beside a test run.
+if [ "$CONF" = rt ]; then
+	scale_rows "" 0
+else
+	scale_rows "" 1
+fi
 exit 0

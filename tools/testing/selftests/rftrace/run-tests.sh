@@ -6,7 +6,7 @@
 # the console log.
 here=/opt/rftrace
 . /harness/job
-export CORE CONF FI_STRIDE KASAN TORTURE_SECONDS
+export CORE CONF SMP FI_STRIDE KASAN TORTURE_SECONDS
 
 result() { # status name [detail]
 	echo "RESULT $1 $2${3:+ ($3)}"
@@ -74,11 +74,15 @@ own=$(for t in $own; do echo "$t"; done | awk '
 	/fault-inject-modunload/ { last = last $0 "\n"; next }
 	/fault-inject/ { fi = fi $0 "\n"; next }
 	{ print } END { printf "%s%s%s", fi, last, dead }')
+# More vCPUs than two (make test SMP=8) share the one host thread of the
+# emulator: a test whose work is per CPU (buffers, per-CPU threads, every
+# CPU traced) takes longer by their number over two, and so may it.
+slow=$(( ${SMP:-2} > 2 ? ${SMP:-2} / 2 : 1 ))
 for t in $own; do
 	name=rftrace/$(basename "$t")
 	echo "--- $name"
 	t0=$(cut -d. -f1 /proc/uptime)
-	timeout "${OWN_TIMEOUT:-600}" sh "$t" > /tmp/out 2>&1
+	timeout "$(( ${OWN_TIMEOUT:-600} * slow ))" sh "$t" > /tmp/out 2>&1
 	rc=$?
 	case $rc in
 	0) # What a fault-injection walk injected, for the log.
@@ -102,7 +106,7 @@ done
 runcase() { # case: run it; its output in /tmp/out, its status in $st
 	rm -rf /tmp/ftlogs
 	# Three times as long with KASAN (make test KASAN=1).
-	timeout "$([ -n "$KASAN" ] && echo 1800 || echo 600)" ./ftracetest -vv -l /tmp/ftlogs "test.d/$1" > /tmp/out 2>&1
+	timeout "$(( ($([ -n "$KASAN" ] && echo 1800 || echo 600)) * slow ))" ./ftracetest -vv -l /tmp/ftlogs "test.d/$1" > /tmp/out 2>&1
 	rc=$?
 	st=$(grep -o '\[\(PASS\|FAIL\|UNRESOLVED\|UNTESTED\|UNSUPPORTED\|XFAIL\)\]' /tmp/out | tail -1 | tr -d '[]')
 }

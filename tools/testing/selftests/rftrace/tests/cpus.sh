@@ -1,5 +1,7 @@
 #!/bin/sh
-# The harness boots two vCPUs and the guest brings both up.
+# The harness boots SMP vCPUs (two unless asked: make test SMP=8) and
+# the guest brings them all up.
+n=${SMP:-2}
 online=$(cat /sys/devices/system/cpu/online)
-[ "$online" = 0-1 ] || { echo "online CPUs: '$online', expected 0-1"; exit 1; }
-[ "$(nproc)" = 2 ] || { echo "nproc: $(nproc)"; exit 1; }
+[ "$online" = "0-$((n - 1))" ] || { echo "online CPUs: '$online', expected 0-$((n - 1))"; exit 1; }
+[ "$(nproc)" = "$n" ] || { echo "nproc: $(nproc), expected $n"; exit 1; }
