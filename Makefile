@@ -103,9 +103,11 @@ TEST_TIMEOUT ?= $(if $(KASAN),21600,$(if $(distro),7200,2400))
 # Tests the C core does not pass in a configuration, with the reason;
 # then those only one core does not pass (known-failures-$(CONF)-$(CORE).txt,
 # where there is one: the stock C core's own bugs the Rust core fixed;
-# the rt configuration takes production's as well).
+# the rt configuration takes production's as well, and
+# known-failures-rt.txt: the real-time kernel's own, on both cores).
 known = $(ST)/known-failures$(if $(distro),-production).txt \
 	$(wildcard $(sort $(ST)/known-failures-$(CONF)-$(CORE).txt \
+		$(if $(filter rt,$(CONF)),$(ST)/known-failures-rt.txt) \
 		$(if $(distro),$(ST)/known-failures-production-$(CORE).txt)))
 
 # Run test suites ($(2)) in the guest and turn the serial logs into the
