@@ -15,10 +15,10 @@
 T=/sys/kernel/tracing
 . /opt/rftrace/pick.sh
 field() { awk -v f="$1:" '$1 == f { print $2 }' ${2:-/proc/meminfo}; }
-snap() { # [FILE]
-	sync; echo 3 > /proc/sys/vm/drop_caches
+vals() { # [FILE]: unreclaimable slab, vmalloc, per-CPU (kB)
 	echo "$(field SUnreclaim $1) $(field VmallocUsed $1) $(field Percpu $1)"
 }
+snap() { sync; echo 3 > /proc/sys/vm/drop_caches; vals; }
 show() { # NAME BEFORE AFTER [DIVISOR]
 	set -- "$1" $2 $3 "${4:-1}"
 	echo "MEM $1 slab $(( ($5 - $2) / $8 )) vmalloc $(( ($6 - $3) / $8 )) percpu $(( ($7 - $4) / $8 )) kB"
@@ -38,6 +38,6 @@ echo nop > $T/current_tracer
 b=$(snap)
 out=$(bpf_scale fentry /tmp/fcand 300 "sync; echo 3 > /proc/sys/vm/drop_caches; cat /proc/meminfo > /tmp/mem.in") ||
 	{ echo "memory: $out"; exit 1; }
-a=$(echo "$(field SUnreclaim /tmp/mem.in) $(field VmallocUsed /tmp/mem.in) $(field Percpu /tmp/mem.in)")
+a=$(vals /tmp/mem.in)
 show "300-fentry-programs-total" "$b" "$a"
 show "per-fentry-program" "$b" "$a" 300

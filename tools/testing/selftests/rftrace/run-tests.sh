@@ -78,6 +78,9 @@ own=$(for t in $own; do echo "$t"; done | awk '
 # emulator: a test whose work is per CPU (buffers, per-CPU threads, every
 # CPU traced) takes longer by their number over two, and so may it.
 slow=$(( ${SMP:-2} > 2 ? ${SMP:-2} / 2 : 1 ))
+# An ftracetest case's limit: three times as long with KASAN (make test
+# KASAN=1).
+ftlimit=$(( $([ -n "$KASAN" ] && echo 1800 || echo 600) * slow ))
 for t in $own; do
 	name=rftrace/$(basename "$t")
 	echo "--- $name"
@@ -105,8 +108,7 @@ done
 # The kernel's ftracetest, one case at a time.
 runcase() { # case: run it; its output in /tmp/out, its status in $st
 	rm -rf /tmp/ftlogs
-	# Three times as long with KASAN (make test KASAN=1).
-	timeout "$(( ($([ -n "$KASAN" ] && echo 1800 || echo 600)) * slow ))" ./ftracetest -vv -l /tmp/ftlogs "test.d/$1" > /tmp/out 2>&1
+	timeout "$ftlimit" ./ftracetest -vv -l /tmp/ftlogs "test.d/$1" > /tmp/out 2>&1
 	rc=$?
 	st=$(grep -o '\[\(PASS\|FAIL\|UNRESOLVED\|UNTESTED\|UNSUPPORTED\|XFAIL\)\]' /tmp/out | tail -1 | tr -d '[]')
 }
