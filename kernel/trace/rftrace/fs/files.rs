@@ -36,13 +36,17 @@ fn render_site(held: &Held, kind: Kind, c: &Cell, o: &mut Out) {
     let valid = o.rec(s.ip);
     if valid && matches!(kind, Kind::Enabled | Kind::Touched) {
         let f = |b, t: &'static str, e: &'static str| if s.has(b) { t } else { e };
+        // " D" for every site a direct ops has, as C's record flag: the
+        // site calls the direct trampoline itself only when it is alone
+        // there (`sf::DIRECT`), else through the full-regs trampoline.
+        let direct = crate::ops::directmap::holder(held, s.ip);
         let _ = write!(
             o,
             " ({}){}{}{}  {}",
             s.refs,
             f(sf::REGS, " R", "  "),
             f(sf::IPMODIFY, " I", "  "),
-            f(sf::DIRECT, " D", "  "),
+            if direct.is_some() { " D" } else { "  " },
             f(sf::MODIFIED, " M ", "   ")
         );
         // A group's trampoline serves several ops: listed as the list
@@ -56,8 +60,8 @@ fn render_site(held: &Held, kind: Kind, c: &Cell, o: &mut Out) {
                 true,
             );
         }
-        if s.has(sf::DIRECT) {
-            crate::ops::register::describe_direct(held, o, s.ip);
+        if let Some(op) = direct {
+            crate::ops::register::describe_direct(o, op);
         }
     }
 }

@@ -35,9 +35,9 @@
 //!   one.
 
 use crate::base::cells::RcuBox;
-use crate::base::sys::{Held, NoPreempt};
+use crate::base::sys::{CoreGuard, Held, NoPreempt};
 use crate::logic::iptable::{self, Set, Slot};
-use crate::ops::registry::{OpsRef, F_ENABLED};
+use crate::ops::registry::{DirectGuard, OpsRef, F_ENABLED};
 use core::sync::atomic::{AtomicUsize, Ordering};
 use kernel::prelude::*;
 
@@ -86,13 +86,29 @@ pub(crate) fn find(np: &NoPreempt, ip: u64) -> Option<OpsRef<'_>> {
 }
 
 /// The registered direct ops whose filter held `ip` when it registered,
-/// as [`find`] gives it to the dispatcher, for the writer's checks.
+/// as [`find`] gives it to the dispatcher, for the writer's checks and
+/// `enabled_functions`.
 pub(crate) fn holder<'h>(held: &'h Held, ip: u64) -> Option<OpsRef<'h>> {
     let w = iptable::find(&MAP.get(held)?.slots, ip);
     // SAFETY: a nonzero word is the address of a registered direct ops
     // (`add` comes before its publication, `remove` before it leaves the
     // list, both under `ftrace_lock`, which `held` holds).
     (w != 0).then(|| unsafe { OpsRef::from_raw(w as *mut _) })
+}
+
+/// The registered direct ops on function `ip`, if any, for an IPMODIFY
+/// ops that asks its peers: it stays registered for as long as `_d`, the
+/// direct lock, is held.
+pub(crate) fn peer<'d>(_d: &'d DirectGuard, ip: u64) -> Option<OpsRef<'d>> {
+    let found = {
+        let g = CoreGuard::lock();
+        holder(g.held(), ip).map(OpsRef::as_ptr)
+    };
+    // SAFETY: in the table under `ftrace_lock`, so registered and live
+    // (see `holder`); and it stays so while the direct lock is held (every
+    // registration and unregistration of a direct ops holds it: see
+    // `DIRECT_LOCK`), which `_d` is for `'d`.
+    found.map(|p| unsafe { OpsRef::from_raw(p) })
 }
 
 /// Enters every function of the filter of `ops`, a direct ops about to be

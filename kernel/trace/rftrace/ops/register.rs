@@ -17,8 +17,8 @@ use kernel::ffi::c_int;
 use kernel::prelude::*;
 
 use crate::ops::registry::{
-    direct_peer, list, DirectGuard, OpsRef, DIRECT_LOCK, F_ADDING, F_DELETED, F_DIRECT, F_DYNAMIC,
-    F_ENABLED, F_IPMODIFY, F_PERMANENT, F_REMOVING, F_SAVE_REGS, F_SAVE_REGS_IF,
+    list, DirectGuard, OpsRef, DIRECT_LOCK, F_ADDING, F_DELETED, F_DIRECT, F_DYNAMIC, F_ENABLED,
+    F_IPMODIFY, F_PERMANENT, F_REMOVING, F_SAVE_REGS, F_SAVE_REGS_IF,
 };
 
 fn is_core_data(a: u64) -> bool {
@@ -281,7 +281,7 @@ fn share_with_direct(d: &DirectGuard, ops: OpsRef<'_>, what: Share) -> Result {
         ips
     };
     for &ip in ips.iter() {
-        let Some(peer) = direct_peer(d, ip) else {
+        let Some(peer) = crate::ops::directmap::peer(d, ip) else {
             continue;
         };
         match what {
@@ -317,12 +317,10 @@ pub(crate) fn describe_tramp(held: &Held, o: &mut crate::base::tracefs::Out, ip:
     o.bytes(b"\ttramp: ERROR!");
 }
 
-/// `enabled_functions`: the direct trampoline a direct ops gives the site
-/// at `ip`, on a line of its own, as C prints it.
-pub(crate) fn describe_direct(held: &Held, o: &mut crate::base::tracefs::Out, ip: u64) {
-    let to = list(held)
-        .find(|op| op.has(F_DIRECT) && op.wants(held, ip))
-        .map_or(0, |op| op.direct_call());
+/// `enabled_functions`: the direct trampoline of `op`, the direct ops of
+/// a site, on a line of its own, as C prints it.
+pub(crate) fn describe_direct(o: &mut crate::base::tracefs::Out, op: OpsRef<'_>) {
+    let to = op.direct_call();
     if to != 0 {
         o.bytes(b"\n\tdirect-->");
         o.sym(to as u64, true);

@@ -17,7 +17,7 @@ use kernel::types::Opaque;
 mod links;
 mod sets;
 
-pub(crate) use links::{direct_peer, list, DirectGuard, OpsTable, DIRECT_LOCK};
+pub(crate) use links::{list, DirectGuard, OpsTable, DIRECT_LOCK};
 
 pub(crate) type Ops = bindings::ftrace_ops;
 

@@ -5,7 +5,7 @@
 
 use crate::base::cells::Locked;
 use crate::base::sys::{
-    ftrace_list_end, ftrace_ops_list, CMutex, CoreGuard, Guard, Held, Keeps, NoPreempt, StateKey,
+    ftrace_list_end, ftrace_ops_list, CMutex, Guard, Held, Keeps, NoPreempt, StateKey,
 };
 use core::marker::PhantomData;
 use core::ptr;
@@ -153,21 +153,6 @@ impl DirectGuard {
     pub(crate) fn lock() -> Self {
         DirectGuard(DIRECT_LOCK.lock())
     }
-}
-
-/// The registered direct ops on function `ip`, if any: it stays
-/// registered for as long as `_d`, the direct lock, is held.
-pub(crate) fn direct_peer<'d>(_d: &'d DirectGuard, ip: u64) -> Option<OpsRef<'d>> {
-    let found = {
-        let g = CoreGuard::lock();
-        let found = list(g.held())
-            .find(|x| x.has(F_DIRECT) && x.wants(g.held(), ip))
-            .map(OpsRef::as_ptr);
-        found
-    };
-    // SAFETY: listed, so registered and live, and kept so while the direct
-    // lock is held (see `DIRECT_LOCK`), which `_d` is for `'d`.
-    found.map(|p| unsafe { OpsRef::from_raw(p) })
 }
 
 /// Ops the core makes for itself and publishes for lockless readers: the

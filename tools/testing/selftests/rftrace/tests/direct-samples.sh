@@ -6,6 +6,7 @@
 # each sample's trace_printk lines and the tracer's entries for its
 # function are in the trace, both of ftrace-direct-modify's and
 # -multi-modify's trampolines ran (modify_ftrace_direct() every second),
+# enabled_functions names each sample's trampoline under its function,
 # and nothing is left patched at the end. (With the tracer on every
 # function, loading ftrace-direct-modify stalls the guest on both cores
 # under TCG, so the tracer is filtered.)
@@ -34,6 +35,10 @@ for spec in \
 	mod=$1 fn=$2 want=$3
 	echo > $T/trace
 	insmod "$dir/$mod.ko" || fail "cannot load $mod.ko"
+	# enabled_functions names the sample's trampoline under the function
+	# (my_tramp, my_tramp1 or my_tramp2), on the line after it.
+	grep -A1 "^$fn " $T/enabled_functions | grep -q "direct-->my_tramp" ||
+		fail "$mod: enabled_functions shows no direct trampoline for $fn: $(grep -A1 "^$fn " $T/enabled_functions)"
 	# A page fault and wake-ups, and 2.5 s for the modify samples' flips.
 	sh -c 'cat /proc/version > /dev/null; sleep 2.5'
 	rmmod "$(echo $mod | tr - _)" || fail "cannot unload $mod"
