@@ -332,19 +332,30 @@ impl<T: Callback> Registration<T> {
     }
 }
 
+/// The deliberate break of the Rust ftrace core that a mutants kernel
+/// (`CONFIG_FTRACE_CORE_RUST_MUTANTS`, never one that ships) has on, 0
+/// for none: the `rftrace_mutant` parameter, a word of the x86_64
+/// trampolines' data, which test it themselves. The core numbers the
+/// breaks (kernel/trace/rftrace/base/mutant.rs); it, its arch crate and
+/// this file read the word here. Inlined: the core reads it on its hot
+/// path, which must not call traced code.
 #[cfg(CONFIG_FTRACE_CORE_RUST_MUTANTS)]
-extern "C" {
-    /// The deliberate break a test kernel of the Rust ftrace core runs
-    /// (kernel/trace/rftrace/base/mutant.rs).
-    static rftrace_mutant: core::sync::atomic::AtomicI32;
+#[doc(hidden)]
+#[inline(always)]
+pub fn mutant() -> i32 {
+    extern "C" {
+        static rftrace_mutant: core::sync::atomic::AtomicI32;
+    }
+    // SAFETY: the word is defined in the trampolines' data, lives as long
+    // as the kernel, and is only read and written atomically.
+    unsafe { rftrace_mutant.load(Ordering::Relaxed) }
 }
 
 /// Whether a mutants kernel's break 12 is on: a registration the tracer
 /// may still call is freed on drop, as if it were not.
 fn mutant_frees_lost() -> bool {
     #[cfg(CONFIG_FTRACE_CORE_RUST_MUTANTS)]
-    // SAFETY: a word of the trampolines' data, read atomically.
-    return unsafe { rftrace_mutant.load(Ordering::Relaxed) } == 12;
+    return mutant() == 12;
     #[cfg(not(CONFIG_FTRACE_CORE_RUST_MUTANTS))]
     false
 }

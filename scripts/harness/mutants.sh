@@ -22,6 +22,7 @@ table='
 0 control torture.sh
 0 control groups-reuse.sh
 0 control rust-ftrace-kill.sh
+0 control direct-samples.sh
 1 drop-one-callback-in-64 torture.sh
 2 call-callback-twice torture.sh
 3 skip-rcu-tasks-wait torture.sh
@@ -33,7 +34,8 @@ table='
 9 graph-drop-return-in-64 torture.sh
 10 skip-int3-batch-last-sync torture.sh
 11 free-group-still-called groups-reuse.sh
-12 free-lost-registration rust-ftrace-kill.sh'
+12 free-lost-registration rust-ftrace-kill.sh
+13 direct-table-miss direct-samples.sh'
 
 trouble='WARNING:|BUG:|Oops|Kernel panic|general protection fault|KASAN:|UBSAN:|ftrace bug|ftrace failed|ftrace faulted|unable to handle'
 secs() { sed -n 's/^\[ *\([0-9]*\.[0-9]*\)\].*/\1/p' | head -1; }

@@ -184,10 +184,29 @@ qemu+=(-monitor none -chardev "file,id=con,path=$console" -serial chardev:con
 # OUT_PREFIX marks each shown line with the guest it came from.
 prefix=${OUT_PREFIX:-}
 prefix=${prefix//[\/&]/}
+# A guest whose kernel reported an RCU stall has failed (the console
+# check below says so), and one stalled for good would hold the host
+# until TIMEOUT: STALL_GRACE seconds after the first report, for the
+# reports that follow it, the guest is stopped.
+stalled=$log.stalled
+rm -f "$stalled"
+: > "$console"
+(
+	while sleep 5; do
+		grep -q 'detected stall' "$console" || continue
+		sleep "${STALL_GRACE:-120}"
+		: > "$stalled"
+		pkill -f -- "id=con,path=$console"
+		exit 0
+	done
+) &
+watcher=$!
 timeout -k 10 "$TIMEOUT" "${qemu[@]}" < /dev/null 2>&1 | stdbuf -oL tr -d '\r' | tee "$log" |
 	if [ "${VERBOSE:-0}" = 1 ]; then sed -u "s/^/$prefix/"; else
 		sed -u -e '/^=== harness: dmesg begin ===/,/^=== harness: dmesg end ===/d' -e "s/^/$prefix/"; fi
 qrc=${PIPESTATUS[0]}
+kill "$watcher" 2> /dev/null
+wait "$watcher" 2> /dev/null
 if [ "${VERBOSE:-0}" = 1 ]; then
 	echo "--- kernel console (${console#$top/}) ---"
 	cat "$console"
@@ -201,6 +220,11 @@ if grep -Eq "$trouble" "$console"; then
 fi
 
 rc=$(sed -n 's/^=== harness: exit \([0-9]*\) ===$/\1/p' "$log" | tail -1)
+if [ -e "$stalled" ]; then
+	echo "run-qemu: the guest kernel reported an RCU stall; stopped ${STALL_GRACE:-120}s later. Last console lines:" >&2
+	tail -n 15 "$console" >&2
+	exit 124
+fi
 if [ "$qrc" -eq 124 ] || [ "$qrc" -eq 137 ]; then
 	echo "run-qemu: guest did not finish within ${TIMEOUT}s (hung?); killed. Last console lines:" >&2
 	tail -n 15 "$console" >&2

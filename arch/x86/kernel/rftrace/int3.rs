@@ -234,19 +234,11 @@ pub(crate) unsafe fn step(pokes: &[Poke], k: usize) {
     }
 }
 
-#[cfg(CONFIG_FTRACE_CORE_RUST_MUTANTS)]
-extern "C" {
-    /// The deliberate break switched on in a mutants kernel
-    /// (kernel/trace/rftrace/base/mutant.rs; trampolines_64.S has it).
-    static rftrace_mutant: core::sync::atomic::AtomicI32;
-}
-
 /// Whether a mutants kernel's break `SkipLastSync` (number 10) is on: a
 /// batch then returns without its last sync of the CPUs.
 fn skip_last_sync() -> bool {
     #[cfg(CONFIG_FTRACE_CORE_RUST_MUTANTS)]
-    // SAFETY: a word of the trampolines' data, read atomically.
-    return unsafe { rftrace_mutant.load(Ordering::Relaxed) } == 10;
+    return kernel::ftrace::mutant() == 10;
     #[cfg(not(CONFIG_FTRACE_CORE_RUST_MUTANTS))]
     false
 }

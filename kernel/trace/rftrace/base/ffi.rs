@@ -374,10 +374,6 @@ unsafe extern "C" {
     // `DECLARE_TRACE()` makes, the linker's section bounds) ---
     /// Set once while the boot CPU brings up the kernel, read-only after.
     pub(crate) safe static nr_cpu_ids: c_uint;
-    /// The deliberate break switched on (`base::mutant`): a word of the
-    /// trampolines' data that the `rftrace_mutant` parameter writes.
-    #[cfg(CONFIG_FTRACE_CORE_RUST_MUTANTS)]
-    pub(crate) safe static rftrace_mutant: core::sync::atomic::AtomicI32;
     pub(crate) static mut __tracepoint_sched_switch: bindings::tracepoint;
     pub(crate) static mut __tracepoint_sched_process_fork: bindings::tracepoint;
     pub(crate) static mut __tracepoint_sched_process_free: bindings::tracepoint;

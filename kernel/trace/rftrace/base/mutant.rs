@@ -46,6 +46,9 @@ pub(crate) enum Mutant {
     /// `kernel::ftrace` frees a registration the tracer may still call
     /// (rust/kernel/ftrace.rs tests the number itself).
     FreeLostRegistration = 12,
+    /// The dispatcher finds no direct ops for a function in the direct-ops
+    /// table: a direct call is lost where other ops share the site.
+    DirectLost = 13,
 }
 
 // The numbers the trampolines and the arch crate test for the breaks
@@ -70,7 +73,7 @@ static COUNT: AtomicU32 = AtomicU32::new(0);
 #[inline(always)]
 pub(crate) fn is(m: Mutant) -> bool {
     #[cfg(CONFIG_FTRACE_CORE_RUST_MUTANTS)]
-    return crate::base::ffi::rftrace_mutant.load(Ordering::Relaxed) == m as i32;
+    return kernel::ftrace::mutant() == m as i32;
     #[cfg(not(CONFIG_FTRACE_CORE_RUST_MUTANTS))]
     {
         let _ = m;

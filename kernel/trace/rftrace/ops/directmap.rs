@@ -35,6 +35,7 @@
 //!   one.
 
 use crate::base::cells::RcuBox;
+use crate::base::mutant::{self, Mutant};
 use crate::base::sys::{CoreGuard, Held, NoPreempt};
 use crate::logic::iptable::{self, Set, Slot};
 use crate::ops::registry::{DirectGuard, OpsRef, F_ENABLED};
@@ -73,6 +74,9 @@ static MAP: RcuBox<Table> = RcuBox::new();
 /// search, no lock.
 #[inline(always)]
 pub(crate) fn find(np: &NoPreempt, ip: u64) -> Option<OpsRef<'_>> {
+    if mutant::is(Mutant::DirectLost) {
+        return None;
+    }
     let t = MAP.get(np)?;
     let w = iptable::find(&t.slots, ip);
     if w == 0 {

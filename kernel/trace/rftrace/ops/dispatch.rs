@@ -26,20 +26,16 @@ pub(crate) fn arch_ftrace_ops_list_func(
         // A full `pt_regs` is there only when the full-regs trampoline saved
         // it.
         let has_regs = fregs.has_pt_regs();
-        for op in list(np) {
-            // The direct ops come last: the function's own is found by
-            // its address below, not by asking each of them.
-            if op.has(F_DIRECT) {
-                break;
-            }
+        let visit = |op: OpsRef<'_>| {
             if op.callable(has_regs) && op.wants(np, ip as u64) {
                 op.call(false, ip, parent_ip, fregs);
             }
-        }
+        };
+        // The direct ops come last: the function's own is found by its
+        // address, not by asking each of them.
+        list(np).take_while(|op| !op.has(F_DIRECT)).for_each(&visit);
         if let Some(op) = crate::ops::directmap::find(np, ip as u64) {
-            if op.callable(has_regs) && op.wants(np, ip as u64) {
-                op.call(false, ip, parent_ip, fregs);
-            }
+            visit(op);
         }
     });
 }

@@ -8,10 +8,12 @@
 //!
 //! kallsyms gives its symbols in address order; a site's function is the
 //! last symbol at or below it, the first of those at that address (as
-//! `kallsyms_lookup()` picks). Built at the first listing or filter write
-//! (the names' bytes and 13 bytes a site); checked against `kallsyms_lookup()` on a
-//! sample of sites before it is used; without memory for it, or should a
-//! check fail, names are looked up one by one as before.
+//! `kallsyms_lookup()` picks). Built at the first listing, filter write or
+//! lookup of symbols by name (fprobe, kprobe_multi); it takes the names'
+//! bytes and 9 bytes a site (see [`Names`]). Checked against
+//! `kallsyms_lookup()` on a sample of sites before it is used; without
+//! memory for it, or should a check fail, names are looked up one by one
+//! as before.
 
 use crate::base::cells::Forever;
 use crate::base::ffi::CStrArg;
@@ -94,14 +96,49 @@ pub(crate) fn lookup_near<'a>(
     }
 }
 
-/// The names of the sites `ips` (ascending): site `i`'s function is
-/// `pool[ends[i - 1]..ends[i]]` (from 0 for the first), `offs[i]` bytes
-/// into it (255: that far or more).
+/// The names of the sites at `base + ips[i]` (ascending): site `i`'s
+/// function is `pool[ends[i - 1]..ends[i]]` (from 0 for the first),
+/// `offs[i]` bytes into it (255: that far or more).
+///
+/// Kept in vmalloc'd arrays of exactly their length (less than a page
+/// beyond it) with 4-byte addresses: 9 bytes a site besides the names.
+/// The walk fills growing arrays ([`Growing`]), which kvmalloc rounds up
+/// to a power of two; [`Growing::exact`] copies them once it is done.
 struct Names {
-    ips: KVVec<u64>,
+    base: u64,
+    ips: VVec<u32>,
+    ends: VVec<u32>,
+    offs: VVec<u8>,
+    pool: VVec<u8>,
+}
+
+/// The arrays of [`Names`] while the walk fills them.
+struct Growing {
+    ips: KVVec<u32>,
     ends: KVVec<u32>,
     offs: KVVec<u8>,
     pool: KVVec<u8>,
+}
+
+/// A copy of `v` in an array of its length.
+fn exact<T: Copy>(v: &[T]) -> Result<VVec<T>> {
+    let mut e = VVec::with_capacity(v.len(), GFP_KERNEL)?;
+    e.extend_from_slice(v, GFP_KERNEL)?;
+    Ok(e)
+}
+
+impl Growing {
+    /// The names in arrays of their length; `base` is the first site's
+    /// address.
+    fn exact(&self, base: u64) -> Result<Names> {
+        Ok(Names {
+            base,
+            ips: exact(&self.ips)?,
+            ends: exact(&self.ends)?,
+            offs: exact(&self.offs)?,
+            pool: exact(&self.pool)?,
+        })
+    }
 }
 
 static NAMES: Forever<Names> = Forever::new();
@@ -113,15 +150,26 @@ static TRIED: AtomicBool = AtomicBool::new(false);
 /// there without a search.
 fn name_near(ip: u64, near: &mut usize) -> Option<(&'static [u8], u64)> {
     let n = NAMES.get()?;
+    let rel = n.rel(ip)?;
     let i = match n.ips.get(*near) {
-        Some(&a) if a == ip => *near,
-        _ => n.ips.binary_search(&ip).ok()?,
+        Some(&a) if a == rel => *near,
+        _ => n.ips.binary_search(&rel).ok()?,
     };
     *near = i + 1;
     n.at(i)
 }
 
 impl Names {
+    /// `ip` as kept in `ips`; none for an address no kept site can have.
+    fn rel(&self, ip: u64) -> Option<u32> {
+        u32::try_from(ip.checked_sub(self.base)?).ok()
+    }
+
+    /// Site `i`'s address.
+    fn ip(&self, i: usize) -> Option<u64> {
+        self.base.checked_add(u64::from(*self.ips.get(i)?))
+    }
+
     /// Site `i`'s function name and offset into it.
     fn at(&self, i: usize) -> Option<(&[u8], u64)> {
         let end = *self.ends.get(i)? as usize;
@@ -140,8 +188,8 @@ impl Names {
 /// first symbol, is left out (its function's address is not known here).
 pub(crate) fn each_kept_function(mut stop: impl FnMut(&[u8], u64) -> bool) -> Option<bool> {
     let n = NAMES.get()?;
-    for (i, &ip) in n.ips.iter().enumerate() {
-        let Some((name, off)) = n.at(i) else {
+    for i in 0..n.ips.len() {
+        let (Some(ip), Some((name, off))) = (n.ip(i), n.at(i)) else {
             continue;
         };
         if name.is_empty() || off >= u64::from(u8::MAX) {
@@ -184,7 +232,9 @@ struct Walk<'a> {
     /// length of its name in `name`.
     cur: Option<(u64, usize)>,
     name: [u8; bindings::KSYM_NAME_LEN as usize],
-    n: &'a mut Names,
+    /// The first site's address, which `n.ips` counts from.
+    base: u64,
+    n: &'a mut Growing,
     failed: bool,
 }
 
@@ -200,7 +250,10 @@ impl Walk<'_> {
                 // Before the first symbol: no name (the lookup fails too).
                 _ => (&[], u64::MAX),
             };
-            let ok = self.n.ips.push(ip, GFP_KERNEL).is_ok()
+            let ok = ip
+                .checked_sub(self.base)
+                .and_then(|r| u32::try_from(r).ok())
+                .is_some_and(|r| self.n.ips.push(r, GFP_KERNEL).is_ok())
                 && self.n.pool.extend_from_slice(name, GFP_KERNEL).is_ok()
                 && u32::try_from(self.n.pool.len())
                     .ok()
@@ -277,7 +330,9 @@ fn build() -> Result<Names> {
         }
     }
     let k = sites.len();
-    let mut n = Names {
+    // The sites ascend: the first is the lowest.
+    let base = sites.first().copied().unwrap_or(0);
+    let mut n = Growing {
         ips: KVVec::with_capacity(k, GFP_KERNEL)?,
         ends: KVVec::with_capacity(k, GFP_KERNEL)?,
         offs: KVVec::with_capacity(k, GFP_KERNEL)?,
@@ -285,6 +340,7 @@ fn build() -> Result<Names> {
     };
     let mut w = Walk {
         sites: &sites,
+        base,
         next: 0,
         cur: None,
         name: [0; bindings::KSYM_NAME_LEN as usize],
@@ -298,7 +354,7 @@ fn build() -> Result<Names> {
     if w.failed || w.next != k {
         return Err(ENOMEM);
     }
-    Ok(n)
+    n.exact(base)
 }
 
 /// Whether the names agree with `kallsyms_lookup()` on every 64th site
@@ -306,12 +362,10 @@ fn build() -> Result<Names> {
 fn check(n: &Names) -> bool {
     let mut buf = kernel::kallsyms::SymbolBuf::new();
     let last = n.ips.len().saturating_sub(1);
-    n.ips
-        .iter()
-        .enumerate()
-        .filter(|&(i, _)| i % 64 == 0 || i == last)
-        .all(|(i, &ip)| {
-            let Some((name, off)) = n.at(i) else {
+    (0..n.ips.len())
+        .filter(|&i| i % 64 == 0 || i == last)
+        .all(|i| {
+            let (Some(ip), Some((name, off))) = (n.ip(i), n.at(i)) else {
                 return false;
             };
             match lookup_kallsyms(ip, &mut buf) {
