@@ -112,8 +112,10 @@ struct Names {
     pool: VVec<u8>,
 }
 
-/// The arrays of [`Names`] while the walk fills them.
+/// [`Names`] while the walk fills its arrays.
 struct Growing {
+    /// The first site's address, which `ips` counts from.
+    base: u64,
     ips: KVVec<u32>,
     ends: KVVec<u32>,
     offs: KVVec<u8>,
@@ -121,22 +123,21 @@ struct Growing {
 }
 
 /// A copy of `v` in an array of its length.
-fn exact<T: Copy>(v: &[T]) -> Result<VVec<T>> {
+fn copy_exact<T: Copy>(v: &[T]) -> Result<VVec<T>> {
     let mut e = VVec::with_capacity(v.len(), GFP_KERNEL)?;
     e.extend_from_slice(v, GFP_KERNEL)?;
     Ok(e)
 }
 
 impl Growing {
-    /// The names in arrays of their length; `base` is the first site's
-    /// address.
-    fn exact(&self, base: u64) -> Result<Names> {
+    /// The names in arrays of their length.
+    fn exact(&self) -> Result<Names> {
         Ok(Names {
-            base,
-            ips: exact(&self.ips)?,
-            ends: exact(&self.ends)?,
-            offs: exact(&self.offs)?,
-            pool: exact(&self.pool)?,
+            base: self.base,
+            ips: copy_exact(&self.ips)?,
+            ends: copy_exact(&self.ends)?,
+            offs: copy_exact(&self.offs)?,
+            pool: copy_exact(&self.pool)?,
         })
     }
 }
@@ -232,8 +233,6 @@ struct Walk<'a> {
     /// length of its name in `name`.
     cur: Option<(u64, usize)>,
     name: [u8; bindings::KSYM_NAME_LEN as usize],
-    /// The first site's address, which `n.ips` counts from.
-    base: u64,
     n: &'a mut Growing,
     failed: bool,
 }
@@ -251,7 +250,7 @@ impl Walk<'_> {
                 _ => (&[], u64::MAX),
             };
             let ok = ip
-                .checked_sub(self.base)
+                .checked_sub(self.n.base)
                 .and_then(|r| u32::try_from(r).ok())
                 .is_some_and(|r| self.n.ips.push(r, GFP_KERNEL).is_ok())
                 && self.n.pool.extend_from_slice(name, GFP_KERNEL).is_ok()
@@ -330,9 +329,9 @@ fn build() -> Result<Names> {
         }
     }
     let k = sites.len();
-    // The sites ascend: the first is the lowest.
-    let base = sites.first().copied().unwrap_or(0);
     let mut n = Growing {
+        // The sites ascend: the first is the lowest.
+        base: sites.first().copied().unwrap_or(0),
         ips: KVVec::with_capacity(k, GFP_KERNEL)?,
         ends: KVVec::with_capacity(k, GFP_KERNEL)?,
         offs: KVVec::with_capacity(k, GFP_KERNEL)?,
@@ -340,7 +339,6 @@ fn build() -> Result<Names> {
     };
     let mut w = Walk {
         sites: &sites,
-        base,
         next: 0,
         cur: None,
         name: [0; bindings::KSYM_NAME_LEN as usize],
@@ -354,7 +352,7 @@ fn build() -> Result<Names> {
     if w.failed || w.next != k {
         return Err(ENOMEM);
     }
-    n.exact(base)
+    n.exact()
 }
 
 /// Whether the names agree with `kallsyms_lookup()` on every 64th site
