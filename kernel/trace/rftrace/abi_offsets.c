@@ -12,7 +12,8 @@
 #include <linux/module.h>
 #include <linux/seq_file.h>
 #include <linux/fs.h>
-#include <asm/ptrace.h>
+/* The architecture's structures (its register frame), from its directory. */
+#include "arch_offsets.h"
 
 int main(void)
 {
@@ -40,11 +41,7 @@ int main(void)
 	OFFSET(MODULE_NAME, module, name);
 	OFFSET(MODULE_FTRACE_CALLSITES, module, ftrace_callsites);
 	OFFSET(MODULE_NUM_FTRACE_CALLSITES, module, num_ftrace_callsites);
-	DEFINE(PT_REGS_SIZE, sizeof(struct pt_regs));
-	OFFSET(PT_REGS_AX, pt_regs, ax);
-	OFFSET(PT_REGS_IP, pt_regs, ip);
-	OFFSET(PT_REGS_SP, pt_regs, sp);
-	OFFSET(PT_REGS_FLAGS, pt_regs, flags);
+	RFTRACE_ARCH_OFFSETS();
 	OFFSET(SEQ_FILE_PRIVATE, seq_file, private);
 	OFFSET(FILE_PRIVATE_DATA, file, private_data);
 	OFFSET(FILE_F_MODE, file, f_mode);

@@ -8,7 +8,8 @@
 //! own state ([`cells`]); typed views of C objects: an ops'
 //! atomic words ([`opsview`]), tasks and the recursion guard ([`task`]),
 //! scheduler tracepoints ([`tp`]), trace arrays ([`trarray`]); the
-//! kernel's text bounds ([`ktext`]), `NOKPROBE` ([`nokprobe`]), the
+//! kernel's text bounds ([`ktext`]), `NOKPROBE` ([`nokprobe`]), what
+//! the architecture supplies at compile time ([`archdep`]), the
 //! test-only deliberate breaks ([`mutant`]), checked C
 //! layouts ([`layout`]); and the file plumbing every tracefs file of the
 //! core shares ([`tracefs`], [`seqfile`]).
@@ -16,6 +17,7 @@
 //! Uses [`crate::logic`] and the `kernel` crate only. Most of the crate's
 //! `unsafe` is here, each block arguing the C contract it relies on.
 
+pub(crate) mod archdep;
 pub(crate) mod cells;
 pub(crate) mod ffi;
 pub(crate) mod mutant;
@@ -30,7 +32,4 @@ pub(crate) mod zeroed;
 #[allow(dead_code)]
 pub(crate) mod ktext;
 pub(crate) mod layout;
-/// The x86_64 per-CPU reads the hot path inlines (`current`, preempt count).
-#[path = "../../../arch/x86/kernel/rftrace/percpu.rs"]
-pub(crate) mod percpu;
 pub(crate) mod tracefs;

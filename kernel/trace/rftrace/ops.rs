@@ -13,8 +13,6 @@
 //! [`crate::sites`], [`crate::base`], [`crate::logic`].
 
 pub(crate) mod arch;
-/// The interface to the x86_64 layer, shared with it.
-#[path = "../../../arch/x86/kernel/rftrace/archif.rs"]
 pub(crate) mod archif;
 pub(crate) mod assist;
 pub(crate) mod clients;

@@ -104,7 +104,8 @@ pub(crate) fn boot(sites: &ops::arch::UnrunSites<'_>) {
             // Nothing else writes it yet.
             ftrace_enabled.store(1, Ordering::Relaxed);
             pr_info!(
-                "function tracer core: Rust (generic core and x86_64 layer); {} call sites, {} pages, {} groups; {} made NOPs at boot, {} were NOPs from the build; {} us\n",
+                "function tracer core: Rust (generic core and {} layer); {} call sites, {} pages, {} groups; {} made NOPs at boot, {} were NOPs from the build; {} us\n",
+                crate::base::archdep::defs::NAME,
                 count,
                 ftrace_number_of_pages.load(Ordering::Relaxed),
                 ftrace_number_of_groups.load(Ordering::Relaxed),

@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! The x86_64 per-CPU reads the tracing hot path inlines: the current task
-//! and the preempt count, both in `pcpu_hot`, read through `%gs` as the C
-//! `current` and `preempt_count()` do. Compiled into the generic core
-//! (kernel/trace/rftrace) by path, so the reads inline there instead of
-//! being calls to C helpers.
+// The x86_64 per-CPU reads the tracing hot path inlines: the current task
+// and the preempt count, both in `pcpu_hot`, read through `%gs` as the C
+// `current` and `preempt_count()` do. Compiled into the generic core
+// (`crate::base::archdep::percpu`, by `include!`: no inner attributes
+// here), so the reads inline there instead of being calls to C helpers.
 
 use core::sync::atomic::{compiler_fence, Ordering};
 use kernel::bindings;

@@ -25,9 +25,10 @@
 #![allow(unreachable_pub)]
 
 #[cfg(CONFIG_FTRACE_CORE_RUST_GENERIC)]
+#[path = "../../../../kernel/trace/rftrace/ops/archif.rs"]
 mod archif;
 #[allow(unreachable_pub, missing_docs)]
-#[path = "../../../../kernel/trace/rftrace/logic/insn.rs"]
+#[path = "logic/insn.rs"]
 // `jmp` is the return of a trampoline through the return thunk: unused
 // without return thunks.
 #[cfg_attr(not(CONFIG_MITIGATION_RETHUNK), allow(dead_code))]

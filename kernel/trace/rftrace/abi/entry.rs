@@ -12,6 +12,7 @@
 //! and their kin. The entry points whose arguments a handle type carries
 //! (`OpsRef`, `TraceArray`, `Dir`, ...) are the other files of `abi`.
 
+use crate::base::archdep::defs;
 use crate::base::ffi::{CStrArg, ModuleRef};
 use crate::base::sys::{global_ops, CGlobal, TraceArray};
 use crate::base::task::TaskRef;
@@ -383,9 +384,12 @@ pub unsafe extern "C" fn ftrace_init() {
         let n = (stop as usize - start as usize) / 8;
         core::slice::from_raw_parts_mut(start, n)
     };
-    // Only entries in the kernel's text (or init text) are sites; what
-    // else the table holds (zeros of replaced weak functions, moved by
-    // KASLR) is skipped, as in C.
+    // Each entry names its site as the architecture says (C's
+    // `ftrace_call_adjust()`); only sites in the kernel's text (or init
+    // text) are kept: what else the table holds (zeros of replaced weak
+    // functions, moved by KASLR; entries naming no site) is skipped, as
+    // in C.
+    logic::sites::adjust(locs, defs::call_adjust);
     let n = logic::sites::retain(locs, crate::base::ktext::image);
     let locs = &mut locs[..n];
     let n = if logic::sites::is_sorted_unique(locs) {

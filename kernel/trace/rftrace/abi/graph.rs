@@ -36,10 +36,16 @@ pub extern "C" fn function_graph_enter(
 }
 crate::base::nokprobe::nokprobe!(function_graph_enter);
 
-/// [`crate::graph::fgraph::ftrace_return_to_handler`], for C.
+/// [`crate::graph::fgraph::ftrace_return_to_handler`], for the
+/// architecture's `return_to_handler`.
+///
+/// # Safety
+///
+/// Called by `return_to_handler` alone, with its frame.
 #[no_mangle]
-pub extern "C" fn ftrace_return_to_handler(regs: &bindings::pt_regs) -> c_ulong {
-    crate::graph::fgraph::ftrace_return_to_handler(regs)
+pub unsafe extern "C" fn ftrace_return_to_handler(fregs: *const bindings::ftrace_regs) -> c_ulong {
+    // SAFETY: from `return_to_handler`, with its frame (the contract).
+    unsafe { crate::graph::fgraph::ftrace_return_to_handler(fregs) }
 }
 crate::base::nokprobe::nokprobe!(ftrace_return_to_handler);
 

@@ -26,6 +26,9 @@ pub(crate) fn sorted_sites(m: ModuleRef<'_>) -> Option<KVVec<u64>> {
         pr_err!("out of memory for the call sites of a module\n");
         return None;
     }
+    // Each entry names its site as the architecture says; those naming
+    // none become zeros, which the sort drops.
+    crate::logic::sites::adjust(&mut ips, crate::base::archdep::defs::call_adjust);
     let k = crate::logic::sites::sort_unique(&mut ips);
     crate::base::sys::truncate(&mut ips, k);
     Some(ips)

@@ -7,10 +7,11 @@
 //! task.rs) fails the build here instead of reading the wrong field.
 
 use core::mem::{offset_of, size_of};
-use kernel::bindings::{fgraph_ops, file, ftrace_ops, module, pt_regs, seq_file};
+use kernel::bindings::{fgraph_ops, file, ftrace_ops, module, seq_file};
 
-/// The offsets and sizes from the C compiler.
-mod c {
+/// The offsets and sizes from the C compiler (those of the
+/// architecture's structures too, which [`crate::base::archdep`] checks).
+pub(crate) mod c {
     include!(env!("RFTRACE_ABI_OFFSETS"));
 }
 
@@ -55,12 +56,6 @@ same!(
     offset_of!(module, num_ftrace_callsites),
     c::MODULE_NUM_FTRACE_CALLSITES
 );
-
-same!(size_of::<pt_regs>(), c::PT_REGS_SIZE);
-same!(offset_of!(pt_regs, ax), c::PT_REGS_AX);
-same!(offset_of!(pt_regs, ip), c::PT_REGS_IP);
-same!(offset_of!(pt_regs, sp), c::PT_REGS_SP);
-same!(offset_of!(pt_regs, flags), c::PT_REGS_FLAGS);
 
 same!(offset_of!(seq_file, private), c::SEQ_FILE_PRIVATE);
 same!(offset_of!(file, private_data), c::FILE_PRIVATE_DATA);

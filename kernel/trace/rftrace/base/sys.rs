@@ -679,14 +679,16 @@ pub(crate) fn ftrace_bug(failed: c_int, rec: Option<&bindings::dyn_ftrace>) {
 }
 
 pub(crate) fn report_bug(failed: Error, ip: u64) {
-    let mut cur = [0u8; 5];
-    // SAFETY: reads 5 bytes of text without faulting.
+    // The bytes of a site's instruction.
+    const N: usize = bindings::MCOUNT_INSN_SIZE as usize;
+    let mut cur = [0u8; N];
+    // SAFETY: reads `N` bytes of text without faulting.
     let ok = unsafe {
-        bindings::copy_from_kernel_nofault(cur.as_mut_ptr().cast(), ip as *const c_void, 5)
+        bindings::copy_from_kernel_nofault(cur.as_mut_ptr().cast(), ip as *const c_void, N)
     } == 0;
     // SAFETY: set by the arch layer, under `ftrace_lock` as this report
-    // runs, to 5 static bytes or null.
-    let exp = unsafe { (*ftrace_expected.get()).cast::<[u8; 5]>().as_ref() };
+    // runs, to an instruction's static bytes or null.
+    let exp = unsafe { (*ftrace_expected.get()).cast::<[u8; N]>().as_ref() };
     let what = match failed {
         e if e == injected() => "hit an injected failure at",
         e if e == EFAULT => "faulted on modifying",

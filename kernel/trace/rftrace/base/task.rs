@@ -6,7 +6,7 @@
 //! `task_struct` is not trusted here (it was found wrong for `pid`).
 
 use crate::base::ffi::rftrace_walk_threads;
-use crate::base::percpu;
+use crate::base::archdep::percpu;
 use crate::base::sys::{InRcu, NoPreempt};
 use crate::logic::recursion;
 use core::marker::PhantomData;

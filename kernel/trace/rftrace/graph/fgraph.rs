@@ -30,6 +30,7 @@
 //! it, with preemption off, which the RCU grace period before a stack is
 //! freed waits for.
 
+use crate::base::archdep::defs;
 use crate::base::cells::Locked;
 use crate::base::mutant::{self, Mutant};
 use crate::base::sys::{to_errno, CGlobal, CoreGuard, Held, StateKey, TraceArray};
@@ -210,12 +211,17 @@ fn bad_return(top: Option<usize>) -> c_ulong {
 /// Called by `return_to_handler` when a hooked function returns: runs
 /// the return callbacks, pops the frame and gives the real return address.
 ///
-/// `regs` is the trampoline's frame (on x86_64 a `struct ftrace_regs` is
-/// a `struct pt_regs`; the return value registers are saved in it); the
-/// current task's top frame is the one of the returning function, which
-/// the frame's checks verify.
+/// `fregs` is `return_to_handler`'s frame, the return value registers
+/// saved in it, which the architecture reads ([`defs::return_value`]);
+/// the current task's top frame is the one of the returning function,
+/// which the frame's checks verify.
+///
+/// # Safety
+///
+/// Called by `return_to_handler` alone, with its frame, live for the
+/// call.
 #[inline(always)]
-pub(crate) fn ftrace_return_to_handler(regs: &bindings::pt_regs) -> c_ulong {
+pub(crate) unsafe fn ftrace_return_to_handler(fregs: *const bindings::ftrace_regs) -> c_ulong {
     // The clock first: fewer values live across the call.
     let rettime = now();
     let cur = Current::get();
@@ -225,9 +231,12 @@ pub(crate) fn ftrace_return_to_handler(regs: &bindings::pt_regs) -> c_ulong {
     // The callbacks of the ops the frame names that are still registered;
     // an index unregistered since the entry is skipped.
     let live = LIVE.load(Ordering::Acquire);
+    // SAFETY: `return_to_handler`'s frame, live for the call (the
+    // contract).
+    let retval = unsafe { defs::return_value(fregs) };
     let init = |r: &Returning| bindings::ftrace_graph_ret {
         func: r.frame.func as c_ulong,
-        retval: regs.ax,
+        retval,
         depth: r.depth,
         overrun: r.overrun as c_uint,
         calltime: r.frame.calltime,

@@ -16,7 +16,6 @@ pub mod fgraph;
 mod fuzz;
 pub mod glob;
 pub mod iptable;
-pub mod insn;
 pub mod parser;
 pub mod plan;
 pub mod profile;

@@ -1,11 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
-//! The call-site table: one 16-byte record per `__fentry__` call site,
-//! kept sorted by address in groups (the kernel image, each module), and
-//! the searches the rest of the kernel asks of it.
-
-/// The bytes of a call site: `call rel32` or the 5-byte NOP (the x86_64
-/// encoding's `SITE_SIZE`, which the tests check this against).
-pub const SITE_SIZE: usize = 5;
+//! The call-site table: one 16-byte record per call site (the call to the
+//! tracer a function makes on entry), kept sorted by address in groups
+//! (the kernel image, each module), and the searches the rest of the
+//! kernel asks of it. The size of a site's instruction is the
+//! architecture's (`MCOUNT_INSN_SIZE`), a parameter here.
 
 /// Flags of a call site. The low bits say what the site is patched to now;
 /// the others what it is and what happened to it.
@@ -42,7 +40,7 @@ pub mod flags {
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Site {
-    /// Address of the 5-byte call or NOP.
+    /// Address of the call instruction or its NOP.
     pub ip: u64,
     /// How many ops want this site traced.
     pub refs: u32,
@@ -114,6 +112,16 @@ pub fn retain(ips: &mut [u64], keep: impl Fn(u64) -> bool) -> usize {
     n
 }
 
+/// Turns each entry of a table of call sites into the address of its
+/// site as `site_of` gives it (an architecture's `ftrace_call_adjust()`),
+/// 0 where it names none, which [`retain`] and [`sort_unique`] drop. An
+/// adjustment that keeps the order keeps a sorted table sorted.
+pub fn adjust(ips: &mut [u64], site_of: impl Fn(u64) -> Option<u64>) {
+    for ip in ips.iter_mut() {
+        *ip = site_of(*ip).unwrap_or(0);
+    }
+}
+
 /// Whether `ips` is sorted strictly ascending (what a build-time sort
 /// gives), so boot can skip sorting.
 pub fn is_sorted_unique(ips: &[u64]) -> bool {
@@ -138,21 +146,26 @@ pub fn find<S: SiteIp>(sites: &[S], ip: u64) -> Option<usize> {
     sites.binary_search_by(|s| s.site_ip().cmp(&ip)).ok()
 }
 
-/// The index of the first site whose call instruction overlaps the range
-/// `[start, end]` (inclusive), as `ftrace_location_range()` and
-/// `ftrace_text_reserved()` need.
-pub fn first_overlapping<S: SiteIp>(sites: &[S], start: u64, end: u64) -> Option<usize> {
+/// The index of the first site whose call instruction (`size` bytes,
+/// at least 1) overlaps the range `[start, end]` (inclusive), as
+/// `ftrace_location_range()` and `ftrace_text_reserved()` need.
+pub fn first_overlapping<S: SiteIp>(
+    sites: &[S],
+    start: u64,
+    end: u64,
+    size: u64,
+) -> Option<usize> {
     if end < start {
         return None;
     }
     // The first site that ends after `start`...
-    let lo = start.saturating_sub(SITE_SIZE as u64 - 1);
+    let lo = start.saturating_sub(size.max(1) - 1);
     let i = sites.partition_point(|s| s.site_ip() < lo);
     // ...if it begins no later than `end`.
     sites
         .get(i..)?
         .iter()
-        .position(|s| s.site_ip().saturating_add(SITE_SIZE as u64) > start)
+        .position(|s| s.site_ip().saturating_add(size) > start)
         .map(|k| i + k)
         .filter(|&k| sites[k].site_ip() <= end)
 }
@@ -170,8 +183,14 @@ mod tests {
     use super::*;
 
     #[test]
-    fn site_size_is_the_encodings() {
-        assert_eq!(SITE_SIZE, crate::insn::SITE_SIZE);
+    fn adjust_maps_and_clears() {
+        // An arm64-like table: each entry 8 bytes before its site, one
+        // misaligned entry naming none.
+        let mut ips = [0x1000, 0x1012, 0x2000];
+        adjust(&mut ips, |a| (a % 4 == 0).then_some(a + 8));
+        assert_eq!(ips, [0x1008, 0, 0x2008]);
+        let n = sort_unique(&mut ips);
+        assert_eq!(&ips[..n], &[0x1008, 0x2008]);
     }
 
     #[test]
@@ -210,11 +229,14 @@ mod tests {
         let t = table(&[100, 200, 300]);
         assert_eq!(find(&t, 200), Some(1));
         assert_eq!(find(&t, 201), None);
-        assert_eq!(first_overlapping(&t, 204, 204), Some(1));
-        assert_eq!(first_overlapping(&t, 205, 250), None);
-        assert_eq!(first_overlapping(&t, 0, 96), None);
-        assert_eq!(first_overlapping(&t, 0, 100), Some(0));
-        assert_eq!(first_overlapping(&t, 150, 140), None);
+        assert_eq!(first_overlapping(&t, 204, 204, 5), Some(1));
+        assert_eq!(first_overlapping(&t, 205, 250, 5), None);
+        assert_eq!(first_overlapping(&t, 0, 96, 5), None);
+        assert_eq!(first_overlapping(&t, 0, 100, 5), Some(0));
+        assert_eq!(first_overlapping(&t, 150, 140, 5), None);
+        // Four-byte sites (arm64).
+        assert_eq!(first_overlapping(&t, 203, 203, 4), Some(1));
+        assert_eq!(first_overlapping(&t, 204, 250, 4), None);
         assert_eq!(range(&t, 150, 301), 1..3);
         assert_eq!(range(&t, 301, 150), 3..3);
     }
@@ -234,12 +256,13 @@ mod tests {
     proptest! {
         #[test]
         fn overlap_agrees_with_scan(mut ips in proptest::collection::vec(0u64..2000, 0..64),
-                                    start in 0u64..2100, len in 0u64..40) {
+                                    start in 0u64..2100, len in 0u64..40,
+                                    size in 1u64..16) {
             let n = sort_unique(&mut ips);
             let t = table(&ips[..n]);
             let end = start + len;
-            let scan = t.iter().position(|s| s.ip <= end && s.ip + 5 > start);
-            prop_assert_eq!(first_overlapping(&t, start, end), scan);
+            let scan = t.iter().position(|s| s.ip <= end && s.ip + size > start);
+            prop_assert_eq!(first_overlapping(&t, start, end, size), scan);
             for (i, s) in t.iter().enumerate() {
                 prop_assert_eq!(find(&t, s.ip), Some(i));
             }

@@ -62,9 +62,14 @@ impl Target {
         Target(addr(bindings::ftrace_caller))
     }
 
-    /// The shared list trampoline that saves a full `pt_regs`.
+    /// The shared list trampoline that saves a full `pt_regs` (C's
+    /// `FTRACE_REGS_ADDR`): the list one where the architecture has no
+    /// such trampoline (no `DYNAMIC_FTRACE_WITH_REGS`).
     pub(crate) fn regs() -> Target {
-        Target(addr(bindings::ftrace_regs_caller))
+        #[cfg(CONFIG_DYNAMIC_FTRACE_WITH_REGS)]
+        return Target(addr(bindings::ftrace_regs_caller));
+        #[cfg(not(CONFIG_DYNAMIC_FTRACE_WITH_REGS))]
+        return Target::list();
     }
 
     /// The trampoline the arch layer made for `ops` (the NOP: none).

@@ -3,22 +3,22 @@
 //! The direct-call API: an ops whose sites call a trampoline of its
 //! owner (BPF) directly.
 
-use crate::base::sys::{addr, to_errno, CoreGuard, Held, StateKey};
+use crate::base::sys::{to_errno, CoreGuard, Held, StateKey};
 use crate::ops::arch::Target;
 use crate::ops::register::{ftrace_free_filter, shutdown, startup};
 use crate::ops::registry::{
     c_callback, list, ops_fn, Fregs, OpsCallback, OpsRef, DIRECT_LOCK, F_DIRECT, F_ENABLED,
-    F_IPMODIFY, F_SAVE_REGS,
+    F_IPMODIFY, F_SAVE_ARGS,
 };
 use crate::ops::update::{own_sites, retarget_slot, update_scope};
 use kernel::bindings;
 use kernel::ffi::{c_int, c_ulong};
 use kernel::prelude::*;
 
-/// The callback of a direct ops on a site it shares: makes the full-regs
+/// The callback of a direct ops on a site it shares: makes the shared
 /// trampoline return into the ops' direct trampoline (the ops saves
-/// regs, so the list dispatcher calls it with the whole `pt_regs` frame
-/// of ftrace_regs_caller).
+/// args, so the list dispatcher calls it from the full-regs trampoline
+/// where the architecture has one).
 struct CallDirect;
 
 impl OpsCallback for CallDirect {
@@ -26,7 +26,7 @@ impl OpsCallback for CallDirect {
     fn call(_ip: c_ulong, _parent_ip: c_ulong, op: OpsRef<'_>, fregs: Fregs<'_>) {
         let a = op.direct_call();
         if a != 0 {
-            fregs.set_orig_ax(a);
+            fregs.set_direct_caller(a);
         }
     }
 }
@@ -73,9 +73,9 @@ pub(crate) fn register_direct(
     }
     // Not registered yet (checked above): no dispatcher reads it.
     ops.set_func(ops_fn::<CallDirect>());
-    ops.set_trampoline(held, addr(bindings::ftrace_regs_caller), 0);
+    ops.set_trampoline(held, Target::regs().addr(), 0);
     ops.set_direct_call(held, target);
-    ops.set(F_DIRECT | F_SAVE_REGS);
+    ops.set(F_DIRECT | F_SAVE_ARGS);
     // Found by its functions before it is published (the list
     // dispatcher looks for it there).
     let r = crate::ops::directmap::add(held, ops).and_then(|()| {

@@ -7,7 +7,7 @@
 use crate::base::sys::{Keeps, NoPreempt, PreemptOff};
 use crate::base::task::guarded as recursion_guarded;
 use crate::logic::recursion;
-use crate::ops::registry::{list, Fregs, OpsRef, F_DIRECT, F_SAVE_REGS};
+use crate::ops::registry::{list, needs_regs, Fregs, OpsRef, F_DIRECT};
 use kernel::ffi::{c_int, c_ulong, c_void};
 
 /// The callback of the shared trampolines when several ops, or an ops
@@ -51,7 +51,7 @@ pub(crate) fn ftrace_ops_test(ops: OpsRef<'_>, ip: c_ulong, regs: *mut c_void) -
 /// (`regs`): what the graph entry asks of its graph ops. Hot path.
 #[inline(always)]
 pub(crate) fn ops_test(k: &impl Keeps, ops: OpsRef<'_>, ip: u64, regs: bool) -> bool {
-    (regs || !ops.has(F_SAVE_REGS)) && ops.wants(k, ip)
+    (regs || !needs_regs(ops.flags())) && ops.wants(k, ip)
 }
 
 /// The registered ops, or the group, whose own trampoline holds `a`.

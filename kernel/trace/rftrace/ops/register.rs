@@ -18,7 +18,7 @@ use kernel::prelude::*;
 
 use crate::ops::registry::{
     list, DirectGuard, OpsRef, DIRECT_LOCK, F_ADDING, F_DELETED, F_DIRECT, F_DYNAMIC, F_ENABLED,
-    F_IPMODIFY, F_PERMANENT, F_REMOVING, F_SAVE_REGS, F_SAVE_REGS_IF,
+    F_IPMODIFY, F_PERMANENT, F_REMOVING, F_SAVE_REGS, F_SAVE_REGS_IF, WITH_REGS,
 };
 
 fn is_core_data(a: u64) -> bool {
@@ -45,6 +45,11 @@ pub(crate) fn startup(held: &Held, key: &mut StateKey, ops: OpsRef<'_>) -> Resul
     if flags & F_ENABLED != 0 {
         pr_warn!("ops {:p} registered twice\n", ops.as_ptr());
         return Err(EBUSY);
+    }
+    // Without a full-regs trampoline, an ops that needs one is refused
+    // unless it said it can do without, as in C.
+    if !WITH_REGS && flags & F_SAVE_REGS != 0 && flags & F_SAVE_REGS_IF == 0 {
+        return Err(EINVAL);
     }
     // An ops that must not be stopped (livepatch) cannot come while the
     // sysctl keeps the tracer off: it would not run, as in C.

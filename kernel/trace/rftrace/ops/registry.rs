@@ -4,6 +4,7 @@
 //! and the list every CPU walks. Below everything that registers,
 //! dispatches or plans.
 
+use crate::base::archdep::defs;
 use crate::base::opsview::OpsView;
 use crate::base::sys::{CGlobal, CoreGuard, Held, TraceArray};
 use core::marker::PhantomData;
@@ -27,6 +28,15 @@ const fn fl(f: u32) -> c_ulong {
 pub(crate) const F_ENABLED: c_ulong = fl(bindings::FTRACE_OPS_FL_ENABLED);
 pub(crate) const F_DYNAMIC: c_ulong = fl(bindings::FTRACE_OPS_FL_DYNAMIC);
 pub(crate) const F_SAVE_REGS: c_ulong = fl(bindings::FTRACE_OPS_FL_SAVE_REGS);
+/// `FTRACE_OPS_FL_SAVE_ARGS`: the flags an ops sets to have the argument
+/// registers in its frame: `SAVE_REGS` where the architecture has a
+/// full-regs trampoline (`DYNAMIC_FTRACE_WITH_REGS`), none where every
+/// trampoline saves them.
+pub(crate) const F_SAVE_ARGS: c_ulong = if WITH_REGS { F_SAVE_REGS } else { 0 };
+/// Whether the architecture has a full-regs trampoline
+/// (`CONFIG_DYNAMIC_FTRACE_WITH_REGS`): without one, `SAVE_REGS` asks
+/// nothing of the sites and the dispatchers, as in C.
+pub(crate) const WITH_REGS: bool = cfg!(CONFIG_DYNAMIC_FTRACE_WITH_REGS);
 pub(crate) const F_SAVE_REGS_IF: c_ulong = fl(bindings::FTRACE_OPS_FL_SAVE_REGS_IF_SUPPORTED);
 pub(crate) const F_RECURSION: c_ulong = fl(bindings::FTRACE_OPS_FL_RECURSION);
 pub(crate) const F_STUB: c_ulong = fl(bindings::FTRACE_OPS_FL_STUB);
@@ -41,6 +51,14 @@ pub(crate) const F_DIRECT: c_ulong = fl(bindings::FTRACE_OPS_FL_DIRECT);
 pub(crate) const F_ALLOC_TRAMP: c_ulong = fl(bindings::FTRACE_OPS_FL_ALLOC_TRAMP);
 pub(crate) const F_PERMANENT: c_ulong = fl(bindings::FTRACE_OPS_FL_PERMANENT);
 
+/// Whether an ops of `flags` is called only with a full `pt_regs` in its
+/// frame (`SAVE_REGS`, where the architecture has the trampoline that
+/// saves one; C's `ftrace_ops_test()`).
+#[inline(always)]
+pub(crate) const fn needs_regs(flags: c_ulong) -> bool {
+    WITH_REGS && flags & F_SAVE_REGS != 0
+}
+
 /// The frame a trampoline hands an ops' callback (`struct ftrace_regs
 /// *`; null when it saved none).
 ///
@@ -50,10 +68,9 @@ pub(crate) const F_PERMANENT: c_ulong = fl(bindings::FTRACE_OPS_FL_PERMANENT);
 /// # Invariants
 ///
 /// `0` is null or, for `'a` (the callback's call), the frame of the
-/// trampoline that called: room for a whole `pt_regs` (the layout of
-/// `ftrace_regs` on x86_64), whose `cs` the trampoline sets only when it
-/// saved all of them (the full-regs trampoline), and which nothing but
-/// this call chain uses meanwhile.
+/// architecture's trampoline that called, which nothing but this call
+/// chain uses meanwhile: what the architecture's accessors
+/// ([`crate::base::archdep::defs`]) read and write.
 #[derive(Clone, Copy)]
 #[repr(transparent)]
 pub(crate) struct Fregs<'a>(
@@ -68,23 +85,23 @@ impl Fregs<'_> {
         self.0
     }
 
-    /// Whether the frame is a whole `pt_regs`.
+    /// Whether the frame is a whole `pt_regs` (the full-regs trampoline
+    /// saved it).
     #[inline(always)]
     pub(crate) fn has_pt_regs(self) -> bool {
-        // SAFETY: null, or a frame with room for a `pt_regs` whose `cs` the
-        // trampoline wrote (the invariants).
-        !self.0.is_null()
-            && unsafe { (*self.0.cast::<bindings::pt_regs>()).__bindgen_anon_1.csx } != 0
+        // SAFETY: not null, so a frame of the architecture's trampolines,
+        // live for the call (the invariants).
+        !self.0.is_null() && unsafe { defs::has_pt_regs(self.0) }
     }
 
     /// Makes the full-regs trampoline return into `a` (a direct
-    /// trampoline), through the frame's `orig_ax`; nothing without a
+    /// trampoline) instead of the traced function; nothing without a
     /// whole `pt_regs`.
-    pub(crate) fn set_orig_ax(self, a: c_ulong) {
+    pub(crate) fn set_direct_caller(self, a: c_ulong) {
         if self.has_pt_regs() {
-            // SAFETY: a whole `pt_regs` of the calling trampoline, which
+            // SAFETY: a whole `pt_regs` of the full-regs trampoline, which
             // this call chain alone uses (the invariants).
-            unsafe { (*self.0.cast::<bindings::pt_regs>()).orig_ax = a };
+            unsafe { defs::set_direct_caller(self.0, a) };
         }
     }
 }
@@ -248,7 +265,7 @@ impl<'a> OpsRef<'a> {
     pub(crate) fn callable(self, has_regs: bool) -> bool {
         let flags = self.flags();
         flags & F_STUB == 0
-            && (flags & F_SAVE_REGS == 0 || has_regs)
+            && (!needs_regs(flags) || has_regs)
             && (flags & F_RCU == 0 || kernel::sync::rcu::is_watching())
     }
 

@@ -15,6 +15,7 @@
 //! memory for it, or should a check fail, names are looked up one by one
 //! as before.
 
+use crate::base::archdep::defs;
 use crate::base::cells::Forever;
 use crate::base::ffi::CStrArg;
 use crate::base::tracefs::Out;
@@ -33,17 +34,16 @@ pub(crate) struct Sym<'a> {
     pub(crate) module: Option<&'a [u8]>,
 }
 
-/// How far into its function a call site may be: after the `endbr64`
-/// (4 bytes) with IBT, else at the entry (`FTRACE_MCOUNT_MAX_OFFSET`).
-/// A site further in belongs to no function (a weak function's leftover).
-const MCOUNT_MAX_OFFSET: u64 = if cfg!(CONFIG_X86_KERNEL_IBT) { 4 } else { 0 };
-
 impl Sym<'_> {
-    /// Whether the site looked up is its function's call site.
-    // Without IBT the bound is 0 and the comparison an equality.
-    #[allow(clippy::absurd_extreme_comparisons)]
+    /// Whether the site looked up is its function's call site: no further
+    /// into it than the architecture allows (`FTRACE_MCOUNT_MAX_OFFSET`,
+    /// where it has one). A site further in belongs to no function (a weak
+    /// function's leftover).
     pub(crate) fn is_entry(&self) -> bool {
-        self.offset <= MCOUNT_MAX_OFFSET
+        match defs::MCOUNT_MAX_OFFSET {
+            Some(max) => self.offset <= max,
+            None => true,
+        }
     }
 }
 

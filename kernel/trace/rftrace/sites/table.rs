@@ -146,7 +146,12 @@ impl Group {
     }
 
     pub(crate) fn first_overlapping(&self, start: u64, end: u64) -> Option<&Cell> {
-        let i = sites::first_overlapping(&self.sites, start, end)?;
+        let i = sites::first_overlapping(
+            &self.sites,
+            start,
+            end,
+            u64::from(bindings::MCOUNT_INSN_SIZE),
+        )?;
         self.sites[i..]
             .iter()
             .take_while(|c| c.ip() <= end)

@@ -1,10 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! The interface between the generic Rust core (kernel/trace/rftrace/)
-//! and this architecture layer: the one definition both crates include
-//! (as they do `percpu.rs`). The arch crate defines the functions; the
-//! generic crate declares them; each checks its side against the types
-//! here at build time, so the two cannot drift apart.
+//! The calls between the generic Rust core and an architecture layer
+//! (arch/$(SRCARCH)/kernel/rftrace/): the one definition both crates
+//! compile, this one by module, the arch crate by path. The arch crate
+//! defines the functions; the generic crate declares them; each checks
+//! its side against the types here at build time, so the two cannot
+//! drift apart. What the generic crate takes from the architecture at
+//! compile time (constants, register frames, per-CPU reads) is
+//! [`crate::base::archdep`].
 
 use kernel::ffi::c_int;
 
