@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Configure (tinyconfig + the project's fragments) and build bzImage and
-# modules for one core and configuration in build/out-$CORE-$CONF; install the modules into
-# its modroot/ for the initramfs.
+# Configure (tinyconfig + the project's fragments) and build the boot
+# image (bzImage, or arm64's Image) and modules for one core,
+# configuration and architecture in build/out-$CORE-$CONF[-arm64]; install
+# the modules into its modroot/ for the initramfs.
 set -euo pipefail
 . "$(dirname "$0")/env.sh"
 
@@ -11,21 +12,31 @@ production | rt)
 	# Debian's configuration of the flavour, as Kconfig settles it on this
 	# source, and the fragment derived from it (scripts/harness/
 	# debian-config.py), remade at every build: it follows Debian.
-	flavour=amd64_none_amd64
-	[ "$CONF" = rt ] && flavour=amd64_rt_amd64
+	# amd64 and rt-amd64, or arm64 and rt-arm64. The arm64 ones come from
+	# the arm64 build of the same package, which setup-host.sh unpacks
+	# into build/debian-arm64/ (an amd64 host installs only its own).
+	case "$ARCH" in
+	x86_64) dflav=amd64 confdir=/usr/src/linux-config-6.12 ;;
+	arm64) dflav=arm64 confdir=$build/debian-arm64/usr/src/linux-config-6.12 ;;
+	esac
+	flavour=${dflav}_none_$dflav
+	[ "$CONF" = rt ] && flavour=${dflav}_rt_$dflav
 	deb=$build/debian/$flavour
-	debian_conf=/usr/src/linux-config-6.12/config.$flavour.xz
-	[ -f "$debian_conf" ] || { echo "build-kernel: no $debian_conf (scripts/harness/setup-host.sh installs linux-config-6.12)" >&2; exit 3; }
+	debian_conf=$confdir/config.$flavour.xz
+	[ -f "$debian_conf" ] || { echo "build-kernel: no $debian_conf (scripts/harness/setup-host.sh installs linux-config-6.12${cross:+; ARCH=$ARCH make setup unpacks its $ARCH build})" >&2; exit 3; }
 	mkdir -p "$deb" "$out"
 	if [ ! -f "$deb/.config" ] || [ "$debian_conf" -nt "$deb/.config" ]; then
 		xz -dc "$debian_conf" > "$deb/.config"
-		make -s -C "$src" O="$deb" ARCH=x86_64 CC=gcc HOSTCC=gcc olddefconfig >/dev/null
+		make -s -C "$src" O="$deb" ARCH="$ARCH" "${crossargs[@]}" CC="${cross}gcc" HOSTCC=gcc olddefconfig >/dev/null
 	fi
-	python3 "$top/scripts/harness/debian-config.py" "$deb/.config" x86 "$src" "$out/debian.config"
+	python3 "$top/scripts/harness/debian-config.py" "$deb/.config" "$srcarch" "$src" "$out/debian.config"
 	frags+=("$out/debian.config" "$src/kernel/configs/ftrace-production.config") ;;
 fp) frags+=("$src/kernel/configs/ftrace-frame-pointer.config") ;;
 esac
 frags+=("$src/kernel/configs/ftrace-core-$CORE.config")
+# The machine the guests emulate, and what the shared fragments ask that
+# the architecture cannot have: last, so that it wins.
+frags+=("$src/kernel/configs/ftrace-$ARCH.config")
 [ -n "$KASAN" ] && frags+=("$src/kernel/configs/ftrace-kasan.config")
 [ -n "$MUTANTS" ] && frags+=("$src/kernel/configs/ftrace-mutants.config")
 for f in "${frags[@]}"; do
@@ -36,7 +47,7 @@ stamp=$(cat "${frags[@]}" | sha256sum | cut -d' ' -f1)
 if [ ! -f "$out/.config" ] || [ "$(cat "$out/.fragments.sha" 2>/dev/null)" != "$stamp" ]; then
 	echo "  CONFIG  CORE=$CORE CONF=$CONF: tinyconfig + ${frags[*]##*/}"
 	kmake tinyconfig >/dev/null
-	(cd "$src" && ARCH=x86_64 scripts/kconfig/merge_config.sh -m -O "$out" "$out/.config" "${frags[@]}" >/dev/null)
+	(cd "$src" && scripts/kconfig/merge_config.sh -m -O "$out" "$out/.config" "${frags[@]}" >/dev/null)
 	kmake olddefconfig >/dev/null
 	# Every option of the fragments (the last fragment setting it wins)
 	# must have survived Kconfig.
@@ -71,8 +82,8 @@ grep -q '^CONFIG_FTRACE_CORE_RUST_GENERIC=y' "$out/.config" &&
 for o in "${stale[@]}"; do
 	rm -f "$out/$o" "$out/$(dirname "$o")/.$(basename "$o").cmd"
 done
-echo "  KERNEL  CORE=$CORE CONF=$CONF${KASAN:+ KASAN=1}${MUTANTS:+ MUTANTS=1} (${out#$top/}, -j$jobs)"
-kmake -j"$jobs" bzImage modules
+echo "  KERNEL  CORE=$CORE CONF=$CONF${cross:+ ARCH=$ARCH}${KASAN:+ KASAN=1}${MUTANTS:+ MUTANTS=1} (${out#$top/}, -j$jobs)"
+kmake -j"$jobs" "$kimage_target" modules
 # Test modules built against this kernel as external modules, from the
 # directory $1 of the source tree into $out/$2. An external module's BTF
 # is made against vmlinux, but Kbuild does not remake it when only

@@ -18,7 +18,9 @@ checks gets Debian's value:
   and probes, BPF, live patching, the preemption model);
 - the options of the families below, wherever Kconfig defines them: the
   mitigations and the control-flow integrity that change the call sites
-  and their padding, the unwinder, kprobes and uprobes, function error
+  and their padding (on arm64, BTI, pointer authentication and the shadow
+  call stack; its module PLTs and module placement, which decide whether
+  a module's sites reach the trampolines), the unwinder, kprobes and uprobes, function error
   injection, BTF, text protection and placement (DEBUG_WX, STRICT_*_RWX,
   RELOCATABLE, RANDOMIZE_BASE), jump labels, and the CPU count.
 
@@ -47,6 +49,8 @@ FAMILIES = re.compile(
     r"^("
     r"CPU_MITIGATIONS|MITIGATION_\w+|CALL_PADDING|CALL_THUNKS|"
     r"X86_KERNEL_IBT|CFI_\w+|FINEIBT|"
+    r"ARM64_BTI\w*|ARM64_PTR_AUTH\w*|SHADOW_CALL_STACK|UNWIND_PATCH_PAC_INTO_SCS|"
+    r"ARM64_MODULE_PLTS|RANDOMIZE_MODULE_REGION_FULL|ARM64_PSEUDO_NMI|"
     r"UNWINDER_\w+|"
     r"KPROBES\w*|KRETPROBES|OPTPROBES|UPROBES|"
     r"FUNCTION_ERROR_INJECTION|"

@@ -37,7 +37,25 @@ case "${MUTANTS:-}" in
 1) [ "$CORE" = rust ] || { echo "MUTANTS=1 is for CORE=rust" >&2; exit 2; } ;;
 *) echo "MUTANTS must be 1 or unset, not '$MUTANTS'" >&2; exit 2 ;;
 esac
-out=$build/out-$CORE-$CONF${KASAN:+-kasan}${MUTANTS:+-mutants}
+# ARCH: the architecture built and booted: x86_64 (the default), or
+# arm64, built with Debian's cross compiler (gcc-aarch64-linux-gnu) and
+# booted in qemu-system-aarch64's virt machine, its kernels in
+# directories of their own. setup-host.sh installs what arm64 needs when
+# ARCH=arm64 asks for it.
+ARCH=${ARCH:-x86_64}
+case "$ARCH" in
+x86_64) srcarch=x86 cross= archsuffix= ;;
+arm64) srcarch=arm64 cross=aarch64-linux-gnu- archsuffix=-arm64 ;;
+*) echo "ARCH must be x86_64 or arm64, not '$ARCH'" >&2; exit 2 ;;
+esac
+[ "$ARCH" = arm64 ] && [ -n "$KASAN$MUTANTS" ] &&
+	{ echo "KASAN=1 and MUTANTS=1 are for ARCH=x86_64" >&2; exit 2; }
+out=$build/out-$CORE-$CONF${KASAN:+-kasan}${MUTANTS:+-mutants}$archsuffix
+# What Kbuild makes to boot: bzImage on x86_64, the Image arm64 boots.
+case "$ARCH" in
+x86_64) kimage_target=bzImage kimage=$out/arch/x86/boot/bzImage ;;
+arm64) kimage_target=Image kimage=$out/arch/arm64/boot/Image ;;
+esac
 jobs=${JOBS:-$(($(nproc) + 1))}
 
 # The kernel's Rust toolchain: Debian's rustc-web and rust-web-src, and
@@ -46,18 +64,22 @@ export RUSTC=/usr/bin/rustc HOSTRUSTC=/usr/bin/rustc RUSTDOC=/usr/bin/rustdoc
 export CLIPPY_DRIVER=/usr/bin/clippy-driver RUSTFMT=/usr/bin/rustfmt
 export BINDGEN=${BINDGEN:-$HOME/.cargo/bin/bindgen}
 export RUST_LIB_SRC=/usr/lib/rustlib/src/rust/library
-export ARCH=x86_64
+export ARCH
 export CCACHE_BASEDIR=$build CCACHE_NOHASHDIR=1 CCACHE_COMPILERCHECK=content
 cc=gcc llvm=()
 if [ -n "$KASAN" ]; then
 	cc=clang-19 llvm=(LLVM=-19)
 	export LIBCLANG_PATH=/usr/lib/llvm-19/lib
 fi
-kcc=$cc
-command -v ccache >/dev/null && kcc="ccache $cc"
+# The kernel's compiler (the cross one for arm64); the host's builds the
+# host programs.
+kcc=$cross$cc
+command -v ccache >/dev/null && kcc="ccache $cross$cc"
+crossargs=()
+[ -n "$cross" ] && crossargs=(CROSS_COMPILE="$cross")
 
 kmake() {
-	make -s -C "$src" O="$out" ARCH=x86_64 "${llvm[@]}" CC="$kcc" HOSTCC="$cc" \
+	make -s -C "$src" O="$out" ARCH="$ARCH" "${crossargs[@]}" "${llvm[@]}" CC="$kcc" HOSTCC="$cc" \
 		RUSTC="$RUSTC" HOSTRUSTC="$HOSTRUSTC" BINDGEN="$BINDGEN" \
 		RUSTDOC="$RUSTDOC" CLIPPY_DRIVER="$CLIPPY_DRIVER" RUSTFMT="$RUSTFMT" ${CLIPPY:+CLIPPY=$CLIPPY} "$@"
 }

@@ -16,17 +16,20 @@ TIMEOUT=${TIMEOUT:-$([ "$MODE" = shell ] && echo 0 || echo 600)}
 ACCEL=${ACCEL:-tcg}
 SMP=${SMP:-2}
 MEM=${MEM:-$([ -n "$KASAN" ] || [ "${TOOLS:-0}" = 1 ] && echo 2G || echo 1G)}
-kimage=$out/arch/x86/boot/bzImage
 [ -f "$kimage" ] || { echo "run-qemu: no kernel at ${kimage#$top/}; build it first" >&2; exit 2; }
 
 # --- initramfs -------------------------------------------------------------
 # GUEST names one of several guests booted at once (guest-tests.sh).
 rootfs=$build/initramfs-$CORE${GUEST:+-$GUEST}
 rm -rf "$rootfs" && mkdir -p "$rootfs"/{bin,harness,opt/rftrace,lib/modules}
-cp /bin/busybox "$rootfs/bin/busybox"
+# The host's busybox, or on arm64 Debian's arm64 build of it (setup-host.sh
+# unpacks it into build/debian-arm64/).
+busybox=/bin/busybox
+[ "$ARCH" = arm64 ] && busybox=$build/debian-arm64/bin/busybox
+cp "$busybox" "$rootfs/bin/busybox"
 # The shell a file of its own, so that a process's maps name a shell
 # binary (ftracetest's uprobe cases probe "/bin/...sh").
-cp /bin/busybox "$rootfs/bin/sh"
+cp "$busybox" "$rootfs/bin/sh"
 # Users and groups besides root, for ftracetest's tracefs ownership cases.
 mkdir -p "$rootfs/etc"
 printf 'root:x:0:0:root:/:/bin/sh\ndaemon:x:1:1:daemon:/:/bin/false\ntracer:x:1000:1000:tracer:/:/bin/false\n' > "$rootfs/etc/passwd"
@@ -42,13 +45,13 @@ cp -a "$st/ftrace" "$rootfs/opt/ftracetest"
 # it into place, so that no guest copies another's half-written binary.
 static_tool() { # source binary
 	if [ ! -x "$2" ] || [ "$1" -nt "$2" ] || [ "$st/rftrace/bpf_raw.h" -nt "$2" ]; then
-		gcc -static -O2 -Wall -o "$2.$BASHPID" "$1" && mv -f "$2.$BASHPID" "$2" ||
+		"${cross}gcc" -static -O2 -Wall -o "$2.$BASHPID" "$1" && mv -f "$2.$BASHPID" "$2" ||
 			{ echo "run-qemu: cannot build ${2##*/}" >&2; exit 2; }
 	fi
 }
 for tool in timed_write timed_read syscall_loop perf_records bpf_tramp bpf_scale perf_fn fail_nth; do
-	static_tool "$st/rftrace/$tool.c" "$build/$tool"
-	cp "$build/$tool" "$rootfs/bin/$tool"
+	static_tool "$st/rftrace/$tool.c" "$build/$tool$archsuffix"
+	cp "$build/$tool$archsuffix" "$rootfs/bin/$tool"
 done
 # The host libraries a program links, at their paths (none for a static
 # program or a file that is not one).
@@ -65,15 +68,23 @@ host_tool() {
 	copy_libs "$1"
 }
 # coreutils' nice, which Debian's busybox lacks (ftracetest's
-# trigger-onchange-action-hist.tc runs "nice -n 1 ping").
-host_tool /usr/bin/nice
-ln -sf /opt/gnu/bin/nice "$rootfs/bin/nice"
+# trigger-onchange-action-hist.tc runs "nice -n 1 ping"), and
+# util-linux's chrt (tracer/wakeup.tc and wakeup_rt.tc run "chrt -f 5
+# sleep 1" where the wakeup tracers exist: CONF=rt). The host's programs
+# are x86_64 ones: an arm64 guest has busybox's alone.
+if [ "$ARCH" = x86_64 ]; then
+	for t in nice chrt; do
+		host_tool "/usr/bin/$t"
+		ln -sf "/opt/gnu/bin/$t" "$rootfs/bin/$t"
+	done
+fi
 # TOOLS=1: the distribution's tracing tools, as Debian installs them
 # (bpftrace, perf from linux-perf, rtla, rt-tests' cyclictest,
 # stress-ng), with their libraries, in /opt/gnu/bin and linked into
 # /usr/bin (tests/tools-*.sh; scripts/harness/guest-tests.sh boots them
 # in a guest of their own: their libraries are some 200 MB).
 if [ "${TOOLS:-0}" = 1 ]; then
+	[ "$ARCH" = x86_64 ] || { echo "run-qemu: TOOLS=1 is for ARCH=x86_64" >&2; exit 2; }
 	for t in /usr/bin/bpftrace /usr/bin/perf /usr/bin/rtla /usr/bin/cyclictest /usr/bin/stress-ng; do
 		[ -x "$t" ] || { echo "run-qemu: TOOLS=1 needs $t (scripts/harness/setup-host.sh)" >&2; exit 2; }
 		host_tool "$t"
@@ -85,7 +96,7 @@ fi
 # distribution has them (bash, kmod's insmod/rmmod, procps' sysctl,
 # coreutils' date and stat, getconf: the scripts compare these tools' messages),
 # with their libraries, in /opt/gnu (tests/livepatch-selftests.sh).
-if ls "$out"/klp-test-modules/*.ko > /dev/null 2>&1; then
+if [ "$ARCH" = x86_64 ] && ls "$out"/klp-test-modules/*.ko > /dev/null 2>&1; then
 	lp=$rootfs/opt/livepatch
 	mkdir -p "$lp/test_modules"
 	cp "$st"/livepatch/*.sh "$lp/"
@@ -142,12 +153,13 @@ mkdir -p "$build/log"
 log=${LOG:-$build/log/$MODE-$CORE.log}
 console=${log%.log}.console.log
 append="console=ttyS0 panic=-1"
+[ "$ARCH" = arm64 ] && append="console=ttyAMA0 panic=-1"
 # The distribution configurations (production, rt) boot on a
 # Skylake-class CPU model (one with the retbleed bug) with return-stack
 # stuffing and retpolines, so the return-thunk and call-depth paths run:
 # the boot log says which mitigations are on ("RETBleed: Mitigation:
 # Stuffing").
-if [ "$CONF" = production ] || [ "$CONF" = rt ]; then
+if [ "$ARCH" = x86_64 ] && { [ "$CONF" = production ] || [ "$CONF" = rt ]; }; then
 	CPU=${CPU:-Skylake-Client-v1}
 	append+=" retbleed=stuff spectre_v2=retpoline,generic"
 fi
@@ -155,9 +167,18 @@ fi
 # 0008, text_poke_twice: QEMU keeps code translated from bytes a store
 # was replacing; Documentation/harness.rst, "Parallelism"). TWICE=0 runs
 # the stock kernel's protocol alone (make textpoke-repro TWICE=0).
-[ "$ACCEL" = mttcg ] && [ "${TWICE:-1}" = 1 ] && append+=" text_poke_twice"
+[ "$ARCH" = x86_64 ] && [ "$ACCEL" = mttcg ] && [ "${TWICE:-1}" = 1 ] && append+=" text_poke_twice"
 append+=" ${KAPPEND:-}"
-qemu=(qemu-system-x86_64 -m "$MEM" -smp "$SMP" -no-reboot -nographic
+# arm64: the virt machine with a GICv3 and the emulator's fullest CPU
+# (BTI, pointer authentication, with QEMU's cheap stand-in for the
+# architected PAC algorithm: the real one's emulation is slow). Its
+# second PL011 is made for the second -serial below.
+case "$ARCH" in
+x86_64) qemu=(qemu-system-x86_64) ;;
+arm64) qemu=(qemu-system-aarch64 -machine virt,gic-version=3)
+	CPU=${CPU:-max,pauth-impdef=on} ;;
+esac
+qemu+=(-m "$MEM" -smp "$SMP" -no-reboot -nographic
 	-kernel "$kimage" -initrd "$initrd" -append "$append")
 # ACCEL=tcg: one host thread runs the vCPUs in turn (the default: with
 # -icount, guest time is an instruction count). ACCEL=mttcg: a host

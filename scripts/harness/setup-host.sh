@@ -41,7 +41,7 @@ fi
 # serves every run, the icount benchmark too, so that both cores always
 # meet the same emulator.
 QEMU_MAJOR_MIN=10
-qemu_major=$(qemu-system-x86_64 --version 2>/dev/null | sed -n '1s/.*version \([0-9]*\)\..*/\1/p')
+qemu_major=$(qemu-system-x86_64 --version 2>/dev/null | sed -n '1s/.*version \([0-9]*\)\..*/\1/p' || true)
 if [ "${qemu_major:-0}" -lt "$QEMU_MAJOR_MIN" ]; then
 	echo "setup: installing qemu-system-x86 from bookworm-backports"
 	SUDO=
@@ -59,4 +59,45 @@ if [ "${qemu_major:-0}" -lt "$QEMU_MAJOR_MIN" ]; then
 	export DEBIAN_FRONTEND=noninteractive
 	$SUDO apt-get update -qq >/dev/null
 	$SUDO apt-get install -y -qq --no-install-recommends -t bookworm-backports qemu-system-x86 >/dev/null
+fi
+
+# ARCH=arm64: the cross compiler, QEMU's aarch64 emulator (10, from
+# bookworm-backports, as for x86_64), and from Debian's arm64 archive
+# Debian's arm64 kernel configurations (the arm64 build of
+# linux-config-6.12, the same version as the amd64 one) and the guest's
+# busybox, unpacked into build/debian-arm64/. apt fetches and checks them
+# (dpkg learns the arm64 architecture for it); nothing arm64 is
+# installed on the host.
+if [ "${ARCH:-x86_64}" = arm64 ]; then
+	SUDO=
+	[ "$(id -u)" -eq 0 ] || SUDO=sudo
+	export DEBIAN_FRONTEND=noninteractive
+	if ! dpkg-query -W -f='${Status}' gcc-aarch64-linux-gnu 2>/dev/null | grep -q 'install ok installed'; then
+		echo "setup: installing gcc-aarch64-linux-gnu"
+		$SUDO apt-get install -y -qq --no-install-recommends gcc-aarch64-linux-gnu libc6-dev-arm64-cross >/dev/null
+	fi
+	qemu_major=$(qemu-system-aarch64 --version 2>/dev/null | sed -n '1s/.*version \([0-9]*\)\..*/\1/p' || true)
+	if [ "${qemu_major:-0}" -lt "$QEMU_MAJOR_MIN" ]; then
+		echo "setup: installing qemu-system-arm from bookworm-backports"
+		$SUDO apt-get install -y -qq --no-install-recommends -t bookworm-backports qemu-system-arm >/dev/null
+	fi
+	top=$(cd "$(dirname "$0")/../.." && pwd)
+	a64=${BUILD:-$top/build}/debian-arm64
+	ver=$(dpkg-query -W -f='${Version}' linux-config-6.12)
+	stamp="linux-config-6.12=$ver busybox-static"
+	if [ "$(cat "$a64/.stamp" 2>/dev/null)" != "$stamp" ]; then
+		echo "setup: unpacking Debian's arm64 linux-config-6.12 $ver and busybox-static into ${a64#$top/}"
+		if ! dpkg --print-foreign-architectures | grep -qx arm64; then
+			$SUDO dpkg --add-architecture arm64
+		fi
+		$SUDO apt-get update -qq >/dev/null
+		rm -rf "$a64" "$a64.debs" && mkdir -p "$a64.debs"
+		# (apt warns that its _apt user cannot write there: it downloads
+		# as root instead, and still checks what it fetched.)
+		(cd "$a64.debs" && apt-get download -qq "linux-config-6.12:arm64=$ver" busybox-static:arm64 \
+			2> >(grep -v 'unsandboxed as root' >&2) >/dev/null)
+		for d in "$a64.debs"/*.deb; do dpkg-deb -x "$d" "$a64"; done
+		rm -rf "$a64.debs"
+		echo "$stamp" > "$a64/.stamp"
+	fi
 fi
