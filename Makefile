@@ -35,7 +35,7 @@ ST := tools/testing/selftests/rftrace
 BUILD := $(CURDIR)/build
 export BUILD
 
-.PHONY: all setup tree kernel run test test-some cargo-test ftracetest fault-inject bench patch clippy clean distclean mcount-compare torture textpoke-repro bpf-selftests insn-profile mutants
+.PHONY: all setup tree kernel run test generic-check test-some cargo-test ftracetest fault-inject bench patch clippy clean distclean mcount-compare torture textpoke-repro bpf-selftests insn-profile mutants
 
 all: kernel
 
@@ -192,6 +192,13 @@ mutants: TORTURE_SECONDS = $(or $(DURATION),60)
 mutants: tree
 	@$(H)/build-kernel.sh
 	@$(H)/mutants.sh
+
+# The generic crate compiled for ARCH (arm64) in the tree of that
+# architecture's C-core kernel (`make kernel ARCH=arm64 CORE=c` first):
+# it builds from the same files on every architecture before that
+# architecture's Rust layer exists (scripts/harness/generic-check.sh).
+generic-check: tree
+	@$(H)/generic-check.sh
 
 bench: tree $(report)
 	@$(H)/bench.sh

@@ -30,6 +30,22 @@ int rust_helper_ftrace_is_dead(void)
 {
 	return ftrace_is_dead();
 }
+
+/*
+ * Preemption off and on without being traced, for the Rust core's paths
+ * that are not the hot one (the hot path inlines its architecture's).
+ * Built with any core, so that the generic crate compiles for an
+ * architecture whose Rust layer is not there yet (make generic-check).
+ */
+notrace void rust_helper_ftrace_preempt_disable_notrace(void)
+{
+	preempt_disable_notrace();
+}
+
+notrace void rust_helper_ftrace_preempt_enable_notrace(void)
+{
+	preempt_enable_notrace();
+}
 #endif
 
 #ifdef CONFIG_FUNCTION_GRAPH_TRACER
@@ -45,18 +61,3 @@ notrace bool rust_helper_ftrace_graph_paused(void)
 }
 #endif
 
-#ifdef CONFIG_FTRACE_CORE_RUST
-#include <linux/kallsyms.h>
-#include <linux/mm.h>
-#include <linux/vmalloc.h>
-
-notrace void rust_helper_ftrace_preempt_disable_notrace(void)
-{
-	preempt_disable_notrace();
-}
-
-notrace void rust_helper_ftrace_preempt_enable_notrace(void)
-{
-	preempt_enable_notrace();
-}
-#endif

@@ -660,8 +660,13 @@ pub(crate) fn addr(f: unsafe extern "C" fn()) -> u64 {
 /// Stops all function tracing for good, after something went wrong.
 pub(crate) fn ftrace_kill() {
     DEAD.store(true, Ordering::Relaxed);
+    // Kprobes on the function entries exist only where the architecture
+    // has them (x86_64, not arm64), as C's hook does.
+    #[cfg(CONFIG_KPROBES_ON_FTRACE)]
     // SAFETY: the kprobes core's hook for exactly this; no precondition.
-    unsafe { bindings::kprobe_ftrace_kill() };
+    unsafe {
+        bindings::kprobe_ftrace_kill()
+    };
 }
 
 /// Whether tracing was stopped for good by [`ftrace_kill`].
