@@ -29,8 +29,14 @@ case " $SUITES " in *" ftracetest "*) ;; *)
 	: > "$FTRACETEST_LIST" ;;
 esac
 
-# One guest runs the whole of SUITES; several share the tests out.
+# One guest runs the whole of SUITES (the own tests of the directory
+# given: all of them, or those `make test-some` picked); several share the
+# tests out.
 lists=("$FTRACETEST_LIST") owns=("")
+if [ "$guests" -eq 1 ] && [ "${#own[@]}" -gt 0 ]; then
+	ls "${own[1]}" | grep '\.sh$' > "$base-0.own"
+	owns=("$base-0.own")
+fi
 if [ "$guests" -gt 1 ]; then
 	"$report" split --guests "$guests" --ftracetest-list "$FTRACETEST_LIST" \
 		--times "$st/test-times-${CONF/rt/production}.txt" "${own[@]}" --out "$base" || exit 2
