@@ -1,0 +1,162 @@
+// SPDX-License-Identifier: GPL-2.0
+//! The writes that take an arm64 call site from one state to another.
+//!
+//! A site's state is its instruction (a `NOP`, or a `BL` to a trampoline)
+//! and its ops literal: the `ftrace_ops` the common trampoline loads and
+//! calls. The literal always names an ops that lives (the list ops, or
+//! one that calls nothing, where no ops is on the site), so that any CPU
+//! that reaches the common trampoline through the site finds something
+//! to call. The literal is written first, the instruction after it: a
+//! CPU between the two runs the old instruction with the new literal,
+//! which the common trampoline accepts (any live ops) and a direct
+//! trampoline ignores; a CPU that runs the new instruction finds the new
+//! literal. C's arm64 layer keeps the same order.
+
+use crate::insn::{bl, literal_of, NOP};
+
+/// The state of one site.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct State {
+    /// The trampoline the site's `BL` calls, or `None`: a `NOP`.
+    pub call: Option<u64>,
+    /// The ops literal: the address of an `ftrace_ops`.
+    pub ops: u64,
+}
+
+/// One write to text.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Write {
+    /// The 8-byte literal at `at` becomes `ops`.
+    Literal { at: u64, ops: u64 },
+    /// The instruction at `at` becomes `word`.
+    Insn { at: u64, word: u32 },
+}
+
+/// Why a site cannot take the state asked.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Error {
+    /// The trampoline is out of a `BL`'s reach from the site and no PLT
+    /// entry for it was given (a module's site needs its PLT).
+    OutOfRange,
+}
+
+/// The instruction of `state` at `ip`: `via` is the module PLT entry
+/// that branches to the state's trampoline, where the site has one.
+fn word(ip: u64, state: State, via: Option<u64>) -> Result<u32, Error> {
+    match state.call {
+        None => Ok(NOP),
+        Some(t) => bl(ip, t)
+            .or_else(|| via.and_then(|p| bl(ip, p)))
+            .ok_or(Error::OutOfRange),
+    }
+}
+
+/// The writes, in order, that take the site at `ip` from `old` to `new`
+/// (`via`: a PLT entry reaching `new`'s trampoline, for a module's
+/// site): the literal first if it changes, then the instruction if it
+/// changes; none when both stay. Nothing is written when the new
+/// instruction cannot be made.
+pub fn writes(
+    ip: u64,
+    old: State,
+    new: State,
+    via: Option<u64>,
+) -> Result<[Option<Write>; 2], Error> {
+    let word_new = word(ip, new, via)?;
+    // The old word is what the site holds: only whether it differs from
+    // the new one matters, and a site whose old trampoline is out of
+    // reach holds a branch to its PLT, which the new one may reuse.
+    let word_old = word(ip, old, via).ok();
+    let lit = (old.ops != new.ops).then_some(Write::Literal {
+        at: literal_of(ip),
+        ops: new.ops,
+    });
+    let ins = (word_old != Some(word_new)).then_some(Write::Insn {
+        at: ip,
+        word: word_new,
+    });
+    Ok([lit, ins])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::insn::{decode, Decoded, BRANCH_RANGE};
+    use proptest::prelude::*;
+
+    const FUNC: u64 = 0xffff_8000_8001_0040;
+    const IP: u64 = FUNC + 4;
+    const CALLER: u64 = 0xffff_8000_8000_1000;
+    const LIST: u64 = 0xffff_8000_8200_0000;
+    const OPS_A: u64 = 0xffff_0000_1234_0000;
+
+    fn st(call: Option<u64>, ops: u64) -> State {
+        State { call, ops }
+    }
+
+    #[test]
+    fn literal_then_instruction() {
+        let w = writes(IP, st(None, LIST), st(Some(CALLER), OPS_A), None).unwrap();
+        assert_eq!(w[0], Some(Write::Literal { at: FUNC - 8, ops: OPS_A }));
+        let Some(Write::Insn { at, word }) = w[1] else { panic!("{w:?}") };
+        assert_eq!(at, IP);
+        assert_eq!(decode(IP, word), Decoded::Call(CALLER));
+    }
+
+    #[test]
+    fn only_what_changes() {
+        // Same trampoline, another ops: the literal alone (the fast
+        // path C's per-site ops gives).
+        let w = writes(IP, st(Some(CALLER), LIST), st(Some(CALLER), OPS_A), None).unwrap();
+        assert_eq!(w, [Some(Write::Literal { at: FUNC - 8, ops: OPS_A }), None]);
+        // Off, the literal kept.
+        let w = writes(IP, st(Some(CALLER), LIST), st(None, LIST), None).unwrap();
+        assert_eq!(w, [None, Some(Write::Insn { at: IP, word: NOP })]);
+        // Nothing.
+        assert_eq!(writes(IP, st(None, LIST), st(None, LIST), None).unwrap(), [None, None]);
+    }
+
+    #[test]
+    fn far_targets_need_a_plt() {
+        let far = IP + BRANCH_RANGE as u64;
+        assert_eq!(writes(IP, st(None, LIST), st(Some(far), LIST), None), Err(Error::OutOfRange));
+        let plt = IP + 0x1000;
+        let w = writes(IP, st(None, LIST), st(Some(far), LIST), Some(plt)).unwrap();
+        let Some(Write::Insn { word, .. }) = w[1] else { panic!("{w:?}") };
+        assert_eq!(decode(IP, word), Decoded::Call(plt));
+    }
+
+    proptest! {
+        // Applying the writes in order to a model site gives the new
+        // state; the literal never comes after the instruction.
+        #[test]
+        fn writes_reach_the_new_state(
+            old_on in any::<bool>(), new_on in any::<bool>(),
+            old_t in 0u64..4, new_t in 0u64..4, old_ops in 0u64..3, new_ops in 0u64..3,
+        ) {
+            let t = |k: u64| CALLER + k * 0x100;
+            let old = st(old_on.then(|| t(old_t)), LIST + old_ops * 8);
+            let new = st(new_on.then(|| t(new_t)), LIST + new_ops * 8);
+            let mut lit = old.ops;
+            let mut insn = word(IP, old, None).unwrap();
+            let w = writes(IP, old, new, None).unwrap();
+            let mut seen_insn = false;
+            for x in w.into_iter().flatten() {
+                match x {
+                    Write::Literal { at, ops } => {
+                        prop_assert!(!seen_insn);
+                        prop_assert_eq!(at, literal_of(IP));
+                        lit = ops;
+                    }
+                    Write::Insn { at, word } => {
+                        prop_assert_eq!(at, IP);
+                        seen_insn = true;
+                        insn = word;
+                    }
+                }
+            }
+            prop_assert_eq!(lit, new.ops);
+            prop_assert_eq!(insn, word(IP, new, None).unwrap());
+        }
+    }
+}
