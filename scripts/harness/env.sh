@@ -44,18 +44,16 @@ esac
 # ARCH=arm64 asks for it.
 ARCH=${ARCH:-x86_64}
 case "$ARCH" in
-x86_64) srcarch=x86 cross= archsuffix= ;;
-arm64) srcarch=arm64 cross=aarch64-linux-gnu- archsuffix=-arm64 ;;
+# kimage_target: what Kbuild makes to boot (bzImage on x86_64, the Image
+# arm64 boots).
+x86_64) srcarch=x86 cross= archsuffix= kimage_target=bzImage ;;
+arm64) srcarch=arm64 cross=aarch64-linux-gnu- archsuffix=-arm64 kimage_target=Image ;;
 *) echo "ARCH must be x86_64 or arm64, not '$ARCH'" >&2; exit 2 ;;
 esac
 [ "$ARCH" = arm64 ] && [ -n "$KASAN$MUTANTS" ] &&
 	{ echo "KASAN=1 and MUTANTS=1 are for ARCH=x86_64" >&2; exit 2; }
 out=$build/out-$CORE-$CONF${KASAN:+-kasan}${MUTANTS:+-mutants}$archsuffix
-# What Kbuild makes to boot: bzImage on x86_64, the Image arm64 boots.
-case "$ARCH" in
-x86_64) kimage_target=bzImage kimage=$out/arch/x86/boot/bzImage ;;
-arm64) kimage_target=Image kimage=$out/arch/arm64/boot/Image ;;
-esac
+kimage=$out/arch/$srcarch/boot/$kimage_target
 jobs=${JOBS:-$(($(nproc) + 1))}
 
 # The kernel's Rust toolchain: Debian's rustc-web and rust-web-src, and

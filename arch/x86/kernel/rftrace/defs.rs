@@ -50,18 +50,23 @@ pub(crate) unsafe fn has_pt_regs(f: *const bindings::ftrace_regs) -> bool {
 
 /// Makes the full-regs trampoline return into `addr` (a direct
 /// trampoline) instead of the traced function (C's
-/// `arch_ftrace_set_direct_caller()`: `orig_ax`, which
-/// `ftrace_regs_caller` tests on its way out).
+/// `arch_ftrace_set_direct_caller()`: `orig_ax`, which only
+/// `ftrace_regs_caller` tests on its way out); nothing in the frame of
+/// another trampoline, which would not act on it.
 ///
 /// # Safety
 ///
-/// `f` is a whole `pt_regs` frame of the full-regs trampoline
-/// ([`has_pt_regs`]), live for the call, which nothing but this call
-/// chain uses meanwhile.
+/// `f` is a frame of this layer's trampolines, live for the call, which
+/// nothing but this call chain uses meanwhile.
 #[inline]
 pub(crate) unsafe fn set_direct_caller(f: *mut bindings::ftrace_regs, addr: c_ulong) {
-    // SAFETY: a whole `pt_regs`, ours to write (the contract).
-    unsafe { (*f.cast::<bindings::pt_regs>()).orig_ax = addr };
+    // SAFETY: a frame of our trampolines, live for the call (the
+    // contract).
+    if unsafe { has_pt_regs(f) } {
+        // SAFETY: a whole `pt_regs` of the full-regs trampoline, which
+        // this call chain alone uses (the contract).
+        unsafe { (*f.cast::<bindings::pt_regs>()).orig_ax = addr };
+    }
 }
 
 /// The return value in `return_to_handler`'s frame (C's

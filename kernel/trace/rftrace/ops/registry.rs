@@ -94,13 +94,15 @@ impl Fregs<'_> {
         !self.0.is_null() && unsafe { defs::has_pt_regs(self.0) }
     }
 
-    /// Makes the full-regs trampoline return into `a` (a direct
-    /// trampoline) instead of the traced function; nothing without a
-    /// whole `pt_regs`.
+    /// Makes the trampoline return into `a` (a direct trampoline)
+    /// instead of the traced function, where the architecture's frame can
+    /// say so (on x86_64 only the full-regs trampoline's); nothing without
+    /// a frame.
     pub(crate) fn set_direct_caller(self, a: c_ulong) {
-        if self.has_pt_regs() {
-            // SAFETY: a whole `pt_regs` of the full-regs trampoline, which
-            // this call chain alone uses (the invariants).
+        if !self.0.is_null() {
+            // SAFETY: not null, so a frame of the architecture's
+            // trampolines, which this call chain alone uses (the
+            // invariants).
             unsafe { defs::set_direct_caller(self.0, a) };
         }
     }
