@@ -59,5 +59,32 @@ notrace bool rust_helper_ftrace_graph_paused(void)
 {
 	return atomic_read(&current->tracing_graph_pause) != 0;
 }
-#endif
 
+#if defined(CONFIG_ARM64) && defined(CONFIG_FTRACE_CORE_RUST)
+#include <linux/module.h>
+#include <asm/module.h>
+
+/*
+ * The PLT entry of the module whose text holds the call site at ip that
+ * reaches ftrace_caller (the module loader makes one for its text and one
+ * for its init text), or 0: no module there, or no entry. The caller keeps
+ * the module's records, so the module stays while the entry is used.
+ */
+notrace unsigned long rust_helper_rftrace_arm64_module_plt(unsigned long ip)
+{
+	unsigned long plt = 0;
+#ifdef CONFIG_MODULES
+	struct module *mod;
+
+	preempt_disable();
+	mod = __module_text_address(ip);
+	if (mod && within_module_mem_type(ip, mod, MOD_INIT_TEXT))
+		plt = (unsigned long)mod->arch.init_ftrace_trampolines;
+	else if (mod && within_module_mem_type(ip, mod, MOD_TEXT))
+		plt = (unsigned long)mod->arch.ftrace_trampolines;
+	preempt_enable();
+#endif
+	return plt;
+}
+#endif
+#endif

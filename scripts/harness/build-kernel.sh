@@ -76,7 +76,7 @@ kmake olddefconfig >/dev/null
 # shows what is in this kernel.
 stale=()
 grep -q '^CONFIG_FTRACE_CORE_RUST=y' "$out/.config" &&
-	stale+=(arch/x86/kernel/ftrace.o arch/x86/kernel/ftrace_64.o)
+	stale+=(arch/x86/kernel/ftrace.o arch/x86/kernel/ftrace_64.o arch/arm64/kernel/ftrace.o arch/arm64/kernel/entry-ftrace.o)
 grep -q '^CONFIG_FTRACE_CORE_RUST_GENERIC=y' "$out/.config" &&
 	stale+=(kernel/trace/ftrace.o kernel/trace/libftrace.o kernel/trace/libftrace.a kernel/trace/fgraph.o)
 for o in "${stale[@]}"; do

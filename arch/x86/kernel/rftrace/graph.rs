@@ -31,11 +31,15 @@ pub unsafe extern "C" fn prepare_ftrace_return(
     #[cfg(CONFIG_FTRACE_CORE_RUST_GENERIC)]
     {
         extern "C" {
-            fn rftrace_graph_entry(func: c_ulong, parent: *mut c_ulong);
+            fn rftrace_graph_entry(func: c_ulong, parent: &mut c_ulong, retp: c_ulong);
         }
+        const _: crate::archif::GraphEntryFn = rftrace_graph_entry;
         let _ = frame_pointer;
-        // SAFETY: per the function's contract.
-        unsafe { rftrace_graph_entry(ip, parent) };
+        // SAFETY: per the function's contract `parent` is the current
+        // task's return address slot, which nothing else uses meanwhile;
+        // the frame is named by that slot's address, as the unwinder
+        // passes it.
+        unsafe { rftrace_graph_entry(ip, &mut *parent, parent as c_ulong) };
     }
     #[cfg(not(CONFIG_FTRACE_CORE_RUST_GENERIC))]
     // SAFETY: per the function's contract.

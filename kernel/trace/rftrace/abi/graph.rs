@@ -20,9 +20,11 @@ use kernel::ffi::{c_int, c_ulong, c_void};
 
 /// [`crate::graph::fgraph::rftrace_graph_entry`], for C.
 #[no_mangle]
-pub extern "C" fn rftrace_graph_entry(func: c_ulong, parent: &mut c_ulong) {
-    crate::graph::fgraph::rftrace_graph_entry(func, parent)
+pub extern "C" fn rftrace_graph_entry(func: c_ulong, parent: &mut c_ulong, retp: c_ulong) {
+    crate::graph::fgraph::rftrace_graph_entry(func, parent, retp)
 }
+// Defined as the arch layer declares it (archif.rs).
+const _: crate::ops::archif::GraphEntryFn = rftrace_graph_entry;
 
 /// [`crate::graph::fgraph::function_graph_enter`], for C.
 #[no_mangle]

@@ -106,6 +106,26 @@ pub static ftrace_list_end: CGlobal<bindings::ftrace_ops> = CGlobal::new(binding
     ..zeroed_ops()
 });
 
+/// The ops a site's literal names when several ops want it: its callback
+/// walks the list (`DYNAMIC_FTRACE_WITH_CALL_OPS`; the architecture's
+/// code reads it too).
+#[cfg(CONFIG_DYNAMIC_FTRACE_WITH_CALL_OPS)]
+#[no_mangle]
+pub static ftrace_list_ops: CGlobal<bindings::ftrace_ops> = CGlobal::new(bindings::ftrace_ops {
+    func: Some(bindings::arch_ftrace_ops_list_func),
+    flags: (bindings::FTRACE_OPS_FL_STUB | bindings::FTRACE_OPS_FL_INITIALIZED) as c_ulong,
+    ..zeroed_ops()
+});
+
+/// The ops a site's literal names when no ops wants it: a stub.
+#[cfg(CONFIG_DYNAMIC_FTRACE_WITH_CALL_OPS)]
+#[no_mangle]
+pub static ftrace_nop_ops: CGlobal<bindings::ftrace_ops> = CGlobal::new(bindings::ftrace_ops {
+    func: Some(bindings::ftrace_stub),
+    flags: (bindings::FTRACE_OPS_FL_STUB | bindings::FTRACE_OPS_FL_INITIALIZED) as c_ulong,
+    ..zeroed_ops()
+});
+
 /// The registered ops, newest first, ending at `ftrace_list_end`. Written
 /// under `ftrace_lock`, read locklessly by the dispatcher.
 #[no_mangle]

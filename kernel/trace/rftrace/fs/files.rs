@@ -6,6 +6,7 @@
 
 use crate::base::sys::{dead, CoreGuard, Held};
 use crate::base::tracefs::{create, Out};
+use crate::ops::arch::CALL_OPS;
 use crate::logic::sites::flags as sf;
 use crate::sites::table::{self, Cell};
 use core::fmt::Write;
@@ -40,18 +41,28 @@ fn render_site(held: &Held, kind: Kind, c: &Cell, o: &mut Out) {
         // site calls the direct trampoline itself only when it is alone
         // there (`sf::DIRECT`), else through the full-regs trampoline.
         let direct = crate::ops::directmap::holder(held, s.ip);
+        // " O": the site's ops literal names the one ops that wants it,
+        // which the shared trampoline calls (the literal's own ops).
+        let call_ops = CALL_OPS && s.has(sf::DIRECT_OPS);
         let _ = write!(
             o,
-            " ({}){}{}{}  {}",
+            " ({}){}{}{}{}{}",
             s.refs,
             f(sf::REGS, " R", "  "),
             f(sf::IPMODIFY, " I", "  "),
             if direct.is_some() { " D" } else { "  " },
+            if call_ops { " O" } else { "  " },
             f(sf::MODIFIED, " M ", "   ")
         );
         // A group's trampoline serves several ops: listed as the list
-        // dispatcher, which C's site of several ops calls.
-        if s.has(sf::DIRECT_OPS) && !s.has(sf::GROUP) {
+        // dispatcher, which C's site of several ops calls. With the
+        // literal there is no per-ops trampoline and, as in C, no call
+        // of the shared one is shown: the literal's ops is.
+        if CALL_OPS {
+            if call_ops {
+                crate::ops::register::describe_ops(held, o, s.ip);
+            }
+        } else if s.has(sf::DIRECT_OPS) && !s.has(sf::GROUP) {
             crate::ops::register::describe_tramp(held, o, s.ip);
         } else if s.has(sf::ENABLED) {
             o.bytes(b" ->");

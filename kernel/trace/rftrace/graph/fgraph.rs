@@ -112,16 +112,20 @@ unsafe impl KeepsGops for InReturn {}
 
 // --- entry and return (hot path) ---------------------------------------
 
-/// The x86_64 layer's graph callback, past its own checks: if a graph ops
-/// wants the return of `func`, whose return address is at `parent`,
-/// records it and puts `return_to_handler` there. Inlines what C's
-/// `prepare_ftrace_return()` gets from headers: the pause count and the
-/// recursion guard.
+/// The architecture layer's graph callback, past its own checks: if a
+/// graph ops wants the return of `func`, whose return address is at
+/// `parent`, records it and puts `return_to_handler` there. Inlines what
+/// C's `prepare_ftrace_return()` gets from headers: the pause count and
+/// the recursion guard.
 ///
-/// The x86_64 layer calls it from the traced function's entry on the
-/// current task, `parent` being that function's return address slot.
+/// The arch layer calls it from the traced function's entry on the
+/// current task, `parent` being the slot its return address is taken
+/// from on return (its stack slot, or the trampoline's saved link
+/// register), `retp` what names the frame to the unwinder
+/// ([`ftrace_graph_ret_addr`]): that slot's address, or the frame
+/// pointer where the unwinder passes it.
 #[inline(always)]
-pub(crate) fn rftrace_graph_entry(func: c_ulong, parent: &mut c_ulong) {
+pub(crate) fn rftrace_graph_entry(func: c_ulong, parent: &mut c_ulong, retp: c_ulong) {
     let Some(live) = live_ops() else {
         return;
     };
@@ -131,7 +135,7 @@ pub(crate) fn rftrace_graph_entry(func: c_ulong, parent: &mut c_ulong) {
     }
     guarded(recursion::FTRACE_START, |np| {
         let ret = *parent;
-        if enter(&cur, np, live, ret, func, ptr::from_mut(parent)).is_ok() {
+        if enter(&cur, np, live, ret, func, retp as *mut c_ulong).is_ok() {
             *parent = return_handler() as c_ulong;
         }
     });

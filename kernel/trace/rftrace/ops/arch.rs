@@ -40,26 +40,54 @@ const _: (
     rftrace_arch_group_trampoline,
 );
 
-/// An address a call site may be made to call.
+/// What a call site may be made to call: an address, and where the
+/// architecture has a per-call-site ops literal
+/// (`DYNAMIC_FTRACE_WITH_CALL_OPS`) the ops it names.
 ///
 /// # Invariants
 ///
-/// `0` is the NOP, or code that takes an fentry call and stays for as long
-/// as a site calls it: a shared trampoline of the arch layer (kernel
-/// text), the trampoline the arch layer made for an ops (freed only by
-/// [`retire_dynamic`], once no site calls it), or the direct-call target
-/// an ops' owner gave (kept while the ops is registered: the contract of
-/// `register_ftrace_direct()` and `modify_ftrace_direct()`).
+/// The address is `0`, the NOP, or code that takes an entry call and
+/// stays for as long as a site calls it: a shared trampoline of the arch
+/// layer (kernel text), the trampoline the arch layer made for an ops
+/// (freed only by [`retire_dynamic`], once no site calls it), or the
+/// direct-call target an ops' owner gave (kept while the ops is
+/// registered: the contract of `register_ftrace_direct()` and
+/// `modify_ftrace_direct()`).
+///
+/// The ops is `0` (none: the literal then names the core's stub ops, or
+/// there is no literal) or an ops that stays as long as a site's literal
+/// names it: the core's list or stub ops (static), or a registered ops,
+/// freed by its owner only after it left every site and the waits of
+/// [`retire_dynamic`] (dynamic ops) or never (static ones).
 #[derive(Clone, Copy, PartialEq, Eq, Default, Debug)]
-pub(crate) struct Target(u64);
+pub(crate) struct Target {
+    addr: u64,
+    ops: u64,
+}
+
+/// Whether the sites have an ops literal that the shared trampoline reads.
+pub(crate) const CALL_OPS: bool = cfg!(CONFIG_DYNAMIC_FTRACE_WITH_CALL_OPS);
 
 impl Target {
     /// No call.
-    pub(crate) const NOP: Target = Target(0);
+    pub(crate) const NOP: Target = Target { addr: 0, ops: 0 };
 
-    /// The shared list trampoline.
+    const fn call(addr: u64) -> Target {
+        Target { addr, ops: 0 }
+    }
+
+    /// The shared list trampoline (with the literal: the shared
+    /// trampoline, the literal naming the list ops, whose callback walks
+    /// the list).
     pub(crate) fn list() -> Target {
-        Target(addr(bindings::ftrace_caller))
+        let addr = addr(bindings::ftrace_caller);
+        #[cfg(CONFIG_DYNAMIC_FTRACE_WITH_CALL_OPS)]
+        return Target {
+            addr,
+            ops: crate::base::sys::ftrace_list_ops.get() as u64,
+        };
+        #[cfg(not(CONFIG_DYNAMIC_FTRACE_WITH_CALL_OPS))]
+        return Target::call(addr);
     }
 
     /// The shared list trampoline that saves a full `pt_regs` (C's
@@ -67,29 +95,52 @@ impl Target {
     /// such trampoline (no `DYNAMIC_FTRACE_WITH_REGS`).
     pub(crate) fn regs() -> Target {
         #[cfg(CONFIG_DYNAMIC_FTRACE_WITH_REGS)]
-        return Target(addr(bindings::ftrace_regs_caller));
+        return Target::call(addr(bindings::ftrace_regs_caller));
         #[cfg(not(CONFIG_DYNAMIC_FTRACE_WITH_REGS))]
         return Target::list();
     }
 
-    /// The trampoline the arch layer made for `ops` (the NOP: none).
+    /// What a site that `ops` alone wants may call in place of the list
+    /// (the NOP: nothing). The trampoline the arch layer made for `ops`;
+    /// with the literal, the shared trampoline with the literal naming
+    /// `ops`, when that trampoline may call the ops' callback itself (it
+    /// needs no recursion guard or RCU check from the core: C's rule).
     pub(crate) fn trampoline_of(ops: OpsRef<'_>) -> Target {
-        Target(ops.trampoline().0)
+        if CALL_OPS {
+            let own = crate::ops::assist::ftrace_ops_get_func(ops).map(|f| f as usize);
+            if own.is_some() && own == ops.func().map(|f| f as usize) {
+                return Target {
+                    addr: addr(bindings::ftrace_caller),
+                    ops: ops.as_ptr() as u64,
+                };
+            }
+            return Target::NOP;
+        }
+        Target::call(ops.trampoline().0)
     }
 
-    /// The direct-call target of a direct ops (the NOP: none).
+    /// The direct-call target of a direct ops (the NOP: none); with the
+    /// literal, naming the ops, whose `direct_call` the shared trampoline
+    /// reads where the site cannot reach the target itself.
     pub(crate) fn direct_of(ops: OpsRef<'_>) -> Target {
-        Target(ops.direct_call() as u64)
+        let addr = ops.direct_call() as u64;
+        if CALL_OPS && addr != 0 {
+            return Target {
+                addr,
+                ops: ops.as_ptr() as u64,
+            };
+        }
+        Target::call(addr)
     }
 
     /// Its address (0: the NOP).
     pub(crate) fn addr(self) -> u64 {
-        self.0
+        self.addr
     }
 
     /// Whether it is the NOP.
     pub(crate) fn is_nop(self) -> bool {
-        self.0 == 0
+        self.addr == 0
     }
 }
 
@@ -108,6 +159,8 @@ impl<const N: usize> Changes<N> {
                 ip: 0,
                 old: 0,
                 new: 0,
+                old_ops: 0,
+                new_ops: 0,
             }; N],
         }
     }
@@ -130,8 +183,10 @@ impl<const N: usize> Changes<N> {
         };
         *c = Change {
             ip,
-            old: old.0,
-            new: new.0,
+            old: old.addr,
+            new: new.addr,
+            old_ops: old.ops,
+            new_ops: new.ops,
         };
         self.len += 1;
         true

@@ -12,7 +12,10 @@
 use kernel::ffi::c_int;
 
 /// One call-site change planned by the generic core: the call target the
-/// site has now and the one it gets, 0 meaning the NOP.
+/// site has now and the one it gets, 0 meaning the NOP; and, where the
+/// sites have an ops literal (`DYNAMIC_FTRACE_WITH_CALL_OPS`), the ops it
+/// names now and the one it gets (0: the core's stub ops; always 0
+/// without the literal).
 #[repr(C)]
 #[derive(Clone, Copy)]
 pub struct Change {
@@ -22,6 +25,10 @@ pub struct Change {
     pub old: u64,
     /// Target wanted, or 0.
     pub new: u64,
+    /// The ops the literal names now, or 0.
+    pub old_ops: u64,
+    /// The ops the literal gets, or 0.
+    pub new_ops: u64,
 }
 
 /// `rftrace_arch_apply(changes, n, bad_ip)`: writes `n` changes to live
@@ -48,3 +55,12 @@ pub struct Member {
 /// layer).
 pub(crate) type GroupFn =
     unsafe extern "C" fn(*mut kernel::bindings::ftrace_ops, *const Member, usize) -> c_int;
+
+/// `rftrace_graph_entry(func, parent, retp)`: the graph tracer's entry
+/// from the architecture's graph callback (see the generic core's
+/// `graph::fgraph::rftrace_graph_entry`): `parent` is the slot that holds
+/// the traced function's return address now, `retp` what the frame
+/// records as its place (the slot itself, or the frame pointer where the
+/// unwinder names frames by it).
+pub(crate) type GraphEntryFn =
+    unsafe extern "C" fn(kernel::ffi::c_ulong, &mut kernel::ffi::c_ulong, kernel::ffi::c_ulong);

@@ -89,7 +89,7 @@ pub(crate) fn startup(held: &Held, key: &mut StateKey, ops: OpsRef<'_>) -> Resul
     } else {
         arch::update_trampoline(held, ops);
         let tramp = Target::trampoline_of(ops);
-        if tramp.addr() != tx.before_tramp {
+        if ops.trampoline().0 != tx.before_tramp {
             arch::perf_trampoline(held, ops, false);
         }
         if !tramp.is_nop() {
@@ -320,6 +320,21 @@ pub(crate) fn describe_tramp(held: &Held, o: &mut crate::base::tracefs::Out, ip:
         return;
     }
     o.bytes(b"\ttramp: ERROR!");
+}
+
+/// `enabled_functions`: the ops a site's literal names (the one listed
+/// ops that wants the site) and its callback, as C prints it.
+pub(crate) fn describe_ops(held: &Held, o: &mut crate::base::tracefs::Out, ip: u64) {
+    match list(held).find(|op| op.wants(held, ip)) {
+        Some(op) => {
+            o.bytes(b"\tops: ");
+            o.sym(op.as_ptr() as u64, true);
+            o.bytes(b" (");
+            o.sym(op.func().map_or(0, |f| f as *const () as u64), true);
+            o.bytes(b")");
+        }
+        None => o.bytes(b"\tops: ERROR!"),
+    }
 }
 
 /// `enabled_functions`: the direct trampoline of `op`, the direct ops of

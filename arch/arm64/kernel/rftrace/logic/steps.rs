@@ -42,7 +42,7 @@ pub enum Error {
 
 /// The instruction of `state` at `ip`: `via` is the module PLT entry
 /// that branches to the state's trampoline, where the site has one.
-fn word(ip: u64, state: State, via: Option<u64>) -> Result<u32, Error> {
+pub fn word(ip: u64, state: State, via: Option<u64>) -> Result<u32, Error> {
     match state.call {
         None => Ok(NOP),
         Some(t) => bl(ip, t)
@@ -76,6 +76,26 @@ pub fn writes(
         word: word_new,
     });
     Ok([lit, ins])
+}
+
+/// The state a site gets from the core's (call target, literal ops)
+/// pair, `0` meaning none for either: no call is the `NOP`; a target
+/// other than the common trampoline `caller` that a `BL` at `ip` cannot
+/// reach is reached through `caller`, which goes to the direct target the
+/// literal's ops names; a literal of no ops names `nop_ops` on a `NOP`
+/// site and `list_ops` on a calling one.
+pub fn resolve(ip: u64, target: u64, ops: u64, caller: u64, nop_ops: u64, list_ops: u64) -> State {
+    let call = match target {
+        0 => None,
+        t if t != caller && bl(ip, t).is_none() => Some(caller),
+        t => Some(t),
+    };
+    let ops = match (ops, call) {
+        (0, None) => nop_ops,
+        (0, Some(_)) => list_ops,
+        (o, _) => o,
+    };
+    State { call, ops }
 }
 
 #[cfg(test)]
@@ -124,6 +144,21 @@ mod tests {
         let w = writes(IP, st(None, LIST), st(Some(far), LIST), Some(plt)).unwrap();
         let Some(Write::Insn { word, .. }) = w[1] else { panic!("{w:?}") };
         assert_eq!(decode(IP, word), Decoded::Call(plt));
+    }
+
+    #[test]
+    fn far_direct_targets_go_through_the_caller() {
+        const NOP_OPS: u64 = LIST + 0x40;
+        let far = IP + BRANCH_RANGE as u64;
+        let near = IP + 0x2000;
+        assert_eq!(resolve(IP, far, OPS_A, CALLER, NOP_OPS, LIST), st(Some(CALLER), OPS_A));
+        assert_eq!(resolve(IP, near, OPS_A, CALLER, NOP_OPS, LIST), st(Some(near), OPS_A));
+        assert_eq!(resolve(IP, 0, 0, CALLER, NOP_OPS, LIST), st(None, NOP_OPS));
+        assert_eq!(resolve(IP, CALLER, 0, CALLER, NOP_OPS, LIST), st(Some(CALLER), LIST));
+        // The caller itself out of reach stays the caller: a module's PLT
+        // reaches it (`writes`' `via`).
+        let far_caller = IP - BRANCH_RANGE as u64 - 4;
+        assert_eq!(resolve(IP, far_caller, 0, far_caller, NOP_OPS, LIST), st(Some(far_caller), LIST));
     }
 
     proptest! {
