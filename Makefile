@@ -108,7 +108,8 @@ TEST_TIMEOUT ?= $(if $(KASAN),21600,$(if $(distro),7200,2400))
 known = $(ST)/known-failures$(if $(distro),-production).txt \
 	$(wildcard $(sort $(ST)/known-failures-$(CONF)-$(CORE).txt \
 		$(if $(filter rt,$(CONF)),$(ST)/known-failures-rt.txt) \
-		$(if $(distro),$(ST)/known-failures-production-$(CORE).txt)))
+		$(if $(distro),$(ST)/known-failures-production-$(CORE).txt) \
+		$(if $(filter arm64,$(ARCH)),$(ST)/known-failures-arm64.txt $(ST)/known-failures-arm64-$(CORE).txt)))
 
 # Run test suites ($(2)) in the guest and turn the serial logs into the
 # summary (scripts/harness/guest-tests.sh). A run fails on any failed or

@@ -62,7 +62,18 @@ notrace bool rust_helper_ftrace_graph_paused(void)
 
 #if defined(CONFIG_ARM64) && defined(CONFIG_FTRACE_CORE_RUST)
 #include <linux/module.h>
+#include <linux/sched.h>
 #include <asm/module.h>
+
+/*
+ * A point where the arm64 layer's long runs of site writes (every site of
+ * the kernel when a tracer starts) let others run on a kernel that does
+ * not preempt, as the C core's ftrace_replace_code() does.
+ */
+notrace void rust_helper_rftrace_cond_resched(void)
+{
+	cond_resched();
+}
 
 /*
  * The PLT entry of the module whose text holds the call site at ip that

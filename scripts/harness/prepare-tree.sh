@@ -29,12 +29,15 @@ fi
 glue_new=$(cat "$top"/scripts/kernel-glue/*.patch 2>/dev/null || true)
 glue_old=$(cat "$state/glue.applied" 2>/dev/null || true)
 if [ "$glue_new" != "$glue_old" ]; then
-	if [ -n "$glue_old" ]; then
+	if [ -n "$glue_old$glue_new" ]; then
 		# Take every file the previous edits touched back to the
 		# tarball's (or away, if the edits made it): reverting the
 		# series with patch -R fails once two patches edit one place.
+		# The files the new edits touch too: a series that failed half
+		# way recorded nothing of what it applied.
 		echo "  GLUE    restore the files of the previous glue edits"
-		mapfile -t touched < <(sed -n 's|^+++ b/\([^[:space:]]*\).*|\1|p' "$state/glue.applied" | sort -u)
+		mapfile -t touched < <(printf '%s\n%s\n' "$glue_old" "$glue_new" |
+			sed -n 's|^+++ b/\([^[:space:]]*\).*|\1|p' | sort -u)
 		members=()
 		for f in "${touched[@]}"; do
 			rm -f "$src/$f" "$src/$f.orig" "$src/$f.rej"

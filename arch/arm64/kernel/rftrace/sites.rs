@@ -124,7 +124,8 @@ fn perform(w: Write) -> c_int {
 /// # Safety
 ///
 /// `changes` points to `n` valid changes and `bad_ip` to a writable u64;
-/// the caller serializes call-site changes (`ftrace_lock`), and every
+/// the context may sleep; the caller serializes call-site changes
+/// (`ftrace_lock`), and every
 /// target and ops of the changes stays while a site calls or names it.
 #[no_mangle]
 pub unsafe extern "C" fn rftrace_arch_apply(
@@ -180,6 +181,10 @@ pub unsafe extern "C" fn rftrace_arch_apply(
                 return fail(c.ip, Error::from_errno(r));
             }
         }
+        // A whole tracer's start writes tens of thousands of sites: let
+        // others run between them (the context may sleep).
+        // SAFETY: a sleepable context (the contract).
+        unsafe { bindings::rftrace_cond_resched() };
     }
     0
 }

@@ -29,9 +29,13 @@
  *              kzalloc'd for each registration and kfree'd as soon as
  *              unregister_ftrace_function() returns
  *   kp-entry   a kprobe at a function's entry, which kprobes puts on the
- *              ftrace site (kprobe_ftrace_ops), CONFIG_KPROBES
+ *              ftrace site (kprobe_ftrace_ops), CONFIG_KPROBES; on arm64
+ *              (no KPROBES_ON_FTRACE) an ordinary BRK on the function's
+ *              first instruction (mov x9, x30, or the BTI c before it),
+ *              next to the BL the core patches
  *   kp-body    a kprobe on the instruction after the ftrace site: an int3
- *              (or an optimized jump) next to the sites the core patches
+ *              (or an optimized jump; a BRK on arm64) next to the sites
+ *              the core patches
  *   direct     a direct call (register_ftrace_direct) to one of two
  *              trampolines of this module, switched by
  *              modify_ftrace_direct; functions 28-31 only (never together
@@ -45,6 +49,10 @@
  *              &gops.ops, before and while registered); its filter also
  *              always holds the two probe functions (see Function graph),
  *              CONFIG_FUNCTION_GRAPH_TRACER
+ * regs and ipmodify need CONFIG_DYNAMIC_FTRACE_WITH_REGS: without it
+ * (arm64) the core refuses an ops with SAVE_REGS (-EINVAL; an IPMODIFY
+ * ops needs SAVE_REGS too), so these two slots do not exist there.
+ *
  * Only plain and notrace ever have an empty filter (every function of
  * the kernel); every other ftrace, direct or graph slot is registered
  * only with 1 to 32 of the torture functions in its filter, and no change
@@ -103,8 +111,8 @@
  *    script, only moves a site between trampolines: the call goes through
  *    one of them, and either way our callback is called once if its own
  *    (unchanged) hashes want the function, and not otherwise.
- *  - register_kprobe()/enable_kprobe() arm before they return (int3
- *    written and synced, or the ftrace filter set); disable_kprobe() and
+ *  - register_kprobe()/enable_kprobe() arm before they return (int3 or
+ *    BRK written and synced, or the ftrace filter set); disable_kprobe() and
  *    unregister_kprobe() disarm before they return, and an optimized
  *    probe whose jump stays until the optimizer runs is flagged disabled
  *    first (optimized_callback() and aggr_pre_handler() test it). On
@@ -176,9 +184,10 @@
  *
  * Integrity. Each torture function takes six arguments and returns a mix
  * of all their bits; the worker calls it from inline asm that first loads
- * rbx and r12-r15 with values derived from a seed kept on its stack, and
- * afterwards hands back what changed in each. The result must equal what
- * an untraced copy of the mix (tt_ref()) computes, and no callee-saved
+ * the callee-saved registers (rbx and r12-r15; x19-x28 on arm64) with
+ * values derived from a seed kept on its stack, and afterwards hands back
+ * what changed in each. The result must equal what an untraced copy of
+ * the mix (tt_ref()) computes, and no callee-saved
  * register may change: a trampoline that clobbers an argument register on
  * the way in, the return value on the way out, or a callee-saved register
  * (or the caller's stack slot of the seed) is a mismatch.
@@ -226,8 +235,9 @@
  *    probe: tt_call_nest() calls rftrace_torture_nest_outer(), which calls
  *    rftrace_torture_nest_inner(), both always in the graph filter, so
  *    that the inner's frame has the outer's below it. The call site saves
- *    rsp and rbp (per CPU, preemption off); back there, rsp must be the
- *    saved one. A return hook that gives the inner another frame's return
+ *    the stack and frame pointers (rsp and rbp, sp and x29; per CPU,
+ *    preemption off); back there, the stack pointer must be the saved
+ *    one. A return hook that gives the inner another frame's return
  *    address (the outer's, which is the probe's site: what a shadow stack
  *    read one frame off gives) lands there with the inner's stack: a
  *    mismatch, and the saved pointers are put back so that the worker goes
@@ -249,7 +259,8 @@
  *    sets "gone": a callback still running, or starting, afterwards is a
  *    mismatch.
  *
- * Besides: a SAVE_REGS callback without pt_regs is a mismatch too.
+ * Besides: a SAVE_REGS callback without pt_regs is a mismatch too (where
+ * SAVE_REGS ops exist: CONFIG_DYNAMIC_FTRACE_WITH_REGS).
  *
  * Parameters: duration (s), workers (0: one per online CPU),
  * preempt_workers, mutators, quiet_ms, verbose. Module init starts the
@@ -284,15 +295,47 @@
 #include <linux/slab.h>
 #include <linux/string.h>
 
-#if defined(CONFIG_DYNAMIC_FTRACE) && defined(CONFIG_X86_64)
+/*
+ * x86_64, and arm64 with its patchable-function-entry ftrace (WITH_ARGS):
+ * the callers, the probe and the direct trampolines are written in each
+ * one's assembly, and the ftrace site is found by decoding each one's
+ * function entry. arm64's callbacks get no pt_regs (no WITH_REGS) and its
+ * kprobes never go through ftrace (no KPROBES_ON_FTRACE): see the regs,
+ * ipmodify and kprobe slots.
+ */
+#if defined(CONFIG_DYNAMIC_FTRACE) &&					\
+	(defined(CONFIG_X86_64) ||					\
+	 (defined(CONFIG_ARM64) && defined(CONFIG_DYNAMIC_FTRACE_WITH_ARGS)))
 
+#ifdef CONFIG_X86_64
 #include <asm/asm.h>
 #include <asm/ibt.h>
+#else
+#include <asm/alternative-macros.h>
+#include <asm/cpucaps.h>
+#include <asm/insn.h>
+#endif
+
+#ifdef CONFIG_ARM64
+/*
+ * x18 in the clobbers of an asm that calls a function: without the shadow
+ * call stack it is an ordinary temporary that the callee may change (and
+ * the compiler would keep a value there across the asm); with it, it is
+ * the shadow stack pointer, fixed (-ffixed-x18) and kept by every callee.
+ */
+#ifdef CONFIG_SHADOW_CALL_STACK
+#define TT_X18_CLOBBER
+#else
+#define TT_X18_CLOBBER	"x18",
+#endif
+#endif
 
 #if defined(CONFIG_DYNAMIC_FTRACE_WITH_DIRECT_CALLS)
 #define TT_DIRECT 1
+#ifdef CONFIG_X86_64
 #include <asm/linkage.h>
 #include <asm/nospec-branch.h>
+#endif
 #endif
 
 #ifdef CONFIG_FUNCTION_GRAPH_TRACER
@@ -476,6 +519,7 @@ static noinline unsigned long rftrace_torture_nest_inner(unsigned long x)
  * (both have their address taken below, so they keep their names and the
  * standard calling convention).
  */
+#ifdef CONFIG_X86_64
 static noinline unsigned long rftrace_torture_nest_outer(unsigned long x)
 {
 	unsigned long r;
@@ -488,6 +532,25 @@ static noinline unsigned long rftrace_torture_nest_outer(unsigned long x)
 		       "memory", "cc");
 	return r * 3 + 1;
 }
+#else
+/*
+ * arm64: the argument and the result in x0; the call may change every
+ * other caller-saved register (x1-x17, x18 without the shadow call stack)
+ * and the link register.
+ */
+static noinline unsigned long rftrace_torture_nest_outer(unsigned long x)
+{
+	register unsigned long x0 asm("x0") = x ^ TT_NEST_K;
+
+	asm volatile("bl	rftrace_torture_nest_inner"
+		     : "+r" (x0)
+		     :
+		     : "x1", "x2", "x3", "x4", "x5", "x6", "x7", "x8", "x9",
+		       "x10", "x11", "x12", "x13", "x14", "x15", "x16", "x17",
+		       TT_X18_CLOBBER "x30", "memory", "cc");
+	return x0 * 3 + 1;
+}
+#endif
 
 static unsigned long (*const tt_nest_fns[TT_NNEST])(unsigned long x) = {
 	rftrace_torture_nest_outer, rftrace_torture_nest_inner,
@@ -506,7 +569,10 @@ static notrace void tt_nest_ref(unsigned long x, unsigned long *ref)
 
 /* The probe's stack and frame pointers, saved before its call. */
 struct tt_nest_save {
-	unsigned long sp, bp;
+	unsigned long sp, bp;	/* bp: rbp on x86_64, x29 on arm64 */
+#if defined(CONFIG_ARM64) && defined(CONFIG_SHADOW_CALL_STACK)
+	unsigned long scs;	/* x18, the shadow call stack pointer */
+#endif
 };
 
 static DEFINE_PER_CPU(struct tt_nest_save, tt_nest_save);
@@ -521,6 +587,7 @@ static DEFINE_PER_CPU(struct tt_nest_save, tt_nest_save);
  * outer frame held; the compiler restores the caller's own). No value is
  * read from the stack or through a register after the call before that.
  */
+#ifdef CONFIG_X86_64
 static notrace unsigned long tt_call_nest(unsigned long x, unsigned long *landed)
 {
 	unsigned long ax, dx;
@@ -545,8 +612,69 @@ static notrace unsigned long tt_call_nest(unsigned long x, unsigned long *landed
 	*landed = dx;
 	return ax;
 }
+#else
+/*
+ * arm64 has no segment-relative addressing: this CPU's tt_nest_save is
+ * its per-CPU address plus this CPU's offset (TPIDR_EL1, or TPIDR_EL2 on
+ * a VHE kernel, as __kern_my_cpu_offset() reads it), computed afresh
+ * after the call, when no register the call may have changed can be
+ * trusted. The pair is stored and loaded with stp/ldp (sp, then x29).
+ * With the shadow call stack, x18 too: a return to the wrong frame leaves
+ * it where the outer frame's was.
+ */
+static_assert(offsetof(struct tt_nest_save, sp) == 0 &&
+	      offsetof(struct tt_nest_save, bp) == sizeof(unsigned long));
+#ifdef CONFIG_SHADOW_CALL_STACK
+static_assert(offsetof(struct tt_nest_save, scs) == 2 * sizeof(unsigned long));
+#define TT_NEST_SAVE_SCS	"str	x18, [x2, #16]\n\t"
+#define TT_NEST_LOAD_SCS	"ldr	x18, [x2, #16]\n\t"
+#else
+#define TT_NEST_SAVE_SCS
+#define TT_NEST_LOAD_SCS
+#endif
+
+#define TT_NEST_SAVE_ADDR(reg, tmp)					\
+	"adrp	" reg ", %c[save]\n\t"					\
+	"add	" reg ", " reg ", :lo12:%c[save]\n\t"			\
+	ALTERNATIVE("mrs	" tmp ", tpidr_el1",			\
+		    "mrs	" tmp ", tpidr_el2",			\
+		    ARM64_HAS_VIRT_HOST_EXTN)				\
+	"add	" reg ", " reg ", " tmp "\n\t"
+
+static notrace unsigned long tt_call_nest(unsigned long x, unsigned long *landed)
+{
+	register unsigned long x0 asm("x0") = x;
+	register unsigned long x1 asm("x1");
+
+	asm volatile(TT_NEST_SAVE_ADDR("x2", "x3")
+		     "mov	x3, sp\n\t"
+		     "stp	x3, x29, [x2]\n\t"
+		     TT_NEST_SAVE_SCS
+		     "bl	rftrace_torture_nest_outer\n\t"
+		     TT_NEST_SAVE_ADDR("x2", "x3")
+		     "mov	x1, xzr\n\t"
+		     "ldr	x3, [x2]\n\t"
+		     "mov	x4, sp\n\t"
+		     "cmp	x4, x3\n\t"
+		     "b.eq	1f\n\t"
+		     "mov	x1, x4\n\t"
+		     "ldp	x3, x29, [x2]\n\t"
+		     TT_NEST_LOAD_SCS
+		     "mov	sp, x3\n"
+		     "1:\n\t"
+		     : "+r" (x0), "=r" (x1)
+		     : [save] "i" (&tt_nest_save)
+		     : "x2", "x3", "x4", "x5", "x6", "x7", "x8", "x9",
+		       "x10", "x11", "x12", "x13", "x14", "x15", "x16", "x17",
+		       TT_X18_CLOBBER "x19", "x20", "x21", "x22", "x23", "x24",
+		       "x25", "x26", "x27", "x28", "x30", "memory", "cc");
+	*landed = x1;
+	return x0;
+}
+#endif
 #endif /* TT_GRAPH */
 
+#ifdef CONFIG_X86_64
 /*
  * The callers. Each loads rbx and r12-r15 with a seed (kept in the
  * caller's stack frame, an "m" operand) and four constants xor'ed with
@@ -563,7 +691,7 @@ static notrace unsigned long tt_call_nest(unsigned long x, unsigned long *landed
  * left out: with frame pointers it cannot be an asm clobber.
  */
 #define TT_NCSR 5
-static const char *const tt_csr_names[TT_NCSR] = { "rbx", "r12", "r13", "r14", "r15" };
+static const char *const tt_csr_names[TT_NCSR] = { "%rbx", "%r12", "%r13", "%r14", "%r15" };
 
 #define TT_K12 "0x6a09e667f3bcc908"
 #define TT_K13 "0xbb67ae8584caa73b"
@@ -619,6 +747,99 @@ static notrace unsigned long tt_call_##n(const unsigned long *v,	\
 	diff[4] = r8;							\
 	return ax;							\
 }
+#else
+/*
+ * The callers, arm64. Each pushes a seed (an in-out operand in x19) on
+ * the stack, loads x19 with it and x20-x28 with it rotated by 7, 14, ...
+ * 63 bits, calls its torture function directly (bl) with the six
+ * arguments in x0-x5, and then leaves in x19 and x1-x9 the xor of each
+ * callee-saved register with what it loaded there, recomputed from the
+ * seed popped from the stack: all 0 when the function and every tracer on
+ * the way preserved them (and the stack slot, just above the callee's
+ * stack pointer). x19 and the registers it loads are operands or
+ * clobbers, so the compiler saves and restores the caller's around it;
+ * the argument registers are in-out operands (the callee may change
+ * them), every other caller-saved register (x6-x17, and x18 unless it is
+ * the shadow call stack's) an output or a clobber, and so is x30, which
+ * the bl sets. x29 (the frame pointer) cannot be an asm clobber: left
+ * out. The push keeps sp 16-byte aligned.
+ */
+#define TT_NCSR 10
+static const char *const tt_csr_names[TT_NCSR] = {
+	"x19", "x20", "x21", "x22", "x23", "x24", "x25", "x26", "x27", "x28",
+};
+
+#define TT_CSR_LOAD							\
+	"str	x19, [sp, #-16]!\n\t"					\
+	"ror	x20, x19, #7\n\t"					\
+	"ror	x21, x19, #14\n\t"					\
+	"ror	x22, x19, #21\n\t"					\
+	"ror	x23, x19, #28\n\t"					\
+	"ror	x24, x19, #35\n\t"					\
+	"ror	x25, x19, #42\n\t"					\
+	"ror	x26, x19, #49\n\t"					\
+	"ror	x27, x19, #56\n\t"					\
+	"ror	x28, x19, #63\n\t"
+
+/* out = reg ^ (the seed in x10, rotated as TT_CSR_LOAD did for reg) */
+#define TT_CSR_DIFF(rot, reg, out)					\
+	"ror	" out ", x10, #" rot "\n\t"				\
+	"eor	" out ", " out ", " reg "\n\t"
+
+#define TT_CSR_DIFFS							\
+	"ldr	x10, [sp], #16\n\t"					\
+	"eor	x19, x19, x10\n\t"					\
+	TT_CSR_DIFF("7", "x20", "x1")					\
+	TT_CSR_DIFF("14", "x21", "x2")					\
+	TT_CSR_DIFF("21", "x22", "x3")					\
+	TT_CSR_DIFF("28", "x23", "x4")					\
+	TT_CSR_DIFF("35", "x24", "x5")					\
+	TT_CSR_DIFF("42", "x25", "x6")					\
+	TT_CSR_DIFF("49", "x26", "x7")					\
+	TT_CSR_DIFF("56", "x27", "x8")					\
+	TT_CSR_DIFF("63", "x28", "x9")
+
+#define TT_CALLER(n)							\
+static notrace unsigned long tt_call_##n(const unsigned long *v,	\
+					 unsigned long seed,		\
+					 unsigned long *diff)		\
+{									\
+	register unsigned long x0 asm("x0") = v[0];			\
+	register unsigned long x1 asm("x1") = v[1];			\
+	register unsigned long x2 asm("x2") = v[2];			\
+	register unsigned long x3 asm("x3") = v[3];			\
+	register unsigned long x4 asm("x4") = v[4];			\
+	register unsigned long x5 asm("x5") = v[5];			\
+	register unsigned long x6 asm("x6");				\
+	register unsigned long x7 asm("x7");				\
+	register unsigned long x8 asm("x8");				\
+	register unsigned long x9 asm("x9");				\
+	register unsigned long x19 asm("x19") = seed;			\
+									\
+	asm volatile(TT_CSR_LOAD					\
+		     "bl	rftrace_torture_fn_" #n "\n\t"		\
+		     TT_CSR_DIFFS					\
+		     : "+r" (x0), "+r" (x1), "+r" (x2), "+r" (x3),	\
+		       "+r" (x4), "+r" (x5), "=r" (x6), "=r" (x7),	\
+		       "=r" (x8), "=r" (x9), "+r" (x19)		\
+		     :							\
+		     : "x10", "x11", "x12", "x13", "x14", "x15", "x16",	\
+		       "x17", TT_X18_CLOBBER "x20", "x21", "x22", "x23",	\
+		       "x24", "x25", "x26", "x27", "x28", "x30", "memory",	\
+		       "cc");						\
+	diff[0] = x19;							\
+	diff[1] = x1;							\
+	diff[2] = x2;							\
+	diff[3] = x3;							\
+	diff[4] = x4;							\
+	diff[5] = x5;							\
+	diff[6] = x6;							\
+	diff[7] = x7;							\
+	diff[8] = x8;							\
+	diff[9] = x9;							\
+	return x0;							\
+}
+#endif
 TT_CALLER(00) TT_CALLER(01) TT_CALLER(02) TT_CALLER(03)
 TT_CALLER(04) TT_CALLER(05) TT_CALLER(06) TT_CALLER(07)
 TT_CALLER(08) TT_CALLER(09) TT_CALLER(10) TT_CALLER(11)
@@ -641,7 +862,10 @@ static unsigned long (*const tt_callers[TT_NFN])(const unsigned long *v,
 #define TT_ALL_FNS	0xffffffffU
 #define TT_BIT(i)	(1U << (i))
 
-/* Each function's ftrace site: after the ENDBR with IBT, else its start. */
+/*
+ * Each function's ftrace site (tt_site_of()): after the ENDBR with IBT,
+ * else its start; on arm64 the BL after mov x9, x30 (and any BTI c).
+ */
 static unsigned long tt_site[TT_NFN];
 static unsigned long tt_site_lo, tt_site_hi;
 /* The sites in address order, for tt_site_index(). */
@@ -683,13 +907,22 @@ enum tt_kind {
 	TT_K_GRAPH,
 };
 
+/*
+ * regs and ipmodify only where an ops may ask for pt_regs: without
+ * DYNAMIC_FTRACE_WITH_REGS (arm64) register_ftrace_function() refuses
+ * FTRACE_OPS_FL_SAVE_REGS with -EINVAL, and IPMODIFY requires SAVE_REGS.
+ */
 enum {
 	TT_S_PLAIN,
+#ifdef CONFIG_DYNAMIC_FTRACE_WITH_REGS
 	TT_S_REGS,
+#endif
 	TT_S_RECURSION,
 	TT_S_RCU,
 	TT_S_NOTRACE,
+#ifdef CONFIG_DYNAMIC_FTRACE_WITH_REGS
 	TT_S_IPMODIFY,
+#endif
 	TT_S_DYNAMIC,
 #ifdef CONFIG_KPROBES
 	TT_S_KP_ENTRY,
@@ -736,7 +969,7 @@ struct tt_slot {
 	u32 domain;		/* functions the filter may hold */
 	bool may_all;		/* the filter may be empty: every function */
 	bool has_notrace;	/* mutations of the notrace set */
-	bool needs_regs;	/* callback must get pt_regs */
+	bool needs_regs;	/* callback must get pt_regs (WITH_REGS only) */
 	bool dynamic;		/* ops and data allocated per registration */
 
 	/* The oracle: written by the owning mutator, read by the workers. */
@@ -781,11 +1014,13 @@ static struct tt_slot tt_slots[TT_NSLOT] = {
 		.name = "plain", .kind = TT_K_FTRACE,
 		.domain = TT_ALL_FNS, .may_all = true,
 	},
+#ifdef CONFIG_DYNAMIC_FTRACE_WITH_REGS
 	[TT_S_REGS] = {
 		.name = "regs", .kind = TT_K_FTRACE,
 		.flags = FTRACE_OPS_FL_SAVE_REGS,
 		.domain = TT_ALL_FNS, .needs_regs = true,
 	},
+#endif
 	[TT_S_RECURSION] = {
 		.name = "recursion", .kind = TT_K_FTRACE,
 		.flags = FTRACE_OPS_FL_RECURSION,
@@ -800,11 +1035,13 @@ static struct tt_slot tt_slots[TT_NSLOT] = {
 		.name = "notrace", .kind = TT_K_FTRACE,
 		.domain = TT_ALL_FNS, .may_all = true, .has_notrace = true,
 	},
+#ifdef CONFIG_DYNAMIC_FTRACE_WITH_REGS
 	[TT_S_IPMODIFY] = {
 		.name = "ipmodify", .kind = TT_K_FTRACE,
 		.flags = FTRACE_OPS_FL_IPMODIFY | FTRACE_OPS_FL_SAVE_REGS,
 		.domain = 0x000fffffU, .needs_regs = true,
 	},
+#endif
 	[TT_S_DYNAMIC] = {
 		.name = "dynamic", .kind = TT_K_FTRACE,
 		.domain = TT_ALL_FNS, .dynamic = true,
@@ -1178,6 +1415,12 @@ NOKPROBE_SYMBOL(tt_kprobe_pre);
 #endif
 
 #ifdef TT_DIRECT
+void rftrace_torture_direct_a(unsigned long ret);
+void rftrace_torture_direct_b(unsigned long ret);
+void rftrace_torture_tramp_a(void);
+void rftrace_torture_tramp_b(void);
+
+#ifdef CONFIG_X86_64
 /*
  * The direct trampolines: called from the site (or returned to from the
  * ftrace caller when other tracers share the site) with the return
@@ -1186,11 +1429,6 @@ NOKPROBE_SYMBOL(tt_kprobe_pre);
  * mixes them), give the return address to a C counter and return into
  * the function.
  */
-void rftrace_torture_direct_a(unsigned long ret);
-void rftrace_torture_direct_b(unsigned long ret);
-void rftrace_torture_tramp_a(void);
-void rftrace_torture_tramp_b(void);
-
 #define TT_TRAMPOLINE(tramp, counter)				\
 asm(".pushsection .text, \"ax\", @progbits\n"			\
     ".type " #tramp ", @function\n"				\
@@ -1219,9 +1457,58 @@ asm(".pushsection .text, \"ax\", @progbits\n"			\
     ".size " #tramp ", .-" #tramp "\n"				\
     ".popsection\n")
 
+#else
+/*
+ * The direct trampolines, arm64: entered by the site's bl (or from
+ * ftrace_caller, by br x17, when the site is shared or out of reach) with
+ * x9 = the traced function's return address, x30 = the instruction after
+ * the site, x0-x8 = its arguments (and indirect result pointer), all of
+ * which they keep. BTI c: a br x17 lands here. They push two frame
+ * records, the traced function's (called from its parent: x29, x9) and
+ * their own (called from the site: x29, x30), as ftrace_caller does, so
+ * that an unwinder from the counter sees every frame; give the address
+ * after the site to a C counter; and go back into the function with its
+ * own return address in x30 again. 16 + 16 + 80 bytes: sp stays 16-byte
+ * aligned.
+ */
+#define TT_TRAMPOLINE(tramp, counter)				\
+asm(".pushsection .text, \"ax\", @progbits\n"			\
+    ".p2align 2\n"						\
+    ".type " #tramp ", @function\n"				\
+    ".globl " #tramp "\n"					\
+    #tramp ":\n\t"						\
+    "hint	34\n\t"	/* bti c */				\
+    "stp	x29, x9, [sp, #-16]!\n\t"				\
+    "mov	x29, sp\n\t"						\
+    "stp	x29, x30, [sp, #-16]!\n\t"				\
+    "mov	x29, sp\n\t"						\
+    "sub	sp, sp, #80\n\t"					\
+    "stp	x0, x1, [sp]\n\t"					\
+    "stp	x2, x3, [sp, #16]\n\t"				\
+    "stp	x4, x5, [sp, #32]\n\t"				\
+    "stp	x6, x7, [sp, #48]\n\t"				\
+    "str	x8, [sp, #64]\n\t"					\
+    "mov	x0, x30\n\t"						\
+    "bl	" #counter "\n\t"					\
+    "ldp	x0, x1, [sp]\n\t"					\
+    "ldp	x2, x3, [sp, #16]\n\t"				\
+    "ldp	x4, x5, [sp, #32]\n\t"				\
+    "ldp	x6, x7, [sp, #48]\n\t"				\
+    "ldr	x8, [sp, #64]\n\t"					\
+    "add	sp, sp, #80\n\t"					\
+    "ldp	x29, x30, [sp], #16\n\t"				\
+    "ldp	x29, x9, [sp], #16\n\t"				\
+    "mov	x10, x30\n\t"						\
+    "mov	x30, x9\n\t"						\
+    "ret	x10\n\t"						\
+    ".size " #tramp ", .-" #tramp "\n"				\
+    ".popsection\n")
+#endif
+
 TT_TRAMPOLINE(rftrace_torture_tramp_a, rftrace_torture_direct_a);
 TT_TRAMPOLINE(rftrace_torture_tramp_b, rftrace_torture_direct_b);
 
+/* ret: the address after the site's call (on arm64, its x30). */
 static notrace void tt_direct_hit(unsigned long ret, bool b)
 {
 	struct tt_slot *s = &tt_slots[TT_S_DIRECT];
@@ -1925,6 +2212,31 @@ static notrace const char *tt_mutate_ftrace(struct tt_slot *s, u32 *rnd, int *re
 /* Mutations of kprobe slots. */
 
 #ifdef CONFIG_KPROBES
+#ifdef CONFIG_X86_64
+/*
+ * A probe on fn+0: x86's kprobes moves it past the ENDBR to the ftrace
+ * site and arms it through kprobe_ftrace_ops (KPROBES_ON_FTRACE).
+ */
+#define TT_KP_ENTRY(t)		tt_site[t]
+#define TT_KP_ENTRY_WHAT	"its ftrace site"
+/* A body address inside an instruction is refused; try the next byte. */
+#define TT_KP_BAD_INSN		(-EILSEQ)
+#define TT_KP_STEP		1
+#else
+/*
+ * arm64 has no KPROBES_ON_FTRACE: a probe on fn+0 stays there, an
+ * ordinary BRK on mov x9, x30 (or on the BTI c before it), next to the BL
+ * the core patches; check_ftrace_location() refuses only the site itself
+ * (ftrace_location(fn) names the site, not fn). The probed instruction is
+ * stepped out of line and the call goes on to the site.
+ */
+#define TT_KP_ENTRY(t)		((unsigned long)tt_fns[t])
+#define TT_KP_ENTRY_WHAT	"its first instruction"
+/* An instruction kprobes cannot step or simulate is refused with -EINVAL. */
+#define TT_KP_BAD_INSN		(-EINVAL)
+#define TT_KP_STEP		AARCH64_INSN_SIZE
+#endif
+
 static notrace int tt_kprobe_register(struct tt_slot *s, int t)
 {
 	unsigned long fn = (unsigned long)tt_fns[t];
@@ -1933,22 +2245,21 @@ static notrace int tt_kprobe_register(struct tt_slot *s, int t)
 	WRITE_ONCE(s->target, t);
 	tt_welcome(&s->data);
 	if (s->kind == TT_K_KPROBE_ENTRY) {
-		/* kprobes moves a probe on fn+0 to the ftrace site. */
-		WRITE_ONCE(s->kaddr, tt_site[t]);
+		WRITE_ONCE(s->kaddr, TT_KP_ENTRY(t));
 		memset(&s->kp, 0, sizeof(s->kp));
 		s->kp.addr = (kprobe_opcode_t *)fn;
 		s->kp.pre_handler = tt_kprobe_pre;
 		ret = register_kprobe(&s->kp);
-		if (!ret && (unsigned long)s->kp.addr != tt_site[t]) {
-			pr_err("rftrace_torture: %s: probe on %ps is at %px, its ftrace site at %px\n",
-			       s->name, tt_fns[t], s->kp.addr, (void *)tt_site[t]);
+		if (!ret && (unsigned long)s->kp.addr != TT_KP_ENTRY(t)) {
+			pr_err("rftrace_torture: %s: probe on %ps is at %px, " TT_KP_ENTRY_WHAT " at %px\n",
+			       s->name, tt_fns[t], s->kp.addr, (void *)TT_KP_ENTRY(t));
 			tt_mismatch();
 		}
 		goto out;
 	}
 	/*
 	 * In the body: the instruction after the ftrace site, or the next
-	 * boundary register_kprobe() accepts (it rejects others, -EILSEQ).
+	 * one register_kprobe() accepts (TT_KP_BAD_INSN for others).
 	 */
 	for (;;) {
 		WRITE_ONCE(s->kaddr, fn + tt_body_off[t]);
@@ -1956,9 +2267,9 @@ static notrace int tt_kprobe_register(struct tt_slot *s, int t)
 		s->kp.addr = (kprobe_opcode_t *)(fn + tt_body_off[t]);
 		s->kp.pre_handler = tt_kprobe_pre;
 		ret = register_kprobe(&s->kp);
-		if (ret != -EILSEQ || tt_body_off[t] >= 32)
+		if (ret != TT_KP_BAD_INSN || tt_body_off[t] >= 32)
 			break;
-		tt_body_off[t]++;
+		tt_body_off[t] += TT_KP_STEP;
 	}
 out:
 	if (ret)
@@ -2182,11 +2493,14 @@ static notrace void tt_check_window(struct tt_worker *w, int idx, const struct t
 {
 	int k;
 
+#ifdef CONFIG_DYNAMIC_FTRACE_WITH_REGS
+	/* Only there can an ops have SAVE_REGS (the regs and ipmodify slots). */
 	if (h->noregs) {
 		tt_mismatch();
 		pr_err_ratelimited("rftrace_torture: mismatch: a SAVE_REGS callback got no pt_regs on %s\n",
 				   tt_names[idx]);
 	}
+#endif
 	for (k = 0; k < TT_NSLOT; k++) {
 		struct tt_slot *s = &tt_slots[k];
 		unsigned long lo = o->seq[k] & ~1UL;
@@ -2243,7 +2557,7 @@ static notrace void tt_check_result(int idx, const unsigned long *v, unsigned lo
 			continue;
 		tt_mismatch();
 		atomic_long_inc(&tt_bad_regs);
-		pr_err_ratelimited("rftrace_torture: mismatch: %%%s changed across a call of %s (xor %lx)\n",
+		pr_err_ratelimited("rftrace_torture: mismatch: %s changed across a call of %s (xor %lx)\n",
 				   tt_csr_names[i], tt_names[idx], diff[i]);
 	}
 }
@@ -2875,6 +3189,27 @@ static notrace void tt_unprepare(void)
 	}
 }
 
+/*
+ * The ftrace site of the function at fn, the ip its callbacks get. x86_64:
+ * the call at its start, after the ENDBR with IBT. arm64: the BL after
+ * mov x9, x30, after a BTI c if the function starts with one (only a
+ * BTI kernel's can; both cores read it the same way).
+ */
+static notrace unsigned long __init tt_site_of(unsigned long fn)
+{
+#ifdef CONFIG_X86_64
+	if (is_endbr(*(const u32 *)fn))
+		fn += ENDBR_INSN_SIZE;
+	return fn;
+#else
+	u32 insn = le32_to_cpu(*(const __le32 *)fn);
+
+	if (IS_ENABLED(CONFIG_ARM64_BTI_KERNEL) && aarch64_insn_is_bti(insn))
+		fn += AARCH64_INSN_SIZE;
+	return fn + AARCH64_INSN_SIZE;
+#endif
+}
+
 static notrace int __init tt_prepare(void)
 {
 	u32 rnd = get_random_u32() | 1;
@@ -2883,9 +3218,7 @@ static notrace int __init tt_prepare(void)
 	for (i = 0; i < TT_NFN; i++) {
 		unsigned long fn = (unsigned long)tt_fns[i];
 
-		tt_site[i] = fn;
-		if (is_endbr(*(const u32 *)fn))
-			tt_site[i] += ENDBR_INSN_SIZE;
+		tt_site[i] = tt_site_of(fn);
 		if (!tt_site_lo || tt_site[i] < tt_site_lo)
 			tt_site_lo = tt_site[i];
 		if (tt_site[i] > tt_site_hi)
@@ -2903,9 +3236,7 @@ static notrace int __init tt_prepare(void)
 
 		/* Not folded into an address past the ENDBR (objtool, IBT). */
 		OPTIMIZER_HIDE_VAR(fn);
-		tt_nest_site[i] = fn;
-		if (is_endbr(*(const u32 *)fn))
-			tt_nest_site[i] += ENDBR_INSN_SIZE;
+		tt_nest_site[i] = tt_site_of(fn);
 	}
 #endif
 	for (i = 0; i < TT_NPAT; i++) {
@@ -3078,11 +3409,11 @@ static void __exit notrace rftrace_torture_exit(void)
 	tt_free_threads();
 }
 
-#else /* !(CONFIG_DYNAMIC_FTRACE && CONFIG_X86_64) */
+#else /* neither x86_64 with DYNAMIC_FTRACE nor arm64 with DYNAMIC_FTRACE_WITH_ARGS */
 
 static int __init notrace rftrace_torture_init(void)
 {
-	pr_info("rftrace_torture: needs CONFIG_DYNAMIC_FTRACE on x86_64\n");
+	pr_info("rftrace_torture: needs CONFIG_DYNAMIC_FTRACE on x86_64, or CONFIG_DYNAMIC_FTRACE_WITH_ARGS on arm64\n");
 	return -EOPNOTSUPP;
 }
 

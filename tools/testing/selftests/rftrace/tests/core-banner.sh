@@ -2,7 +2,7 @@
 # The boot log names the function tracer core this kernel was built with.
 case "$CORE" in
 c) want='ftrace: function tracer core: C ' ;;
-rust) want='ftrace: function tracer core: Rust (generic core and x86_64 layer); [0-9]* call sites' ;;
+rust) want="ftrace: function tracer core: Rust (generic core and $(uname -m | sed 's/aarch64/arm64/') layer); [0-9]* call sites" ;;
 *) echo "CORE unset"; exit 1 ;;
 esac
 n=$(dmesg | grep -c 'ftrace: function tracer core:')

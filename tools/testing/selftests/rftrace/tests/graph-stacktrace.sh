@@ -8,6 +8,9 @@
 # both cores (6.12's unwinder does not translate the trampoline's frame);
 # below vfs_read no frame may.
 T=/sys/kernel/tracing
+# The system call entry every such trace goes through.
+sysentry=do_syscall_64
+[ "$(uname -m)" = aarch64 ] && sysentry=el0_svc
 fail() {
 	echo "graph-stacktrace: $*"
 	cat /tmp/gst.frames 2> /dev/null
@@ -47,6 +50,6 @@ echo 1 > $T/tracing_on
 sed -n '/^vfs_read/,$p' /tmp/gst.frames | grep -q '^return_to_handler' &&
 	fail "return_to_handler below vfs_read in the stack trace"
 grep -q '^ksys_read' /tmp/gst.frames || fail "ksys_read missing from the stack trace"
-grep -q '^do_syscall_64' /tmp/gst.frames || fail "do_syscall_64 missing from the stack trace"
+grep -q "^$sysentry" /tmp/gst.frames || fail "$sysentry missing from the stack trace"
 [ "$(wc -l < $T/enabled_functions)" -eq 0 ] || fail "enabled_functions not empty: $(head -3 $T/enabled_functions)"
 echo "graph-stacktrace: $(tr '\n' ' ' < /tmp/gst.frames)"

@@ -18,8 +18,9 @@ if [ "$CORE" = rust ]; then
 	ftrace_ops_assist_func=c_callback.*10AssistFunc
 	ftrace_pid_func=c_callback.*7PidFunc
 	call_direct_funcs=c_callback.*10CallDirect
-	function_graph_enter ftrace_return_to_handler prepare_ftrace_return
-	ftrace_graph_func rftrace_int3_handler'
+	function_graph_enter ftrace_return_to_handler ftrace_graph_func'
+	# The x86_64 layer's own: its graph hook and int3 handler.
+	[ "$(uname -m)" = x86_64 ] && funcs="$funcs prepare_ftrace_return rftrace_int3_handler"
 else
 	funcs='arch_ftrace_ops_list_func ftrace_ops_assist_func'
 fi

@@ -106,11 +106,15 @@ n=$(grep -cE ' init_module[[:space:]]+\[rust_minimal\]' /proc/kallsyms)
 [ "$n" = 0 ] || bad "kallsyms still lists rust_minimal's init_module after rmmod"
 echo > $T/set_ftrace_filter
 
-# 4. A kprobe on a Rust function (on its call site: through the tracer).
+# 4. A kprobe on a Rust function (on x86_64 on its call site: through the
+# tracer).
 cp=$(grep -m1 '^_RNvNtCs[0-9A-Za-z]*_6kernel5print11call_printk$' /tmp/rt.all)
 echo "p:rust_call_printk $cp" > $T/kprobe_events || bad "cannot add a kprobe on $cp"
 echo 1 > $T/events/kprobes/rust_call_printk/enable
-grep -q "^$cp" $T/enabled_functions || bad "the kprobe on $cp is not on its call site (enabled_functions)"
+# Through the tracer where kprobes use it (KPROBES_ON_FTRACE: not on
+# arm64 in 6.12, where the kprobe is a BRK at the function's entry).
+[ "$(uname -m)" != x86_64 ] || grep -q "^$cp" $T/enabled_functions ||
+	bad "the kprobe on $cp is not on its call site (enabled_functions)"
 insmod "$print" && rmmod rust_print
 echo 0 > $T/events/kprobes/rust_call_printk/enable
 hits=$(awk '$1 == "rust_call_printk" { print $2 }' $T/kprobe_profile)
