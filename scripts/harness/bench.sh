@@ -16,6 +16,12 @@ if [ "$CONF" != tiny ]; then
 	sfx=-$CONF
 	BENCH_PRODUCTION=0
 fi
+# ARCH=arm64: the same rows on arm64's kernels (build/out-<core>-*-arm64),
+# where the guest leaves out what arm64 has not (bench.sh): files
+# <core>[-conf]-arm64.*, results[-conf]-arm64.tsv.
+asfx=
+[ "${ARCH:-x86_64}" = arm64 ] && asfx=-arm64
+sfx=$sfx$asfx
 mkdir -p "$build/bench"
 args=()
 for core in c rust; do
@@ -42,16 +48,16 @@ for core in c rust; do
 	# configuration, its samples added to the core's log.
 	if [ "${BENCH_PRODUCTION:-1}" = 1 ]; then
 		CONF=production CORE=$core "$top/scripts/harness/build-kernel.sh"
-		plog=$build/bench/$core-production.log
+		plog=$build/bench/$core-production$asfx.log
 		echo "  BENCH   CORE=$core CONF=production (direct-call rows)"
 		CONF=production CORE=$core MODE=bench ICOUNT=0,sleep=off BENCH_REPS=$reps \
-			TIMEOUT=${TIMEOUT:-1800} LOG=$plog "$top/scripts/harness/run-qemu.sh" > "$build/bench/$core-production.out"
+			TIMEOUT=${TIMEOUT:-1800} LOG=$plog "$top/scripts/harness/run-qemu.sh" > "$build/bench/$core-production$asfx.out"
 		grep '^SAMPLE ' "$plog" >> "$log"
 	fi
 	args+=(--"$core" "$log")
 done
 echo
-if [ -n "$sfx" ]; then
+if [ -n "${sfx%$asfx}" ]; then
 	echo "Configuration: $CONF (build/out-<core>-$CONF), the lab kernel's rows."
 	echo "QEMU TCG (thread=single), 2 vCPUs, -icount shift=0,sleep=off. Medians of $reps"
 	echo "runs, of $((reps * 3)) for the rows that wait for timer ticks."
@@ -68,5 +74,5 @@ echo "$((reps * 3)) for the rows that wait for timer ticks (enable/disable-all-s
 echo "enable/disable-one-site, module-1000-load/unload-under-function). The one-site"
 echo "rows are the control of the all-sites rows: the same switch, one site to change,"
 echo "so chiefly the ring-buffer reset's RCU grace periods, which neither core controls."
-"$top/target/release/harness-report" bench "${args[@]}" --tsv "$build/bench/results.tsv"
-echo "rows written to build/bench/results.tsv"
+"$top/target/release/harness-report" bench "${args[@]}" --tsv "$build/bench/results$asfx.tsv"
+echo "rows written to build/bench/results$asfx.tsv"

@@ -22,13 +22,17 @@ pub extern "C" fn ftrace_update_ftrace_func(_func: bindings::ftrace_func_t) -> c
 }
 
 /// Makes no trampoline for `ops`: its sites call `ftrace_caller` with
-/// their literal naming it.
+/// their literal naming it. A site group's calls are pointed at each
+/// member's callback as it is now.
 ///
 /// # Safety
 ///
-/// None needed: `ops` is not read.
+/// `ops` is a valid ops, under `ftrace_lock`.
 #[no_mangle]
-pub unsafe extern "C" fn arch_ftrace_update_trampoline(_ops: *mut bindings::ftrace_ops) {}
+pub unsafe extern "C" fn arch_ftrace_update_trampoline(ops: *mut bindings::ftrace_ops) {
+    // SAFETY: the function's contract.
+    unsafe { crate::groups::refresh(ops) }
+}
 
 /// The function the trampoline of `ops` calls: none (no trampolines).
 ///
@@ -43,13 +47,17 @@ pub unsafe extern "C" fn arch_ftrace_trampoline_func(
     ptr::null_mut()
 }
 
-/// Frees the trampoline of `ops`: there is none.
+/// Frees the trampoline of `ops`: there is none; a site group's calls.
 ///
 /// # Safety
 ///
-/// None needed: `ops` is not read.
+/// `ops` is a valid ops that no site names and no CPU or task can be
+/// calling through (the core waited), under `ftrace_lock`.
 #[no_mangle]
-pub unsafe extern "C" fn arch_ftrace_trampoline_free(_ops: *mut bindings::ftrace_ops) {}
+pub unsafe extern "C" fn arch_ftrace_trampoline_free(ops: *mut bindings::ftrace_ops) {
+    // SAFETY: the function's contract.
+    unsafe { crate::groups::free(ops) }
+}
 
 /// The registers of `struct ftrace_regs` by name, with their offsets.
 const REGS: [(&CStr, usize); 14] = [

@@ -6,8 +6,9 @@
 //! (`DYNAMIC_FTRACE_WITH_CALL_OPS`), and one shared trampoline,
 //! `ftrace_caller` (entry.S), calls the callback of the ops the literal
 //! names, or goes to that ops' direct trampoline. So a site alone needs no
-//! trampoline of its own, and this layer makes none: no per-ops or group
-//! trampolines, no list walk for a site of one ops.
+//! trampoline of its own, and this layer makes none: no per-ops
+//! trampolines, no list walk for a site of one ops; and a site group (the
+//! sites several ops want) gets a callback that calls them ([`groups`]).
 //!
 //! A site changes one 4-byte instruction at a time (`BL` or `NOP`), which
 //! other CPUs may run while it changes (the architecture allows
@@ -18,8 +19,9 @@
 //!
 //! It serves the Rust generic core (`kernel/trace/rftrace/`) only: its
 //! modules are [`sites`] (the batches of site changes, the sites set at
-//! boot and module load), [`graph`] (the graph tracer's entry) and
-//! [`capi`] (what include/linux/ftrace.h asks of an architecture).
+//! boot and module load), [`groups`] (site groups' calls), [`graph`] (the
+//! graph tracer's entry) and [`capi`] (what include/linux/ftrace.h asks
+//! of an architecture).
 
 // The C entry points are `pub` for the linker, in private modules.
 #![allow(unreachable_pub)]
@@ -41,6 +43,7 @@ mod base {
 }
 mod capi;
 mod graph;
+mod groups;
 mod sites;
 
 const __LOG_PREFIX: &[u8] = b"ftrace\0";

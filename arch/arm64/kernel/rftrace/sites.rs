@@ -252,19 +252,23 @@ pub extern "C" fn rftrace_arch_site_target(ip: u64) -> u64 {
     }
 }
 
-/// No group trampolines on arm64: the literal makes them needless, and
-/// the core does not ask for them where the sites have it.
+/// Gives the site group `ops` (the core's own, not yet published) a
+/// callback that calls the `n` members at `members` (no trampoline: the
+/// sites' literals name the group's ops; see [`crate::groups`]).
 ///
 /// # Safety
 ///
-/// None needed: nothing is read.
+/// `ops` is a valid ops, not published, and `members` points to `n`
+/// members whose ops and callbacks outlive the group (the generic core's
+/// group rules), under `ftrace_lock`.
 #[no_mangle]
 pub unsafe extern "C" fn rftrace_arch_group_trampoline(
-    _ops: *mut bindings::ftrace_ops,
-    _members: *const archif::Member,
-    _n: usize,
+    ops: *mut bindings::ftrace_ops,
+    members: *const archif::Member,
+    n: usize,
 ) -> c_int {
-    -(bindings::EOPNOTSUPP as c_int)
+    // SAFETY: the function's contract.
+    unsafe { crate::groups::make(ops, members, n) }
 }
 
 // The functions the generic core calls have the types it declares them

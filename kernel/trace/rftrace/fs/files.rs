@@ -43,7 +43,9 @@ fn render_site(held: &Held, kind: Kind, c: &Cell, o: &mut Out) {
         let direct = crate::ops::directmap::holder(held, s.ip);
         // " O": the site's ops literal names the one ops that wants it,
         // which the shared trampoline calls (the literal's own ops).
-        let call_ops = CALL_OPS && s.has(sf::DIRECT_OPS);
+        // A group's literal names the group's ops: listed as C lists a
+        // site of several ops, without.
+        let call_ops = CALL_OPS && s.has(sf::DIRECT_OPS) && !s.has(sf::GROUP);
         let _ = write!(
             o,
             " ({}){}{}{}{}{}",

@@ -587,13 +587,6 @@ fn group_target(
     mask: u64,
     regs: bool,
 ) -> Option<(Target, u32)> {
-    // With the ops literal, several ops on a site go through the list
-    // ops: the shared trampoline calls the one callback the literal
-    // names, and a group would need a callback of its own to call its
-    // members.
-    if crate::ops::arch::CALL_OPS {
-        return None;
-    }
     let mut ids = [0usize; groups::MAX_MEMBERS];
     let (mut n, mut ipmodify) = (0, false);
     for (i, p) in planned.iter().enumerate().take(64) {

@@ -16,6 +16,15 @@ for cpu in 0 1; do
 done
 
 filters='ksys_read *lock* vfs_* schedule* !*lock* __x64_sys_*'
+everysite=1
+# On arm64 under TCG one round over every site (or every site but the
+# locks), with both CPUs tracing every call they make, takes some 400 s
+# on either core (December 7: C 1 round in 458 s, Rust 1 in 422 s): the
+# rounds there name sets of functions only.
+if [ "$(uname -m)" = aarch64 ]; then
+	filters='ksys_read *lock* vfs_* schedule* __arm64_sys_* ksys_write'
+	everysite=0
+fi
 # On the production configuration (lockdep and the debug set under TCG)
 # a round takes seconds: 150 s and at least 10 rounds there, so that CI
 # keeps within its time.
@@ -32,7 +41,11 @@ while [ $i -lt 200 ] && [ "$(elapsed)" -lt $MAX_SECONDS ]; do
 	shift $((i % 6))
 	f=$1
 	case $((i % 4)) in
-	0) echo > $T/set_ftrace_filter ;;                # every site
+	0) if [ $everysite = 1 ]; then                   # every site
+		echo > $T/set_ftrace_filter
+	else
+		echo "$f" > $T/set_ftrace_filter || fail "filter '$f' rejected"
+	fi ;;
 	*) echo "$f" > $T/set_ftrace_filter || fail "filter '$f' rejected" ;;
 	esac
 	echo function > $T/current_tracer || fail "cannot select function (round $i)"
