@@ -56,6 +56,14 @@ pub fn word(ip: u64, state: State, via: Option<u64>) -> Result<u32, Error> {
 /// site): the literal first if it changes, then the instruction if it
 /// changes; none when both stay. Nothing is written when the new
 /// instruction cannot be made.
+///
+/// A site that becomes a `NOP` keeps its literal: only a `BL` leads a CPU
+/// to read it, and the literal is written before any `BL` that needs
+/// another ops, so a stale one (an ops that may be gone) is never read
+/// but by a CPU that took the old `BL` before the `NOP` was written,
+/// which reads what it read before (the core waits for such CPUs before
+/// an ops goes). Turning a tracer off then writes one word per site, and
+/// on again, with the same ops, one too.
 pub fn writes(
     ip: u64,
     old: State,
@@ -67,7 +75,7 @@ pub fn writes(
     // the new one matters, and a site whose old trampoline is out of
     // reach holds a branch to its PLT, which the new one may reuse.
     let word_old = word(ip, old, via).ok();
-    let lit = (old.ops != new.ops).then_some(Write::Literal {
+    let lit = (new.call.is_some() && old.ops != new.ops).then_some(Write::Literal {
         at: literal_of(ip),
         ops: new.ops,
     });
@@ -132,6 +140,11 @@ mod tests {
         // Off, the literal kept.
         let w = writes(IP, st(Some(CALLER), LIST), st(None, LIST), None).unwrap();
         assert_eq!(w, [None, Some(Write::Insn { at: IP, word: NOP })]);
+        // Off: the literal stays; on again with the same ops: no literal.
+        let w = writes(IP, st(Some(CALLER), OPS_A), st(None, LIST), None).unwrap();
+        assert_eq!(w, [None, Some(Write::Insn { at: IP, word: NOP })]);
+        let w = writes(IP, st(None, OPS_A), st(Some(CALLER), OPS_A), None).unwrap();
+        assert_eq!(w[0], None);
         // Nothing.
         assert_eq!(writes(IP, st(None, LIST), st(None, LIST), None).unwrap(), [None, None]);
     }
@@ -190,7 +203,8 @@ mod tests {
                     }
                 }
             }
-            prop_assert_eq!(lit, new.ops);
+            // A NOP keeps whatever literal it had; a call has its own.
+            prop_assert_eq!(lit, if new_on { new.ops } else { old.ops });
             prop_assert_eq!(insn, word(IP, new, None).unwrap());
         }
     }
