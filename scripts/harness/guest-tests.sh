@@ -9,8 +9,8 @@
 #   NAME=test SUITES='own ftracetest' TIMEOUT=s FTRACETEST_LIST=file \
 #   KNOWN='file...' GUESTS=n guest-tests.sh --tests-dir DIR
 #
-# Logs: build/log/$NAME-$CORE-$CONF[-k].log and .console.log (k, the
-# guest's number, when there are several). The exit status fails on any
+# Logs: build/log/$NAME-$CORE-$CONF[-arm64][-k].log and .console.log (k,
+# the guest's number, when there are several). The exit status fails on any
 # failed or missing test, kernel trouble on a console, or a guest that
 # did not finish.
 set -uo pipefail
@@ -18,7 +18,7 @@ set -uo pipefail
 st=$top/tools/testing/selftests/rftrace
 report=$top/target/release/harness-report
 guests=${GUESTS:-1}
-base=$build/log/$NAME-$CORE-$CONF${KASAN:+-kasan}
+base=$build/log/$NAME-$CORE-$CONF${KASAN:+-kasan}$archsuffix
 mkdir -p "$build/log"
 
 # The suites not asked for have no tests to run or to expect.
