@@ -2,8 +2,8 @@
 
 //! The generic core's entry points for the sites: a batch of changes
 //! written live ([`rftrace_arch_apply`]), a site set before its code runs
-//! ([`rftrace_arch_init_site`]) and what a site calls now
-//! ([`rftrace_arch_site_target`]).
+//! ([`rftrace_arch_init_site`]) and a site group's callback
+//! ([`rftrace_arch_group_trampoline`]).
 //!
 //! A site is its instruction (at `ip`), the `mov x9, x30` before it (set
 //! once, at boot or module load) and its ops literal ([`literal_of`]).
@@ -12,7 +12,7 @@
 //! writers (a raw spinlock) and do the cache maintenance.
 
 use crate::archif::{self, Change};
-use crate::insn::{decode, literal_of, Decoded, INSN_SIZE, MOV_X9_LR, NOP};
+use crate::insn::{literal_of, INSN_SIZE, MOV_X9_LR, NOP};
 use crate::steps::{resolve, word, writes, State, Write};
 use core::ffi::c_void;
 use core::ptr;
@@ -239,17 +239,6 @@ pub unsafe extern "C" fn rftrace_arch_init_site(ip: u64, target: u64) -> c_int {
         wrote = 1;
     }
     wrote
-}
-
-/// What the site at `ip` calls now, 0 for the NOP, `u64::MAX` for an
-/// instruction that is neither (for checks).
-#[no_mangle]
-pub extern "C" fn rftrace_arch_site_target(ip: u64) -> u64 {
-    match read_insn(ip).map(|w| decode(ip, w)) {
-        Some(Decoded::Nop) => 0,
-        Some(Decoded::Call(t)) => t,
-        _ => u64::MAX,
-    }
 }
 
 /// Gives the site group `ops` (the core's own, not yet published) a

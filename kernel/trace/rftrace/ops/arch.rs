@@ -55,8 +55,8 @@ const _: (
 /// `modify_ftrace_direct()`).
 ///
 /// The ops is `0` (none: the literal then names the core's stub ops, or
-/// there is no literal) or an ops that stays as long as a site's literal
-/// names it: the core's list or stub ops (static), or a registered ops,
+/// there is no literal) or an ops that stays as long as a site calls
+/// through its literal (a site made a NOP may keep naming it, unread): the core's list or stub ops (static), or a registered ops,
 /// freed by its owner only after it left every site and the waits of
 /// [`retire_dynamic`] (dynamic ops) or never (static ones).
 #[derive(Clone, Copy, PartialEq, Eq, Default, Debug)]

@@ -3,10 +3,11 @@
 //!
 //! A site's state is its instruction (a `NOP`, or a `BL` to a trampoline)
 //! and its ops literal: the `ftrace_ops` the common trampoline loads and
-//! calls. The literal always names an ops that lives (the list ops, or
-//! one that calls nothing, where no ops is on the site), so that any CPU
-//! that reaches the common trampoline through the site finds something
-//! to call. The literal is written first, the instruction after it: a
+//! calls. While the site's instruction is a `BL`, the literal names an
+//! ops that lives (the list ops, a group's, or the one ops on the site),
+//! so that any CPU that reaches the common trampoline through the site
+//! finds something to call; a `NOP` keeps the literal it had (see
+//! [`writes`]). The literal is written first, the instruction after it: a
 //! CPU between the two runs the old instruction with the new literal,
 //! which the common trampoline accepts (any live ops) and a direct
 //! trampoline ignores; a CPU that runs the new instruction finds the new
