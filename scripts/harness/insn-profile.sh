@@ -25,7 +25,7 @@ fi
 cores=$CORE
 [ "${BOTH:-0}" = 1 ] && cores="c rust"
 for core in $cores; do
-	o=$build/insn-profile-$core-$CONF
+	o=$build/insn-profile-$core-$CONF$archsuffix
 	# The same guest twice, SCRIPT seeing N=BASE (0) then N=CALLS: what
 	# the second run executes more is the cost of CALLS - BASE calls.
 	for n in "$BASE" "$CALLS"; do
@@ -34,12 +34,12 @@ for core in $cores; do
 			PLUGIN="$plugin,out=$o.$n.tb" TIMEOUT=${TIMEOUT:-1800} LOG="$o.$n.log" \
 			"$top/scripts/harness/run-qemu.sh" > /dev/null
 	done
-	nm -n "$build/out-$core-$CONF/vmlinux" | awk '$2 ~ /^[tTwW]$/ { print $1, $3 }' > "$o.syms"
+	nm -n "$build/out-$core-$CONF$archsuffix/vmlinux" | awk '$2 ~ /^[tTwW]$/ { print $1, $3 }' > "$o.syms"
 	python3 "$pdir/attribute.py" "$o.syms" "$o.$BASE.tb" "$o.$CALLS.tb" "$((CALLS - BASE))" > "$o.txt"
 done
 if [ "${BOTH:-0}" = 1 ]; then
-	python3 "$pdir/attribute.py" --compare "$build/insn-profile-c-$CONF.txt" \
-		"$build/insn-profile-rust-$CONF.txt" | head -n "$TOP"
+	python3 "$pdir/attribute.py" --compare "$build/insn-profile-c-$CONF$archsuffix.txt" \
+		"$build/insn-profile-rust-$CONF$archsuffix.txt" | head -n "$TOP"
 else
-	head -n "$TOP" "$build/insn-profile-$CORE-$CONF.txt"
+	head -n "$TOP" "$build/insn-profile-$CORE-$CONF$archsuffix.txt"
 fi

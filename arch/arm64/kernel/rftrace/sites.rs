@@ -12,7 +12,7 @@
 //! writers (a raw spinlock) and do the cache maintenance.
 
 use crate::archif::{self, Change};
-use crate::insn::{literal_of, INSN_SIZE, MOV_X9_LR, NOP};
+use crate::insn::{literal_of, parse_window, window_len, Window, MOV_X9_LR, NOP, WINDOW_MAX};
 use crate::steps::{resolve, word, writes, State, Write};
 use core::ffi::c_void;
 use core::ptr;
@@ -35,28 +35,40 @@ fn list_ops() -> u64 {
     ptr::addr_of!(bindings::ftrace_list_ops) as u64
 }
 
-/// The instruction at `at`, if it can be read.
-fn read_insn(at: u64) -> Option<u32> {
-    let mut w = 0u32;
-    // SAFETY: reads four bytes into `w`; a fault gives an error, not an
-    // oops (the read is done with the nofault accessors).
-    let r = unsafe { bindings::aarch64_insn_read(at as *mut c_void, &mut w) };
-    (r == 0).then_some(w)
-}
-
-/// The literal of the site at `ip`, if it can be read.
-fn read_literal(ip: u64) -> Option<u64> {
-    let mut v = 0u64;
-    // SAFETY: reads eight bytes into `v` without faulting: an address
-    // that is not mapped gives an error.
+/// What the site at `ip` holds, from its literal to its instruction, in
+/// one read, if it can be read.
+fn read_window(ip: u64) -> Option<Window> {
+    let mut buf = [0u8; WINDOW_MAX];
+    let bytes = buf.get_mut(..window_len(ip))?;
+    // SAFETY: reads `bytes.len()` bytes into `bytes` without faulting: an
+    // address that is not mapped gives an error.
     let r = unsafe {
         bindings::copy_from_kernel_nofault(
-            ptr::addr_of_mut!(v).cast(),
+            bytes.as_mut_ptr().cast(),
             literal_of(ip) as *const c_void,
-            8,
+            bytes.len(),
         )
     };
-    (r == 0).then_some(v)
+    if r != 0 {
+        return None;
+    }
+    parse_window(bytes)
+}
+
+/// The literal of the site at `ip`, whose [`read_window`] succeeded
+/// under the same hold of `ftrace_lock`.
+///
+/// # Safety
+///
+/// The window of `ip` was read under the caller's hold of `ftrace_lock`.
+unsafe fn literal_now(ip: u64) -> u64 {
+    // SAFETY: the literal is in text that the window read found mapped;
+    // text with a site the core has a record of stays mapped while the
+    // lock is held (a module's goes after `ftrace_release_mod()`, init
+    // text after `ftrace_free_mem()`, both under the lock), and kernel
+    // text is readable. 8-aligned: `literal_of`. Only this layer writes
+    // it, under the same lock, so a plain read sees the last write.
+    unsafe { ptr::read_volatile(literal_of(ip) as *const u64) }
 }
 
 /// The module PLT entry that reaches the common trampoline from the site
@@ -148,9 +160,9 @@ pub unsafe extern "C" fn rftrace_arch_apply(
         let Ok(want) = word(c.ip, old, plt_for(c.ip)) else {
             return fail(c.ip, EINVAL);
         };
-        match read_insn(c.ip) {
+        match read_window(c.ip) {
             None => return fail(c.ip, EFAULT),
-            Some(w) if w != want => {
+            Some(w) if w.site != want => {
                 expected(want);
                 return fail(c.ip, EINVAL);
             }
@@ -158,9 +170,9 @@ pub unsafe extern "C" fn rftrace_arch_apply(
         }
     }
     for c in changes {
-        let Some(lit) = read_literal(c.ip) else {
-            return fail(c.ip, EFAULT);
-        };
+        // SAFETY: the check above read its window, under the lock the
+        // caller holds since (the contract).
+        let lit = unsafe { literal_now(c.ip) };
         // What the literal holds, not what the change says it holds: a
         // write is skipped only when it would change nothing.
         let old = State {
@@ -205,8 +217,12 @@ pub unsafe extern "C" fn rftrace_arch_init_site(ip: u64, target: u64) -> c_int {
     if target != 0 {
         return EINVAL.to_errno();
     }
-    let before = ip.wrapping_sub(INSN_SIZE);
-    let (Some(site), Some(mov), Some(lit)) = (read_insn(ip), read_insn(before), read_literal(ip))
+    let before = ip.wrapping_sub(crate::insn::INSN_SIZE);
+    let Some(Window {
+        literal: lit,
+        before: mov,
+        site,
+    }) = read_window(ip)
     else {
         return EFAULT.to_errno();
     };

@@ -54,8 +54,8 @@ pub extern "C" fn ftrace_module_enable(m: ModuleRef<'_>) {
         for c in g.live() {
             c.update(held, |s| s.flags &= !sf::DISABLED);
         }
-        // Failures are reported.
-        let _ = crate::ops::update::update_sites(held, key);
+        // Only its sites can change. Failures are reported.
+        let _ = crate::ops::update::update_cells(held, key, g.live_len(), g.live());
     }
     crate::filter::probe::process_cached_mods(m.name());
 }

@@ -216,9 +216,9 @@ pub fn plan_wanted<S, T: Copy + PartialEq + Default>(
     mut group: impl FnMut(u64, bool) -> Option<(T, u32)>,
 ) -> (T, Site) {
     let t = if on { target(w) } else { Target::Nop };
-    let mut grouped = |regs: bool| {
+    let mut grouped = |members: Option<u64>, regs: bool| {
         let r = if regs { sf::REGS } else { 0 };
-        group_members(planned, w)
+        members
             .and_then(|m| group(m, regs))
             .filter(|&(t, slot)| slot != 0 && t != T::default())
             .map(|(t, slot)| (t, sf::ENABLED | sf::DIRECT_OPS | sf::GROUP | r, slot))
@@ -234,16 +234,27 @@ pub fn plan_wanted<S, T: Copy + PartialEq + Default>(
             } else {
                 0
             };
+            // An ops without a trampoline of its own that the site may
+            // call may still have a group of its own: the kernel offers
+            // one where a group costs a call (the literal's
+            // architectures, for an ops that asks the core for recursion
+            // protection or an RCU check), rather than the list walk.
+            let lone = u32::try_from(i)
+                .ok()
+                .and_then(|b| 1u64.checked_shl(b))
+                .filter(|_| !p.direct);
             if p.slot != 0 && p.tramp != T::default() {
                 (p.tramp, sf::ENABLED | sf::DIRECT_OPS | r, p.slot)
+            } else if let Some(g) = grouped(lone, p.sites.regs) {
+                g
             } else if p.sites.regs {
                 (shared.regs, sf::ENABLED | sf::REGS, 0)
             } else {
                 (shared.list, sf::ENABLED, 0)
             }
         }
-        Target::List => grouped(false).unwrap_or((shared.list, sf::ENABLED, 0)),
-        Target::ListRegs => grouped(true).unwrap_or((shared.regs, sf::ENABLED | sf::REGS, 0)),
+        Target::List => grouped(group_members(planned, w), false).unwrap_or((shared.list, sf::ENABLED, 0)),
+        Target::ListRegs => grouped(group_members(planned, w), true).unwrap_or((shared.regs, sf::ENABLED | sf::REGS, 0)),
     };
     if w.ipmodify > 0 && on {
         nf |= sf::IPMODIFY | sf::MODIFIED;
@@ -347,8 +358,23 @@ mod tests {
         assert_eq!(call, 0x5000);
         assert!(next.has(sf::GROUP) && next.has(sf::DIRECT_OPS) && next.has(sf::REGS));
         assert_eq!((next.slot(), next.refs), (7, 3));
-        // One ops alone is not a group's; no group given, the list it is.
+        // One ops alone without a trampoline is asked a group of its own;
+        // none given, the list it is.
+        let (call, next) = plan_site(&Site::new(11), true, &p, SHARED, |m, regs| {
+            assert_eq!((m, regs), (0b1, false));
+            None
+        });
+        assert_eq!((call, next.has(sf::GROUP)), (SHARED.list, false));
         let (call, next) = plan_site(&Site::new(11), true, &p, SHARED, |_, _| Some((0x5000, 7)));
+        assert_eq!((call, next.slot(), next.refs), (0x5000, 7, 1));
+        assert!(next.has(sf::GROUP) && next.has(sf::DIRECT_OPS) && !next.has(sf::REGS));
+        // One with its own trampoline, or a direct one, is not asked.
+        let mut own = [planned(ops(&[11], &[]), 3, 0x6000)];
+        let (call, _) = plan_site(&Site::new(11), true, &own, SHARED, |_, _| unreachable!());
+        assert_eq!(call, 0x6000);
+        own[0].direct = true;
+        own[0].slot = 0;
+        let (call, next) = plan_site(&Site::new(11), true, &own, SHARED, |_, _| unreachable!());
         assert_eq!((call, next.has(sf::GROUP)), (SHARED.list, false));
         let (call, next) = plan_site(&Site::new(10), true, &p[..2], SHARED, |m, regs| {
             assert_eq!((m, regs), (0b11, false));

@@ -251,7 +251,12 @@ impl<'a> UnrunSites<'a> {
         // SAFETY: a site of code no CPU runs yet, still writable (the
         // invariants); the arch layer checks its bytes before it writes.
         let r = unsafe { rftrace_arch_init_site(ip, 0) };
-        kernel::error::to_result(r.min(0)).map(|()| r > 0)
+        // Not `to_result()`: a traced function of the kernel crate, once
+        // for each site of a module being loaded under the tracer.
+        if r < 0 {
+            return Err(Error::from_errno(r));
+        }
+        Ok(r > 0)
     }
 }
 
@@ -275,6 +280,15 @@ pub(crate) fn update_trampoline(_held: &Held, ops: OpsRef<'_>) {
 
 /// The most members of a group trampoline (its slots).
 pub(crate) const GROUP_MEMBERS: usize = 8;
+
+/// The fewest members of a group. With the literal, an ops alone on a
+/// site whose callback needs the core's recursion guard or RCU check
+/// cannot be named by the literal (the shared trampoline calls its
+/// callback bare); a group of one, whose callback calls the assist
+/// callback, costs a call where the list would test every registered ops.
+/// Without it, such an ops has a trampoline of its own, and a group
+/// serves only several ops.
+pub(crate) const GROUP_MIN: usize = if CALL_OPS { 1 } else { 2 };
 
 /// Gives the group ops `ops` (the core's own, not yet published) a
 /// trampoline that calls each of `members` (registered ops, at most

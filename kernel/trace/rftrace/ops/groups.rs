@@ -9,6 +9,9 @@
 //! it: the group's trampoline calls those ops, in list order, each as its
 //! own trampoline would (its callback, or the assist callback for one
 //! that asks the core for recursion protection or RCU), and tests no set.
+//! Where the sites have an ops literal, an ops alone on a site whose
+//! callback the shared trampoline may not call bare has a group of one
+//! (`arch::GROUP_MIN`).
 //! A group is an ops of the core's own (its trampoline made by the arch
 //! layer, `SAVE_REGS` when a member needs a full `pt_regs`), found in
 //! the plan by its members, and retired when one of them goes
@@ -127,7 +130,7 @@ pub(crate) fn find_or_make(
     regs: bool,
     ipmodify: bool,
 ) -> Option<(Target, *mut Ops)> {
-    if members.len() < 2 || members.len() > MAX_MEMBERS {
+    if members.len() < crate::ops::arch::GROUP_MIN || members.len() > MAX_MEMBERS {
         return None;
     }
     if let Some(g) = t

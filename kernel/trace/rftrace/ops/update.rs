@@ -367,6 +367,23 @@ pub(crate) fn update_ips(held: &Held, key: &mut StateKey, ips: &[u64]) -> Result
     })
 }
 
+/// [`update_sites`] for the `n` sites of `cells` only (no other site can
+/// have changed: a module's, when it is about to run), allocation-free
+/// like it.
+pub(crate) fn update_cells(
+    held: &Held,
+    key: &mut StateKey,
+    n: usize,
+    cells: impl Iterator<Item = &'static Cell>,
+) -> Result {
+    run_update(held, key, n, |visit| {
+        for c in cells {
+            visit(c)?;
+        }
+        Ok(())
+    })
+}
+
 /// One update: fills the plan and indexes it, plans each site `walk`
 /// hands to its visitor (writing the batch whenever it is full), writes
 /// the rest, then looks for idle groups. The update's state and the

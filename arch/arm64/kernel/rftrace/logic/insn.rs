@@ -97,6 +97,45 @@ pub fn literal_of(ip: u64) -> u64 {
     ip.wrapping_sub(12) & !7
 }
 
+/// The most bytes of a site's [`Window`].
+pub const WINDOW_MAX: usize = 20;
+
+/// How many bytes a site's [`Window`] spans: from its literal to the end
+/// of its instruction (16, or 20 with `BTI c`), for a 4-aligned `ip`.
+pub fn window_len(ip: u64) -> usize {
+    (ip.wrapping_add(INSN_SIZE).wrapping_sub(literal_of(ip))) as usize
+}
+
+/// What a site's bytes hold, read in one go from its literal on: the
+/// literal, the instruction before the site and the site's own.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Window {
+    /// The ops literal.
+    pub literal: u64,
+    /// The instruction before the site (`MOV X9, X30` once set).
+    pub before: u32,
+    /// The site's instruction.
+    pub site: u32,
+}
+
+/// Reads the [`Window`] out of `bytes`, the [`window_len`] bytes from the
+/// site's literal on (little-endian), or `None` when they are fewer than
+/// a literal and two instructions.
+pub fn parse_window(bytes: &[u8]) -> Option<Window> {
+    let n = bytes.len();
+    let word = |at: usize| -> Option<u32> {
+        Some(u32::from_le_bytes(bytes.get(at..at + 4)?.try_into().ok()?))
+    };
+    if n < 16 {
+        return None;
+    }
+    Some(Window {
+        literal: u64::from_le_bytes(bytes.get(..8)?.try_into().ok()?),
+        before: word(n - 8)?,
+        site: word(n - 4)?,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -142,4 +181,24 @@ mod tests {
             prop_assert_eq!(b(pc, target).map(|w| decode(pc, w)), Some(Decoded::Jump(target)));
         }
     }
+
+    #[test]
+    fn windows_with_and_without_bti() {
+        // Function at 0x1000, literal at 0xff8.
+        let plain = 0x1004;
+        let bti = 0x1008;
+        assert_eq!((window_len(plain), window_len(bti)), (16, 20));
+        assert!(window_len(bti) <= WINDOW_MAX);
+        let mut b = std::vec::Vec::new();
+        b.extend_from_slice(&0x1122_3344_5566_7788u64.to_le_bytes());
+        b.extend_from_slice(&MOV_X9_LR.to_le_bytes());
+        b.extend_from_slice(&NOP.to_le_bytes());
+        let w = Window { literal: 0x1122_3344_5566_7788, before: MOV_X9_LR, site: NOP };
+        assert_eq!(parse_window(&b), Some(w));
+        let mut with_bti = b.clone();
+        with_bti.splice(8..8, BTI_C.to_le_bytes());
+        assert_eq!(parse_window(&with_bti), Some(w));
+        assert_eq!(parse_window(&b[..12]), None);
+    }
 }
+
