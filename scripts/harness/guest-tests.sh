@@ -125,6 +125,15 @@ if [ -n "$tort" ]; then
 fi
 [ -n "$tpid" ] && { wait "$tpid" || rc=$?; }
 [ "${#logs[@]}" -gt 1 ] && echo "--- ${#logs[@]} guests done; logs: ${logs[*]#$top/}"
+# A guest that did not finish its job: the end of its console, so that a
+# run whose logs are gone (CI's clone) still says what the kernel said.
+for l in "${logs[@]}"; do
+	grep -q '^=== harness: exit' "$l" 2>/dev/null && continue
+	c=${l%.log}.console.log
+	[ -f "$c" ] || continue
+	echo "--- ${l#$top/} did not finish; the end of its console:"
+	tail -n 60 "$c" | sed 's/^/    | /'
+done
 known=()
 for f in $KNOWN; do known+=(--known "$f"); done
 "$report" test "${logs[@]}" "${consoles[@]}" --boot "$st/boot-selftests.txt" \

@@ -49,7 +49,7 @@ static_tool() { # source binary
 			{ echo "run-qemu: cannot build ${2##*/}" >&2; exit 2; }
 	fi
 }
-for tool in timed_write timed_read syscall_loop perf_records bpf_tramp bpf_scale perf_fn fail_nth; do
+for tool in timed_write timed_read syscall_loop perf_records bpf_tramp bpf_scale perf_fn fail_nth boot_us; do
 	static_tool "$st/rftrace/$tool.c" "$build/$tool$archsuffix"
 	cp "$build/$tool$archsuffix" "$rootfs/bin/$tool"
 done

@@ -11,6 +11,7 @@
 	do {								\
 		DEFINE(FREGS_SIZE, sizeof(struct __arch_ftrace_regs));	\
 		OFFSET(FREGS_X0, __arch_ftrace_regs, regs);		\
+		OFFSET(FREGS_FP, __arch_ftrace_regs, fp);		\
 		OFFSET(FREGS_DIRECT_TRAMP, __arch_ftrace_regs, direct_tramp); \
 		OFFSET(TI_PREEMPT_COUNT, thread_info, preempt.count);	\
 		OFFSET(TI_PREEMPT_WORD, thread_info, preempt_count);	\

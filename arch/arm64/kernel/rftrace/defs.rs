@@ -112,9 +112,26 @@ pub(crate) unsafe fn return_value(f: *const bindings::ftrace_regs) -> c_ulong {
     unsafe { f.cast::<u8>().add(c::FREGS_X0).cast::<c_ulong>().read() }
 }
 
+/// What names the returning function's frame to the graph core, for the
+/// frame-pointer test of the return (C's `HAVE_FUNCTION_GRAPH_FP_TEST`):
+/// the frame pointer `return_to_handler` saved, which the function's
+/// epilogue restored to its caller's, the one the entry saw and named the
+/// frame by (graph.rs).
+///
+/// # Safety
+///
+/// `f` is the frame of `return_to_handler`, live for the call.
+#[inline(always)]
+pub(crate) unsafe fn return_frame(f: *const bindings::ftrace_regs) -> Option<u64> {
+    // SAFETY: that frame holds x29 at this offset, from the C compiler
+    // (the contract).
+    Some(unsafe { f.cast::<u8>().add(c::FREGS_FP).cast::<u64>().read() })
+}
+
 // The slots read above lie in the frame, which is word-aligned.
 const _: () = {
     let word = core::mem::size_of::<c_ulong>();
     assert!(c::FREGS_X0 % word == 0 && c::FREGS_X0 + word <= c::FREGS_SIZE);
+    assert!(c::FREGS_FP % word == 0 && c::FREGS_FP + word <= c::FREGS_SIZE);
     assert!(c::FREGS_DIRECT_TRAMP % word == 0 && c::FREGS_DIRECT_TRAMP + word <= c::FREGS_SIZE);
 };

@@ -82,6 +82,19 @@ pub(crate) unsafe fn return_value(f: *const bindings::ftrace_regs) -> c_ulong {
     unsafe { (*f.cast::<bindings::pt_regs>()).ax }
 }
 
+/// What names the returning function's frame to the graph core, for a
+/// frame test of the return: nothing on x86_64, whose frames are named by
+/// the return address slot, which the return no longer sees (C has no
+/// `HAVE_FUNCTION_GRAPH_FP_TEST` here either).
+///
+/// # Safety
+///
+/// None; the signature is the one the arm64 layer's reads need.
+#[inline(always)]
+pub(crate) unsafe fn return_frame(_f: *const bindings::ftrace_regs) -> Option<u64> {
+    None
+}
+
 // The `pt_regs` fields read above, where the C compiler puts them
 // (arch_offsets.h, through the generic core's abi_offsets.c).
 const _: () = {

@@ -246,8 +246,13 @@ pub(crate) unsafe fn ftrace_return_to_handler(fregs: *const bindings::ftrace_reg
         calltime: r.frame.calltime,
         rettime,
     };
+    // SAFETY: as above.
+    let frame = unsafe { defs::return_frame(fregs) };
     let here = InReturn(NotThreadSafe);
-    let left = s.leave(None, live, init, |c, _, trace| {
+    // Where the architecture names frames by the frame pointer, a return
+    // whose frame pointer is not the one its entry saw is not the top
+    // frame's: the shadow stack and the real one disagree.
+    let left = s.leave(frame, live, init, |c, _, trace| {
         let Some(g) = ARRAY.get(&here, c.idx()) else {
             return;
         };
@@ -266,6 +271,14 @@ pub(crate) unsafe fn ftrace_return_to_handler(fregs: *const bindings::ftrace_reg
                 .map_or(r.frame.ret, |f| f.ret) as c_ulong
         }
         Ok(r) => r.frame.ret as c_ulong,
+        Err(sg::PopError::WrongSlot { expected, got }) => {
+            pr_err!(
+                "function graph: bad frame pointer: expected {:#x}, got {:#x}\n",
+                expected,
+                got
+            );
+            bad_return(Some(s.top()))
+        }
         Err(_) => bad_return(Some(s.top())),
     }
 }

@@ -4,12 +4,30 @@
 . /harness/job
 T=/sys/kernel/tracing
 reps=${BENCH_REPS:-5}
+# Boot on arm64, first: from the machine's start to here, on the counter
+# that runs from reset (boot_us.c). The kernel's clock starts after the
+# core has set its sites, so the console cannot time them there. One
+# sample per boot; under -icount a boot repeats to the instruction.
+[ "$(uname -m)" = aarch64 ] && echo "SAMPLE boot-to-bench $(boot_us) us"
 # Rows whose time ends on timer ticks (the tracer switch waits for RCU
 # grace periods, a module's unload for RCU-tasks: whole ticks of 4 ms,
 # 4 to 10 of them from one sample to the next) take three times the
 # samples: each is a fraction of a second, and a median of five of them
 # moved by 0.1 to 0.2 between runs of the same kernels.
 waits=$((reps * 3))
+# Those rows also start each sample at a pseudo-random point of the tick
+# (dither: a sleep of 0 to 3,999 us, the tick of HZ=250, from a fixed
+# sequence, the same on both cores). Under -icount a guest repeats to
+# the instruction, so without it a switch that ends on a grace period's
+# tick starts the next sample at the same phase again, and a core's row
+# locks onto whole ticks it does not cause (a run gave one core 13 of
+# its 15 enable-all-sites samples at the same 72.06 ms, the other's
+# spread over 44 to 76 ms). On hardware the phase is random.
+dither_seed=1
+dither() {
+	dither_seed=$(( (dither_seed * 1103515245 + 12345) % 2147483648 ))
+	usleep $(( (dither_seed / 65536) % 4000 ))
+}
 # What the architecture has (arm64 in 6.12 has none of the three): kprobes
 # on function entries that are ops of the core (KPROBES_ON_FTRACE), fprobe
 # (BPF's kprobe_multi links), ops with a full pt_regs (WITH_REGS). Rows
@@ -73,7 +91,8 @@ scale_rows() { # TAG FULL
 	echo function > $T/current_tracer
 	i=0
 	while [ $i -lt "$waits" ]; do
-		a=$(timed_write -x insmod "$many") && b=$(timed_write -x rmmod rftrace_many) ||
+		dither
+		a=$(timed_write -x insmod "$many") && dither && b=$(timed_write -x rmmod rftrace_many) ||
 			{ echo "bench: module load/unload failed"; exit 1; }
 		echo "SAMPLE module-1000-load-under-function$tag $a us"
 		echo "SAMPLE module-1000-unload-under-function$tag $b us"
@@ -315,7 +334,9 @@ echo SAMPLE bytes-per-site "$((pages * 4096 / recs))" bytes
 switch_rows() {
 	i=0
 	while [ $i -lt "$waits" ]; do
+		dither
 		echo SAMPLE "enable-$1" "$(timed_write $T/current_tracer function)" us
+		dither
 		echo SAMPLE "disable-$1" "$(timed_write $T/current_tracer nop)" us
 		i=$((i + 1))
 	done

@@ -11,10 +11,19 @@
 T=/sys/kernel/tracing
 n=$1 reps=$2 F=$3
 echo $T/set_ftrace_filter > /tmp/many-filter
+# Each switch starts at a pseudo-random point of the tick (bench.sh's
+# dither: -icount would otherwise lock the samples to one phase).
+dither_seed=1
+dither() {
+	dither_seed=$(( (dither_seed * 1103515245 + 12345) % 2147483648 ))
+	usleep $(( (dither_seed / 65536) % 4000 ))
+}
 i=0
 while [ "$i" -lt "$reps" ]; do
 	echo > $T/set_ftrace_filter
+	dither
 	echo "SAMPLE ops-$n-tracer-on $(timed_write $T/current_tracer function) us"
+	dither
 	echo "SAMPLE ops-$n-tracer-off $(timed_write $T/current_tracer nop) us"
 	echo $F > $T/set_ftrace_filter
 	echo function > $T/current_tracer
