@@ -246,7 +246,9 @@ pub(crate) unsafe fn ftrace_return_to_handler(fregs: *const bindings::ftrace_reg
         calltime: r.frame.calltime,
         rettime,
     };
-    // SAFETY: as above.
+    // SAFETY: `return_to_handler`'s frame, live for the call (the
+    // contract), which is what the arch layer reads the frame pointer
+    // from.
     let frame = unsafe { defs::return_frame(fregs) };
     let here = InReturn(NotThreadSafe);
     // Where the architecture names frames by the frame pointer, a return

@@ -604,14 +604,22 @@ fn group_target(
     mask: u64,
     regs: bool,
 ) -> Option<(Target, u32)> {
+    // Too few members for a group here (one, where sites have no
+    // literal): nothing to look up.
+    if (mask.count_ones() as usize) < crate::ops::arch::GROUP_MIN {
+        return None;
+    }
     let mut ids = [0usize; groups::MAX_MEMBERS];
     let (mut n, mut ipmodify) = (0, false);
-    for (i, p) in planned.iter().enumerate().take(64) {
-        if mask & (1 << i) != 0 {
-            *ids.get_mut(n)? = p.id;
-            n += 1;
-            ipmodify |= p.sites.ipmodify;
-        }
+    // The set bits only: a site of one or two ops among many registered
+    // looks at those.
+    let mut bits = mask;
+    while bits != 0 {
+        let p = planned.get(bits.trailing_zeros() as usize)?;
+        bits &= bits - 1;
+        *ids.get_mut(n)? = p.id;
+        n += 1;
+        ipmodify |= p.sites.ipmodify;
     }
     let (tramp, ops) = groups::find_or_make(held, tables, &ids[..n], regs, ipmodify)?;
     let slot = slot_alloc_in(slots, ops, tramp);

@@ -16,18 +16,8 @@ reps=${BENCH_REPS:-5}
 # moved by 0.1 to 0.2 between runs of the same kernels.
 waits=$((reps * 3))
 # Those rows also start each sample at a pseudo-random point of the tick
-# (dither: a sleep of 0 to 3,999 us, the tick of HZ=250, from a fixed
-# sequence, the same on both cores). Under -icount a guest repeats to
-# the instruction, so without it a switch that ends on a grace period's
-# tick starts the next sample at the same phase again, and a core's row
-# locks onto whole ticks it does not cause (a run gave one core 13 of
-# its 15 enable-all-sites samples at the same 72.06 ms, the other's
-# spread over 44 to 76 ms). On hardware the phase is random.
-dither_seed=1
-dither() {
-	dither_seed=$(( (dither_seed * 1103515245 + 12345) % 2147483648 ))
-	usleep $(( (dither_seed / 65536) % 4000 ))
-}
+# (dither.sh).
+. /opt/rftrace/dither.sh
 # What the architecture has (arm64 in 6.12 has none of the three): kprobes
 # on function entries that are ops of the core (KPROBES_ON_FTRACE), fprobe
 # (BPF's kprobe_multi links), ops with a full pt_regs (WITH_REGS). Rows

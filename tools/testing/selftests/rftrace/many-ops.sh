@@ -11,13 +11,9 @@
 T=/sys/kernel/tracing
 n=$1 reps=$2 F=$3
 echo $T/set_ftrace_filter > /tmp/many-filter
-# Each switch starts at a pseudo-random point of the tick (bench.sh's
-# dither: -icount would otherwise lock the samples to one phase).
-dither_seed=1
-dither() {
-	dither_seed=$(( (dither_seed * 1103515245 + 12345) % 2147483648 ))
-	usleep $(( (dither_seed / 65536) % 4000 ))
-}
+# Each switch starts at a pseudo-random point of the tick (dither.sh:
+# -icount would otherwise lock the samples to one phase).
+. /opt/rftrace/dither.sh
 i=0
 while [ "$i" -lt "$reps" ]; do
 	echo > $T/set_ftrace_filter
