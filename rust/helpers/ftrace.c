@@ -60,6 +60,16 @@ notrace bool rust_helper_ftrace_graph_paused(void)
 	return atomic_read(&current->tracing_graph_pause) != 0;
 }
 
+/*
+ * Whether a task can be preempted anywhere as the kernel runs now
+ * (preempt=full, or PREEMPT_RT): then a task may be preempted inside the
+ * graph return handler's callbacks, which run with preemption on.
+ */
+notrace bool rust_helper_rftrace_preemptible(void)
+{
+	return preempt_model_preemptible();
+}
+
 #if defined(CONFIG_ARM64) && defined(CONFIG_FTRACE_CORE_RUST)
 #include <linux/module.h>
 #include <linux/sched.h>
@@ -96,6 +106,23 @@ notrace unsigned long rust_helper_rftrace_arm64_module_plt(unsigned long ip)
 	preempt_enable();
 #endif
 	return plt;
+}
+
+extern bool rftrace_text_poke_twice;
+
+/*
+ * Whether the harness's text_poke_twice is on (arch/arm64/kernel/rftrace/
+ * twice.c): set once at boot, before other CPUs run.
+ */
+notrace bool rust_helper_rftrace_text_poke_twice(void)
+{
+	return rftrace_text_poke_twice;
+}
+
+/* Every online CPU has taken an interrupt since the call (sleeps). */
+notrace void rust_helper_rftrace_kick_all_cpus(void)
+{
+	kick_all_cpus_sync();
 }
 #endif
 #endif

@@ -63,7 +63,7 @@ echo
 if [ -n "${sfx%$asfx}" ]; then
 	echo "Configuration: $CONF (build/out-<core>-$CONF), the lab kernel's rows."
 	echo "QEMU TCG (thread=single), 2 vCPUs, -icount shift=0,sleep=off. Medians of $reps"
-	echo "runs, of $((reps * 3)) for the rows that wait for timer ticks."
+	echo "runs; means of $((reps * 6)) for the rows that wait for timer ticks."
 	"$top/target/release/harness-report" bench "${args[@]}" --tsv "$build/bench/results$sfx.tsv"
 	echo "rows written to build/bench/results$sfx.tsv"
 	exit 0
@@ -72,9 +72,10 @@ echo "Configuration: tiny (tinyconfig + kernel/configs/ftrace-test.config and th
 echo "core's fragment; build/out-<core>-tiny); direct-call and bpf-attach-38 on"
 echo "production (kernel/configs/ftrace-production.config: BPF; build/out-<core>-production)."
 echo "QEMU TCG (thread=single), 2 vCPUs, 1 GiB, -icount shift=0,sleep=off: guest time is"
-echo "instruction count (1 insn = 1 ns), so runs repeat. Median of $reps runs each; of"
-echo "$((reps * 3)) for the rows that wait for timer ticks (enable/disable-all-sites,"
-echo "enable/disable-one-site, module-1000-load/unload-under-function). The one-site"
+echo "instruction count (1 insn = 1 ns), so runs repeat. Median of $reps runs each; the"
+echo "mean of $((reps * 6)) for the rows that wait for timer ticks (enable/disable-all-sites,"
+echo "enable/disable-one-site, module-1000-load/unload-under-function), whose samples"
+echo "fall on values a tick apart as the tick's phase falls. The one-site"
 echo "rows are the control of the all-sites rows: the same switch, one site to change,"
 echo "so chiefly the ring-buffer reset's RCU grace periods, which neither core controls."
 "$top/target/release/harness-report" bench "${args[@]}" --tsv "$build/bench/results$asfx.tsv"

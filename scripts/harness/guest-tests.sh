@@ -122,9 +122,17 @@ fi
 if [ -n "$tort" ]; then
 	logs+=("$tort.log") consoles+=(--console "$tort.console.log")
 	echo "--- the torture: ${TORTURE_CPUS:-4} vCPUs ($TORTURE_ACCEL), ${TORTURE_SECONDS:-60} s"
+	# The real-time kernel's vCPUs poll when idle there (idle=poll: no
+	# HLT, and the tick stays on): three CI runs of this guest stalled
+	# (RCU), the one whose console was kept at boot, before any tracer
+	# ran, a vCPU halted whose timer never fired ("rcu_preempt kthread
+	# timer wakeup didn't happen"; Documentation/harness.rst,
+	# "Parallelism").
+	idle=
+	[ "$CONF" = rt ] && idle=idle=poll
 	MODE=test SUITES=own LOG="$tort.log" FTRACETEST_LIST="$tort.list" OWN_LIST="$tort.own" \
 		GUEST=torture OUT_PREFIX="[torture] " ACCEL="$TORTURE_ACCEL" SMP="${TORTURE_CPUS:-4}" \
-		KAPPEND="${KAPPEND:-} kmemleak=on preempt=full" \
+		KAPPEND="${KAPPEND:-} kmemleak=on preempt=full $idle" \
 		ICOUNT= OWN_TIMEOUT=$((${TORTURE_SECONDS:-60} + 900)) TIMEOUT=$((${TORTURE_SECONDS:-60} + 2400)) \
 		"$top/scripts/harness/run-qemu.sh" || rc=$?
 fi

@@ -35,7 +35,8 @@ table='
 10 skip-int3-batch-last-sync torture.sh
 11 free-group-still-called groups-reuse.sh
 12 free-lost-registration rust-ftrace-kill.sh
-13 direct-table-miss direct-samples.sh'
+13 direct-table-miss direct-samples.sh
+14 skip-graph-unregister-wait torture.sh'
 
 trouble='WARNING:|BUG:|Oops|Kernel panic|general protection fault|KASAN:|UBSAN:|ftrace bug|ftrace failed|ftrace faulted|unable to handle'
 secs() { sed -n 's/^\[ *\([0-9]*\.[0-9]*\)\].*/\1/p' | head -1; }

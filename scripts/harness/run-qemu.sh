@@ -163,11 +163,12 @@ if [ "$ARCH" = x86_64 ] && { [ "$CONF" = production ] || [ "$CONF" = rt ]; }; th
 	CPU=${CPU:-Skylake-Client-v1}
 	append+=" retbleed=stuff spectre_v2=retpoline,generic"
 fi
-# Under multi-threaded TCG every live text write is made twice (glue
-# 0008, text_poke_twice: QEMU keeps code translated from bytes a store
-# was replacing; Documentation/harness.rst, "Parallelism"). TWICE=0 runs
-# the stock kernel's protocol alone (make textpoke-repro TWICE=0).
-[ "$ARCH" = x86_64 ] && [ "$ACCEL" = mttcg ] && [ "${TWICE:-1}" = 1 ] && append+=" text_poke_twice"
+# Under multi-threaded TCG every live text write is made twice (x86_64:
+# glue 0008, every text_poke(); arm64: the Rust core's site writes,
+# arch/arm64/kernel/rftrace/twice.c): QEMU keeps code translated from
+# bytes a store was replacing (Documentation/harness.rst, "Parallelism").
+# TWICE=0 runs the stock protocol alone (make textpoke-repro TWICE=0).
+[ "$ACCEL" = mttcg ] && [ "${TWICE:-1}" = 1 ] && append+=" text_poke_twice"
 append+=" ${KAPPEND:-}"
 # arm64: the virt machine with a GICv3 and the emulator's fullest CPU
 # (BTI, pointer authentication, with QEMU's cheap stand-in for the

@@ -198,6 +198,56 @@ pub unsafe extern "C" fn rftrace_arch_apply(
         // SAFETY: a sleepable context (the contract).
         unsafe { bindings::rftrace_cond_resched() };
     }
+    // SAFETY: a flag set once at boot, before any CPU but the first runs.
+    if unsafe { bindings::rftrace_text_poke_twice() } {
+        // SAFETY: per the function's contract: the sites of `changes`,
+        // which this batch has just written, under the same hold of the
+        // lock; the context may sleep.
+        return unsafe { write_again(changes, bad_ip) };
+    }
+    0
+}
+
+/// The harness's `text_poke_twice` (twice.c, for guests under
+/// multi-threaded TCG, which can keep running code it translated from a
+/// word a store was replacing): once every CPU has taken an interrupt
+/// after the batch, so that none is in the middle of a translation,
+/// writes each instruction the batch changed again with the word it now
+/// holds, which drops any translation made from the old word, and has
+/// every CPU take an interrupt again.
+///
+/// # Safety
+///
+/// As [`rftrace_arch_apply`], whose batch `changes` was just written.
+unsafe fn write_again(changes: &[Change], bad_ip: *mut u64) -> c_int {
+    // SAFETY: a sleepable context (the contract).
+    unsafe { bindings::rftrace_kick_all_cpus() };
+    for c in changes {
+        let old = state(c.ip, c.old, c.old_ops);
+        let new = state(c.ip, c.new, c.new_ops);
+        let via = plt_for(c.ip);
+        if word(c.ip, old, via).ok() == word(c.ip, new, via).ok() {
+            continue;
+        }
+        // What the site holds now: the batch's word, which the window
+        // read finds as it is.
+        let Some(w) = read_window(c.ip) else {
+            // SAFETY: per the function's contract.
+            unsafe { *bad_ip = c.ip };
+            return EFAULT.to_errno();
+        };
+        let r = perform(Write::Insn {
+            at: c.ip,
+            word: w.site,
+        });
+        if r != 0 {
+            // SAFETY: per the function's contract.
+            unsafe { *bad_ip = c.ip };
+            return r;
+        }
+    }
+    // SAFETY: as above.
+    unsafe { bindings::rftrace_kick_all_cpus() };
     0
 }
 

@@ -49,6 +49,9 @@ pub(crate) enum Mutant {
     /// The dispatcher finds no direct ops for a function in the direct-ops
     /// table: a direct call is lost where other ops share the site.
     DirectLost = 13,
+    /// A graph ops' unregistration returns without waiting for the
+    /// entries and returns that may still call it.
+    SkipGraphWait = 14,
 }
 
 // The numbers the trampolines and the arch crate test for the breaks

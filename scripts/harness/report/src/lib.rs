@@ -488,9 +488,19 @@ pub fn summarize(run: &TestRun<'_>) -> Summary {
 /// order.
 pub type Samples = Vec<(String, String, Vec<f64>)>;
 
-/// "SAMPLE <case> <value> <unit>" lines of the guest's bench.sh.
+/// What a case's unit ends with when its statistic is the mean.
+pub const MEAN_MARK: &str = " (mean)";
+
+/// "SAMPLE <case> <value> <unit>" lines of the guest's bench.sh; a case
+/// that a "MEAN <case>" line names is summed up by its mean, which its
+/// unit says ([`MEAN_MARK`]).
 pub fn bench_samples(log: &str) -> Samples {
     let mut out: Samples = Vec::new();
+    let means: Vec<&str> = log
+        .lines()
+        .filter_map(|l| l.trim_end().strip_prefix("MEAN "))
+        .map(str::trim)
+        .collect();
     for l in log.lines() {
         let Some(rest) = l.trim_end().strip_prefix("SAMPLE ") else {
             continue;
@@ -502,12 +512,22 @@ pub fn bench_samples(log: &str) -> Samples {
         let Ok(v) = value.parse::<f64>() else {
             continue;
         };
+        let unit = if means.contains(&case) {
+            format!("{unit}{MEAN_MARK}")
+        } else {
+            unit.to_string()
+        };
         match out.iter_mut().find(|(c, _, _)| c == case) {
             Some((_, _, vs)) => vs.push(v),
-            None => out.push((case.to_string(), unit.to_string(), vec![v])),
+            None => out.push((case.to_string(), unit, vec![v])),
         }
     }
     out
+}
+
+/// Mean of a non-empty sample.
+pub fn mean(values: &[f64]) -> Option<f64> {
+    (!values.is_empty()).then(|| values.iter().sum::<f64>() / values.len() as f64)
 }
 
 /// Median of a non-empty sample; the mean of the middle two for an even
@@ -532,7 +552,7 @@ pub fn bench_table(c: &Samples, rust: Option<&Samples>) -> (String, String) {
     let mut tsv = String::from("case\tcore\tvalue\tunit\n");
     let _ = writeln!(
         table,
-        "{:<38} {:>12} {:>12} {:>8}  unit (median)",
+        "{:<38} {:>12} {:>12} {:>8}  unit (median, or mean where marked)",
         "case", "C", "Rust", "Rust/C"
     );
     let mut cases: Vec<(&str, &str)> = c.iter().map(|(k, u, _)| (k.as_str(), u.as_str())).collect();
@@ -544,9 +564,13 @@ pub fn bench_table(c: &Samples, rust: Option<&Samples>) -> (String, String) {
         }
     }
     let med = |s: &Samples, case: &str| {
-        s.iter()
-            .find(|(k, _, _)| k == case)
-            .and_then(|(_, _, v)| median(v))
+        s.iter().find(|(k, _, _)| k == case).and_then(|(_, u, v)| {
+            if u.ends_with(MEAN_MARK) {
+                mean(v)
+            } else {
+                median(v)
+            }
+        })
     };
     for (case, unit) in cases {
         let cm = med(c, case);
@@ -810,6 +834,20 @@ mod tests {
             Some(0)
         );
         assert_eq!(exit_status("nothing"), None);
+    }
+
+    #[test]
+    fn means_where_the_guest_asks() {
+        let log = "MEAN enable-x\nSAMPLE enable-x 16 us\nSAMPLE enable-x 24 us\nSAMPLE enable-x 24 us\nSAMPLE other 1 us\nSAMPLE other 5 us\nSAMPLE other 6 us\n";
+        let s = bench_samples(log);
+        assert_eq!(s[0].1, "us (mean)");
+        assert_eq!(s[1].1, "us");
+        let (table, _) = bench_table(&s, Some(&s));
+        let row = table.lines().find(|l| l.starts_with("enable-x")).unwrap();
+        assert!(row.contains("21.3"), "{row}");
+        let row = table.lines().find(|l| l.starts_with("other")).unwrap();
+        assert!(row.contains("5.0"), "{row}");
+        assert_eq!(mean(&[]), None);
     }
 
     #[test]

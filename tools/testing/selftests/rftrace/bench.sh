@@ -1,6 +1,7 @@
 #!/bin/sh
 # In-guest benchmark of the harness (`make bench`). Prints
-# "SAMPLE <case> <value> <unit>" lines; the host takes the medians.
+# "SAMPLE <case> <value> <unit>" lines; the host takes the medians (the
+# means of the cases a "MEAN <case>" line names).
 . /harness/job
 T=/sys/kernel/tracing
 reps=${BENCH_REPS:-5}
@@ -11,12 +12,16 @@ reps=${BENCH_REPS:-5}
 [ "$(uname -m)" = aarch64 ] && echo "SAMPLE boot-to-bench $(boot_us) us"
 # Rows whose time ends on timer ticks (the tracer switch waits for RCU
 # grace periods, a module's unload for RCU-tasks: whole ticks of 4 ms,
-# 4 to 10 of them from one sample to the next) take three times the
-# samples: each is a fraction of a second, and a median of five of them
-# moved by 0.1 to 0.2 between runs of the same kernels.
-waits=$((reps * 3))
+# 4 to 10 of them from one sample to the next) take six times the
+# samples: each is a fraction of a second, a median of five of them
+# moved by 0.1 to 0.2 between runs of the same kernels, and a mean of 15
+# by some 0.03.
+waits=$((reps * 6))
 # Those rows also start each sample at a pseudo-random point of the tick
-# (dither.sh).
+# (dither.sh), and the host takes their mean ("MEAN <case>"): their
+# samples fall on two or three values a tick apart, as the phase falls,
+# and a median of such a sample lands on one value or the next as a
+# sample or two move, the mean moves by their share.
 . /opt/rftrace/dither.sh
 # What the architecture has (arm64 in 6.12 has none of the three): kprobes
 # on function entries that are ops of the core (KPROBES_ON_FTRACE), fprobe
@@ -79,6 +84,8 @@ scale_rows() { # TAG FULL
 	[ "$full" = 1 ] || return 0
 	fi
 	echo function > $T/current_tracer
+	echo "MEAN module-1000-load-under-function$tag"
+	echo "MEAN module-1000-unload-under-function$tag"
 	i=0
 	while [ $i -lt "$waits" ]; do
 		dither
@@ -322,6 +329,8 @@ recs=$1 pages=${2#pages:}
 echo SAMPLE bytes-per-site "$((pages * 4096 / recs))" bytes
 # The tracer switch, on and off, $waits times: rows enable-$1, disable-$1.
 switch_rows() {
+	echo "MEAN enable-$1"
+	echo "MEAN disable-$1"
 	i=0
 	while [ $i -lt "$waits" ]; do
 		dither

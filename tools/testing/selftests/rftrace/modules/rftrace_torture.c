@@ -249,13 +249,14 @@
  *    function's returns paired with an entry equal its entries (and its
  *    hits its calls, as for every slot); no worker's record holds an
  *    entry. The same at the end, once the workers stopped.
- *  - Unregistration. unregister_ftrace_graph() waits for the callbacks in
- *    flight on neither core unless the graph ops is the last one (6.12's
- *    graph_ops is static, and ftrace_shutdown() waits for dynamic ops
- *    only; the Rust core waits only when graph tracing stops), so the
- *    mutator waits as the owner of a graph ops must before freeing it
+ *  - Unregistration. The Rust core's unregister_ftrace_graph() waits for
+ *    the callbacks in flight (the entries', with preemption off, and the
+ *    returns', where a task may be preempted in one) before it returns;
+ *    6.12's does not (its graph_ops is static, and ftrace_shutdown()
+ *    waits for dynamic ops only), so on the C core the mutator waits as
+ *    the owner of a graph ops must before freeing it
  *    (synchronize_rcu_tasks_rude(), and synchronize_rcu_tasks() when
- *    preemptible: the return path runs with preemption on) and only then
+ *    preemptible: the return path runs with preemption on). Then it
  *    sets "gone": a callback still running, or starting, afterwards is a
  *    mismatch.
  *
@@ -294,6 +295,7 @@
 #include <linux/sched.h>
 #include <linux/slab.h>
 #include <linux/string.h>
+#include <linux/uaccess.h>
 
 /*
  * x86_64, and arm64 with its patchable-function-entry ftrace (WITH_ARGS):
@@ -1203,6 +1205,39 @@ static notrace void tt_stray(int why, int k, unsigned long ip, unsigned long par
 }
 NOKPROBE_SYMBOL(tt_stray);
 
+/*
+ * What memory holds at the ftrace site @ip of a stray, now: the call (or
+ * NOP) there and, on arm64, the instruction before it and the ops literal
+ * the common trampoline reads. A site whose memory says NOP while its
+ * callback still runs is code translated from the old instruction (an
+ * emulator's, Documentation/harness.rst "Parallelism"), not a site the
+ * core left calling.
+ */
+static void tt_dump_site(unsigned long ip)
+{
+#ifdef CONFIG_ARM64
+	unsigned long lit_at = ALIGN_DOWN(ip - 12, 8);
+	u32 insn[2];
+	u64 lit;
+
+	if (copy_from_kernel_nofault(insn, (void *)(ip - 4), sizeof(insn)) ||
+	    copy_from_kernel_nofault(&lit, (void *)lit_at, sizeof(lit))) {
+		pr_err("rftrace_torture: the site at %pS cannot be read\n", (void *)ip);
+		return;
+	}
+	pr_err("rftrace_torture: the site at %pS holds %08x %08x, its literal %px (%ps)\n",
+	       (void *)ip, insn[0], insn[1], (void *)lit, (void *)lit);
+#else
+	u8 b[5];
+
+	if (copy_from_kernel_nofault(b, (void *)ip, sizeof(b))) {
+		pr_err("rftrace_torture: the site at %pS cannot be read\n", (void *)ip);
+		return;
+	}
+	pr_err("rftrace_torture: the site at %pS holds %5ph\n", (void *)ip, b);
+#endif
+}
+
 /* ------------------------------------------------------------------ */
 /* Helpers (notrace: the module itself is traced). */
 
@@ -1942,15 +1977,21 @@ static notrace int tt_set_ips(struct tt_slot *s, u32 mask, int remove, int reset
 
 #ifdef TT_GRAPH
 /*
- * After unregister_ftrace_graph() returns, neither core has waited for
- * the callbacks already running unless it was the last graph ops (6.12's
- * graph_ops is static: ftrace_shutdown() waits for dynamic ops only): the
- * owner waits, as before freeing a graph ops, for the entries (preemption
- * off) and for the returns (preemptible, for a task preempted in one).
- * From then on no callback may run.
+ * After unregister_ftrace_graph() returns, the C core has not waited for
+ * the callbacks already running (6.12's graph_ops is static:
+ * ftrace_shutdown() waits for dynamic ops only): the owner waits, as
+ * before freeing a graph ops, for the entries (preemption off) and for
+ * the returns (preemptible, for a task preempted in one). The Rust core
+ * waits for both before it returns. From then on no callback may run.
  */
 static notrace void tt_graph_wait(void)
 {
+	/*
+	 * The Rust core waits for them itself before the unregistration
+	 * returns: nothing to add, so that its wait is what is tested.
+	 */
+	if (IS_ENABLED(CONFIG_FTRACE_CORE_RUST_GENERIC))
+		return;
 	synchronize_rcu_tasks_rude();
 	if (preempt_model_full() || preempt_model_rt())
 		synchronize_rcu_tasks();
@@ -3109,6 +3150,7 @@ static notrace void tt_finish(void)
 		pr_err("rftrace_torture: mismatch: stray: %s: %s: at %pS from %pS (CPU %d, in call %d)\n",
 		       r->slot >= 0 ? tt_slots[r->slot].name : "?", tt_stray_why[r->why],
 		       (void *)r->ip, (void *)r->parent_ip, r->cpu, r->in_call);
+		tt_dump_site(r->ip);
 	}
 	if (strays)
 		pr_err("rftrace_torture: mismatch: %lu strays\n", strays);

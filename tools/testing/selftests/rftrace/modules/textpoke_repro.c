@@ -15,10 +15,22 @@
  *
  * A CPU that executes an int3 of a site after the last sync finds no
  * descriptor and the kernel dies with "int3: 0000 [#1]", RIP one byte
- * past the site. On hardware, and on an emulator that never runs code
- * translated from bytes already overwritten, the run ends with one line:
+ * past the site.
  *
- *	textpoke_repro: <s> s, toggles <T>, calls <C>
+ * On every architecture (arm64 writes a NOP or a B in one store, with no
+ * int3 to trip on) the callers also check what each branch did: between
+ * flips, once the flip's sync is over, every function must take the
+ * branches its keys say. A generation count, odd while a flip is under
+ * way, brackets each check (the seqlock argument): a call made wholly
+ * between two flips that took a branch its key does not say ran code
+ * translated from the site's old instruction, which hardware never does
+ * once the sync (an IPI every CPU took) is over. Such calls are counted
+ * as stale and the first is printed.
+ *
+ * On hardware, and on an emulator that never runs code translated from
+ * bytes already overwritten, the run ends with one line:
+ *
+ *	textpoke_repro: <s> s, toggles <T>, calls <C>, stale 0
  *
  * and /sys/module/textpoke_repro/parameters/done reads 1 (2 when some
  * caller did not stop, which is printed too).
@@ -103,6 +115,89 @@ FN(74, 4, 7) FN(75, 5, 0) FN(76, 6, 1) FN(77, 7, 2)
 
 #define NR_FNS 64
 
+/* Each function and its two keys, for the callers' check. */
+#define ENT(n, a, b) { tp_fn_##n, n, a, b },
+static const struct tp_ent {
+	int (*fn)(int x);
+	int n;
+	u8 a, b;
+} tp_ents[NR_FNS] = {
+	ENT(00, 0, 3) ENT(01, 1, 4) ENT(02, 2, 5) ENT(03, 3, 6)
+	ENT(04, 4, 7) ENT(05, 5, 0) ENT(06, 6, 1) ENT(07, 7, 2)
+	ENT(10, 0, 3) ENT(11, 1, 4) ENT(12, 2, 5) ENT(13, 3, 6)
+	ENT(14, 4, 7) ENT(15, 5, 0) ENT(16, 6, 1) ENT(17, 7, 2)
+	ENT(20, 0, 3) ENT(21, 1, 4) ENT(22, 2, 5) ENT(23, 3, 6)
+	ENT(24, 4, 7) ENT(25, 5, 0) ENT(26, 6, 1) ENT(27, 7, 2)
+	ENT(30, 0, 3) ENT(31, 1, 4) ENT(32, 2, 5) ENT(33, 3, 6)
+	ENT(34, 4, 7) ENT(35, 5, 0) ENT(36, 6, 1) ENT(37, 7, 2)
+	ENT(40, 0, 3) ENT(41, 1, 4) ENT(42, 2, 5) ENT(43, 3, 6)
+	ENT(44, 4, 7) ENT(45, 5, 0) ENT(46, 6, 1) ENT(47, 7, 2)
+	ENT(50, 0, 3) ENT(51, 1, 4) ENT(52, 2, 5) ENT(53, 3, 6)
+	ENT(54, 4, 7) ENT(55, 5, 0) ENT(56, 6, 1) ENT(57, 7, 2)
+	ENT(60, 0, 3) ENT(61, 1, 4) ENT(62, 2, 5) ENT(63, 3, 6)
+	ENT(64, 4, 7) ENT(65, 5, 0) ENT(66, 6, 1) ENT(67, 7, 2)
+	ENT(70, 0, 3) ENT(71, 1, 4) ENT(72, 2, 5) ENT(73, 3, 6)
+	ENT(74, 4, 7) ENT(75, 5, 0) ENT(76, 6, 1) ENT(77, 7, 2)
+};
+
+/*
+ * The flips' generation (odd while one is under way) and the keys it
+ * leaves on (bit k: key k), written by the toggler only.
+ */
+static unsigned long tp_gen;
+static unsigned long tp_on;
+static atomic64_t tp_stale;
+static atomic_t tp_stale_seen;
+static struct { int n, x, got, want; unsigned long on; } tp_first;
+
+/* What tp_fn_<n>(x) returns with the keys of @on. */
+static int tp_expect(const struct tp_ent *e, int x, unsigned long on)
+{
+	int r = x + e->n;
+
+	if (on & BIT(e->a))
+		r ^= 0x5a;
+	if (on & BIT(e->b))
+		r += 3;
+	return r;
+}
+
+/*
+ * Calls each function once, checked when no flip overlapped the calls.
+ * The generation is read again after the calls: a flip that began
+ * during them made it odd (then a full barrier) before it wrote a site.
+ */
+static int tp_call_checked(int x)
+{
+	unsigned long g = smp_load_acquire(&tp_gen);
+	unsigned long on = READ_ONCE(tp_on);
+	int got[NR_FNS];
+	int i, s = 0;
+
+	for (i = 0; i < NR_FNS; i++) {
+		got[i] = tp_ents[i].fn(x);
+		s += got[i];
+	}
+	smp_rmb();
+	if ((g & 1) || READ_ONCE(tp_gen) != g)
+		return s;
+	for (i = 0; i < NR_FNS; i++) {
+		int want = tp_expect(&tp_ents[i], x, on);
+
+		if (got[i] == want)
+			continue;
+		atomic64_inc(&tp_stale);
+		if (atomic_cmpxchg(&tp_stale_seen, 0, 1) == 0) {
+			tp_first.n = tp_ents[i].n;
+			tp_first.x = x;
+			tp_first.got = got[i];
+			tp_first.want = want;
+			tp_first.on = on;
+		}
+	}
+	return s;
+}
+
 /* Direct calls of all 64: the fast path of the callers' loop. */
 #define CALL(n) (s += tp_fn_##n(x));
 static noinline int tp_call_all(int x)
@@ -148,7 +243,8 @@ static int caller_fn(void *unused)
 
 	while (!READ_ONCE(callers_stop) && !kthread_should_stop()) {
 		s += tp_call_all(x++);
-		calls += NR_FNS;
+		s += tp_call_checked(x++);
+		calls += 2 * NR_FNS;
 		cond_resched();
 	}
 	WRITE_ONCE(sink, s);
@@ -161,12 +257,17 @@ static int caller_fn(void *unused)
 
 static void flip(u64 n)
 {
-	struct static_key_false *key = tp_keys[n % ARRAY_SIZE(tp_keys)];
+	unsigned int k = n % ARRAY_SIZE(tp_keys);
+	struct static_key_false *key = tp_keys[k];
 
+	WRITE_ONCE(tp_gen, tp_gen + 1);
+	smp_mb();
 	if (static_key_enabled(key))
 		static_branch_disable(key);
 	else
 		static_branch_enable(key);
+	WRITE_ONCE(tp_on, tp_on ^ BIT(k));
+	smp_store_release(&tp_gen, tp_gen + 1);
 }
 
 /* With a rate, sleep until flip number @n is due. */
@@ -195,18 +296,21 @@ static int toggler_fn(void *unused)
 		else
 			cond_resched();
 	}
-	for (k = 0; k < ARRAY_SIZE(tp_keys); k++)
-		if (static_key_enabled(tp_keys[k]))
-			static_branch_disable(tp_keys[k]);
-
 	WRITE_ONCE(callers_stop, true);
 	left = 0;
 	if (nr_callers && !wait_for_completion_timeout(&callers_done, 10 * HZ))
 		left = atomic_read(&callers_running);
 	if (left)
 		pr_err("%u of %u callers did not stop\n", left, nr_callers);
-	pr_info("%lu s, toggles %llu, calls %lld\n", (jiffies - begin) / HZ,
-		toggles, atomic64_read(&total_calls));
+	for (k = 0; k < ARRAY_SIZE(tp_keys); k++)
+		if (static_key_enabled(tp_keys[k]))
+			static_branch_disable(tp_keys[k]);
+
+	if (atomic_read(&tp_stale_seen))
+		pr_err("stale code: tp_fn_%02o(%d) returned %d, its keys (%#lx) say %d\n",
+		       tp_first.n, tp_first.x, tp_first.got, tp_first.on, tp_first.want);
+	pr_info("%lu s, toggles %llu, calls %lld, stale %lld\n", (jiffies - begin) / HZ,
+		toggles, atomic64_read(&total_calls), atomic64_read(&tp_stale));
 	WRITE_ONCE(done, left ? 2 : 1);
 	wait_for_stop();
 	return 0;

@@ -6,8 +6,12 @@
 # dropped its descriptor kills the kernel ("int3: 0000 [#1]", RIP one
 # byte past the site): that is what an emulator running code translated
 # from bytes already overwritten does (multi-threaded TCG), not what
-# hardware does. The run must end with the module's summary line and a
-# non-zero count of flips and of calls.
+# hardware does. The callers also check, between flips, that every
+# function takes the branches its keys say: one that does not ran code
+# translated from an overwritten instruction ("stale", the only sign on
+# arm64, which has no int3 in its protocol). The run must end with the
+# module's summary line, a non-zero count of flips and of calls, and no
+# stale call.
 #
 #   REPRO_SECONDS=s  how long the keys are flipped (30)
 M=/opt/rftrace/modules
@@ -34,8 +38,10 @@ line=$(dmesg | grep 'textpoke_repro: [0-9]* s, toggles ' | tail -1)
 echo "$line"
 [ "$st" = 1 ] || fail "done=$st: $(dmesg | grep textpoke_repro: | tail -3)"
 rmmod textpoke_repro || fail "cannot unload textpoke_repro"
-toggles=$(echo "$line" | sed -n 's/.* toggles \([0-9]*\), calls \([0-9]*\)$/\1/p')
-calls=$(echo "$line" | sed -n 's/.* toggles \([0-9]*\), calls \([0-9]*\)$/\2/p')
-[ "${toggles:-0}" -gt 0 ] && [ "${calls:-0}" -gt 0 ] ||
+toggles=$(echo "$line" | sed -n 's/.* toggles \([0-9]*\), calls \([0-9]*\), stale \([0-9]*\)$/\1/p')
+calls=$(echo "$line" | sed -n 's/.* toggles \([0-9]*\), calls \([0-9]*\), stale \([0-9]*\)$/\2/p')
+stale=$(echo "$line" | sed -n 's/.* toggles \([0-9]*\), calls \([0-9]*\), stale \([0-9]*\)$/\3/p')
+[ "${toggles:-0}" -gt 0 ] && [ "${calls:-0}" -gt 0 ] && [ -n "$stale" ] ||
 	fail "nothing ran: '$line'"
-echo "textpoke-repro: ok ($cpus CPUs, $toggles flips, $calls calls)"
+[ "$stale" = 0 ] || fail "$stale calls ran stale code: $(dmesg | grep 'textpoke_repro: stale' | tail -1)"
+echo "textpoke-repro: ok ($cpus CPUs, $toggles flips, $calls calls, none stale)"
