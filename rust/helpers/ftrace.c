@@ -60,16 +60,6 @@ notrace bool rust_helper_ftrace_graph_paused(void)
 	return atomic_read(&current->tracing_graph_pause) != 0;
 }
 
-/*
- * Whether a task can be preempted anywhere as the kernel runs now
- * (preempt=full, or PREEMPT_RT): then a task may be preempted inside the
- * graph return handler's callbacks, which run with preemption on.
- */
-notrace bool rust_helper_rftrace_preemptible(void)
-{
-	return preempt_model_preemptible();
-}
-
 #if defined(CONFIG_ARM64) && defined(CONFIG_FTRACE_CORE_RUST)
 #include <linux/module.h>
 #include <linux/sched.h>

@@ -292,12 +292,6 @@ pub(crate) use kernel::sync::rcu::{
     synchronize_rcu, synchronize_rcu_tasks, synchronize_rcu_tasks_rude,
 };
 
-/// Whether a task can be preempted anywhere, as the kernel runs now
-/// (preempt=full, or PREEMPT_RT).
-pub(crate) fn preemptible_kernel() -> bool {
-    // SAFETY: reads the preemption model; no precondition.
-    unsafe { bindings::rftrace_preemptible() }
-}
 
 /// The tracing clock (`trace_clock_local()`, ns): callable in any
 /// context, and not traced.

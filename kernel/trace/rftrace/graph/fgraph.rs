@@ -17,12 +17,11 @@
 //! the task memory, the hot path and the registration.
 //!
 //! Memory: a task gets its 4 KiB stack when graph tracing starts (or when
-//! it is forked while graph tracing runs) and gives it back after the last
-//! graph ops unregisters ([`reclaim`], a work item that first waits for
-//! the entries in flight; a start before it keeps the stacks in use), unless
-//! it is still inside a traced function at that moment (its return must
-//! come back through the stack): then it keeps it until it exits or graph
-//! tracing stops again. The idle tasks keep theirs, as in C.
+//! it is forked while graph tracing runs) and gives it back when the last
+//! graph ops unregisters, unless it is still inside a traced function at
+//! that moment (its return must come back through the stack): then it
+//! keeps it until it exits or graph tracing stops again. The idle tasks
+//! keep theirs, as in C.
 //!
 //! Locking: registration, the task memory passes and the pid switch run
 //! under `ftrace_lock`. The hot path takes no lock: it reads [`ARRAY`]
@@ -34,14 +33,14 @@
 use crate::base::archdep::defs;
 use crate::base::cells::Locked;
 use crate::base::mutant::{self, Mutant};
-use crate::base::sys::{to_errno, CGlobal, CoreGuard, Held, StateKey, StaticWork, TraceArray};
+use crate::base::sys::{to_errno, CGlobal, CoreGuard, Held, StateKey, TraceArray};
 use crate::base::sys::{NoPreempt, NotThreadSafe, PreemptOff};
 use crate::base::task::{guarded, Current, TaskRef};
 use crate::base::tp;
 use crate::graph::fgstacks::{
-    cpu_online, ftrace_graph_active, give_stacks, reclaim_room, take_into, zero_task_vars, REAP,
+    cpu_online, ftrace_graph_active, give_stacks, take_stacks, zero_task_vars,
 };
-use crate::graph::shadow::{Shadow, Taken, TaskStack};
+use crate::graph::shadow::{Shadow, TaskStack};
 use crate::logic::fgraph::{self as sg, Returning, OPS_SLOTS};
 use crate::logic::recursion;
 use crate::ops::pidstate::traces_current;
@@ -108,7 +107,9 @@ fn live_ops() -> Option<u16> {
 struct InReturn(NotThreadSafe);
 
 // SAFETY: made only in the return handler, for its call, which the
-// unregistration's waits cover (`wait_gops_left`).
+// unregistration's rude RCU-tasks wait covers (`wait_gops_left`,
+// `stop_graph`) unless the task is preempted in it; for that case the
+// owner of a graph ops waits (RCU tasks) before it frees it, as with C's.
 unsafe impl KeepsGops for InReturn {}
 
 // --- entry and return (hot path) ---------------------------------------
@@ -480,87 +481,36 @@ fn start_graph(held: &Held, st: &mut State) -> Result {
     Ok(())
 }
 
-/// Last graph ops gone (none is registered): the probe off, and the
-/// stacks back later, in [`reclaim`], unless graph tracing starts again
-/// first (it then finds them where they were: a restart allocates none).
+/// Last graph ops gone (none is registered): the probe off, stacks back.
 fn stop_graph(held: &Held, st: &mut State) {
     if st.probe {
         let _ = tp::set(tp::Probe::Switch(sched_switch_probe), None, false);
         st.probe = false;
     }
-    STOPS.fetch_add(1, Ordering::Relaxed);
-    RECLAIM.queue(held);
-}
-
-/// How many times graph tracing stopped: a [`reclaim`] takes the stacks
-/// back only if no start and stop came after the one it waited for.
-static STOPS: AtomicU64 = AtomicU64::new(0);
-/// The work item of [`reclaim`].
-static RECLAIM: StaticWork = StaticWork::new(reclaim);
-
-/// Takes the stacks back after graph tracing stopped: waits, without the
-/// lock, for the entries still in flight (they read `LIVE` as non-zero
-/// with preemption off, some where RCU does not watch: the rude grace
-/// period waits for every CPU to schedule, which ends those), then, under
-/// the lock, takes them if graph tracing is still stopped by the same
-/// stop. A start since then keeps them; the stop after it queued this
-/// again, and that run waits for its own entries.
-///
-/// The lock is held only while the stacks are taken: they are freed after
-/// a grace period (for the unwinders of other tasks) without it, so that
-/// a start meanwhile does not wait for that.
-extern "C" fn reclaim(_work: *mut bindings::work_struct) {
-    // Queued after the stop it serves, which the queueing orders before
-    // this read: the count is that stop's or a later one's.
-    let stop = STOPS.load(Ordering::Relaxed);
+    // Entries in flight read `LIVE` as non-zero with preemption off, some
+    // where RCU does not watch (the rude grace period waits for every CPU
+    // to schedule, which ends those too).
     crate::base::sys::synchronize_rcu_tasks_rude();
-    let mut fallback: [Option<Taken>; REAP] = [const { None }; REAP];
-    loop {
-        let mut room = reclaim_room();
-        let buf: &mut [Option<Taken>] = if room.is_empty() {
-            &mut fallback
-        } else {
-            room.as_mut_slice()
-        };
-        let (n, full) = {
-            let mut guard = CoreGuard::lock();
-            let (held, _) = guard.parts();
-            if ftrace_graph_active.load(Ordering::Relaxed) != 0
-                || STOPS.load(Ordering::Relaxed) != stop
-            {
-                return;
-            }
-            // No graph ops since that stop, whose entries the wait
-            // ended: no CPU is in the entry path.
-            take_into(held, buf)
-        };
-        if let Some(taken) = buf.get_mut(..n) {
-            Taken::free_after_grace(taken);
-        }
-        if !full {
-            return;
-        }
-    }
+    crate::base::sys::synchronize_rcu();
+    take_stacks(held);
 }
 
 // --- registration --------------------------------------------------------
 
-/// Waits until no CPU or task can be in the entry or return path with a
-/// graph ops taken out of [`ARRAY`] before the call (sleeps). The entry
-/// runs with preemption off, which the rude grace period waits out. The
-/// return handler runs with preemption on: a task preempted in it, where
-/// the kernel preempts anywhere, is waited for by the RCU-tasks grace
-/// period (a voluntary switch is out of it); elsewhere nothing preempts
-/// it, callbacks do not sleep, and the rude one covers it too. (C's
-/// unregistration waits for neither.)
+/// Waits until no CPU can be in the entry path, or in the return path
+/// without having been preempted there, with a graph ops taken out of
+/// [`ARRAY`] before the call (sleeps): the entry runs with preemption
+/// off, which the rude grace period waits out, and so does a return
+/// handler that nothing preempts (callbacks do not sleep). (C's
+/// unregistration of a graph ops that is not the last waits for
+/// neither.) Not waited for: a task preempted inside the return handler,
+/// where the kernel preempts anywhere (`preempt=full`, PREEMPT_RT), as
+/// in C; an owner that frees a graph ops waits for it (RCU tasks).
 fn wait_gops_left() {
     if mutant::is(Mutant::SkipGraphWait) {
         return;
     }
     crate::base::sys::synchronize_rcu_tasks_rude();
-    if crate::base::sys::preemptible_kernel() {
-        crate::base::sys::synchronize_rcu_tasks();
-    }
 }
 
 /// Registers a graph ops: its callbacks run at the entry and return of
@@ -591,16 +541,12 @@ pub(crate) fn register_ftrace_graph(g: GopsRef<'_>) -> c_int {
         if crate::ops::pidstate::pids_enabled(g.ops()) {
             g.set_entry(PID_ENTRY);
         }
-        // The tasks that kept a stack since graph tracing last ran (not
-        // reclaimed yet) hold old data in this index's variable.
         let r = if active == 1 {
             start_graph(held, st)
         } else {
+            zero_task_vars(held, i);
             Ok(())
         };
-        if r.is_ok() {
-            zero_task_vars(held, i);
-        }
         (i, active, r)
     };
     // Live before its sites call the graph entry: an entry that finds
@@ -619,10 +565,10 @@ pub(crate) fn register_ftrace_graph(g: GopsRef<'_>) -> c_int {
         }
         LIVE.fetch_and(!(1u16 << i), Ordering::Release);
         ARRAY.remove(held, i);
-        // An entry that read the bit may be in its callback, and a
-        // return it hooked in its return callback; the owner may free the
-        // ops on the error.
-        wait_gops_left();
+        // An entry that read the bit may be in its callback (preemption
+        // off); the owner may free the ops on the error.
+        crate::base::sys::synchronize_rcu_tasks_rude();
+        crate::base::sys::synchronize_rcu();
     }
     ftrace_graph_active.store(active - 1, Ordering::Relaxed);
     g.set_entry(g.saved());
@@ -658,13 +604,16 @@ pub(crate) fn unregister_ftrace_graph(g: GopsRef<'_>) {
             let active = ftrace_graph_active.load(Ordering::Relaxed) - 1;
             ftrace_graph_active.store(active, Ordering::Relaxed);
             if active == 0 {
+                // Its waits cover this graph ops' entries and returns.
                 stop_graph(held, STATE.borrow(key));
+            } else {
+                // Other graph ops stay: an entry that read its bit in
+                // `LIVE` and its place in `ARRAY` may still call its
+                // entry callback, and a return that read its place its
+                // return callback; its owner may free it once this
+                // returns.
+                wait_gops_left();
             }
-            // An entry that read its bit in `LIVE` and its place in
-            // `ARRAY` may still call its entry callback, and a return that
-            // read its place its return callback, whether other graph ops
-            // stay or not; its owner may free it once this returns.
-            wait_gops_left();
         }
     }
     if g.saved().is_some() {

@@ -87,52 +87,63 @@ pub(crate) fn give_stacks(_held: &Held) -> Result {
 
 /// Stacks taken back per pass when no list of the task count's size can
 /// be allocated: each pass then costs one grace period.
-pub(crate) const REAP: usize = 64;
+const REAP: usize = 64;
 
-/// Room for the stacks of every task, and of those forked before they
-/// are taken: empty when it cannot be allocated (the caller then takes
-/// them [`REAP`] at a time).
-pub(crate) fn reclaim_room() -> KVVec<Option<Taken>> {
+/// Takes their stacks back from the tasks not inside a traced function,
+/// and frees them after one wait for every reader: normally one pass over
+/// the tasks and one wait, whatever their number; a pass per [`REAP`]
+/// stacks only when the list for all of them cannot be allocated.
+/// `ftrace_lock` is held; no graph ops is registered and no CPU is in the
+/// entry path any more.
+pub(crate) fn take_stacks(_held: &Held) {
     let mut tasks = 0usize;
     for_each_thread(|_, _| {
         tasks = tasks.wrapping_add(1);
         true
     });
+    // Room for the tasks forked since the count too; a pass that runs out
+    // of room is followed by another.
     let want = tasks.saturating_add(tasks / 8).saturating_add(REAP);
     let mut list = KVVec::<Option<Taken>>::new();
-    if list.reserve(want, GFP_KERNEL).is_err() || !(0..want).all(|_| list.push(None, GFP_KERNEL).is_ok()) {
-        return KVVec::new();
+    let whole = list.reserve(want, GFP_KERNEL).is_ok()
+        && (0..want).all(|_| list.push(None, GFP_KERNEL).is_ok());
+    let mut fallback = [const { None }; REAP];
+    let buf: &mut [Option<Taken>] = if whole {
+        list.as_mut_slice()
+    } else {
+        &mut fallback
+    };
+    loop {
+        let (mut n, mut full) = (0, false);
+        for_each_thread(|t, _| {
+            let stack = t.stack();
+            if stack.load(Ordering::Relaxed).is_null() || t.top().load(Ordering::Relaxed) != 0 {
+                // None, or still inside a traced function: it needs it to
+                // return.
+                return true;
+            }
+            let Some(slot) = buf.get_mut(n) else {
+                full = true;
+                return false;
+            };
+            // The exit path may take it at the same time: one of us gets it.
+            if let Some(s) = t.take_stack() {
+                *slot = Some(s);
+                n = n.wrapping_add(1);
+            }
+            true
+        });
+        if n == 0 {
+            return;
+        }
+        // No CPU is in the entry path (the caller waited for that): who
+        // may still read a stack just taken is the unwinder of another
+        // task, under RCU with preemption off.
+        Taken::free_after_grace(&mut buf[..n]);
+        if !full {
+            return;
+        }
     }
-    list
-}
-
-/// Takes their stacks back from the tasks not inside a traced function
-/// into `buf`, for the caller to free after one wait for every reader
-/// ([`Taken::free_after_grace`], without the lock): how many it took,
-/// and whether `buf` filled up before every such task was seen (another
-/// pass is due). `ftrace_lock` is held; no graph ops is registered and no
-/// CPU is in the entry path any more.
-pub(crate) fn take_into(_held: &Held, buf: &mut [Option<Taken>]) -> (usize, bool) {
-    let (mut n, mut full) = (0, false);
-    for_each_thread(|t, _| {
-        let stack = t.stack();
-        if stack.load(Ordering::Relaxed).is_null() || t.top().load(Ordering::Relaxed) != 0 {
-            // None, or still inside a traced function: it needs it to
-            // return.
-            return true;
-        }
-        let Some(slot) = buf.get_mut(n) else {
-            full = true;
-            return false;
-        };
-        // The exit path may take it at the same time: one of us gets it.
-        if let Some(s) = t.take_stack() {
-            *slot = Some(s);
-            n = n.wrapping_add(1);
-        }
-        true
-    });
-    (n, full)
 }
 
 /// Zeroes every task's variable of index `idx`, which is being registered

@@ -250,15 +250,14 @@
  *    hits its calls, as for every slot); no worker's record holds an
  *    entry. The same at the end, once the workers stopped.
  *  - Unregistration. The Rust core's unregister_ftrace_graph() waits for
- *    the callbacks in flight (the entries', with preemption off, and the
- *    returns', where a task may be preempted in one) before it returns;
- *    6.12's does not (its graph_ops is static, and ftrace_shutdown()
- *    waits for dynamic ops only), so on the C core the mutator waits as
- *    the owner of a graph ops must before freeing it
- *    (synchronize_rcu_tasks_rude(), and synchronize_rcu_tasks() when
- *    preemptible: the return path runs with preemption on). Then it
- *    sets "gone": a callback still running, or starting, afterwards is a
- *    mismatch.
+ *    the callbacks in flight with preemption off (the entries', and the
+ *    returns' that nothing preempted) before it returns; 6.12's does not
+ *    (its graph_ops is static, and ftrace_shutdown() waits for dynamic
+ *    ops only). So the mutator waits as the owner of a graph ops must
+ *    before freeing it: synchronize_rcu_tasks_rude() on the C core, and
+ *    on both synchronize_rcu_tasks() when preemptible (the return path
+ *    runs with preemption on). Then it sets "gone": a callback still
+ *    running, or starting, afterwards is a mismatch.
  *
  * Besides: a SAVE_REGS callback without pt_regs is a mismatch too (where
  * SAVE_REGS ops exist: CONFIG_DYNAMIC_FTRACE_WITH_REGS).
@@ -1982,17 +1981,19 @@ static notrace int tt_set_ips(struct tt_slot *s, u32 mask, int remove, int reset
  * ftrace_shutdown() waits for dynamic ops only): the owner waits, as
  * before freeing a graph ops, for the entries (preemption off) and for
  * the returns (preemptible, for a task preempted in one). The Rust core
- * waits for both before it returns. From then on no callback may run.
+ * waits for the entries and the returns not preempted before it returns;
+ * the owner waits for a task preempted in a return, on either core. From
+ * then on no callback may run.
  */
 static notrace void tt_graph_wait(void)
 {
 	/*
-	 * The Rust core waits for them itself before the unregistration
-	 * returns: nothing to add, so that its wait is what is tested.
+	 * The Rust core waits for the entries (and the returns not
+	 * preempted) itself before the unregistration returns: the rude
+	 * wait is left to it, so that its wait is what is tested.
 	 */
-	if (IS_ENABLED(CONFIG_FTRACE_CORE_RUST_GENERIC))
-		return;
-	synchronize_rcu_tasks_rude();
+	if (!IS_ENABLED(CONFIG_FTRACE_CORE_RUST_GENERIC))
+		synchronize_rcu_tasks_rude();
 	if (preempt_model_full() || preempt_model_rt())
 		synchronize_rcu_tasks();
 }

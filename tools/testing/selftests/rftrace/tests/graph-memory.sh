@@ -1,8 +1,7 @@
 #!/bin/sh
 # The shadow stacks' memory: a task gets a 4 KiB stack when function_graph
-# starts and, on the Rust core, gives it back soon after graph tracing
-# stops (a work item that first waits a grace period; unless it is inside
-# a traced function then); the C core keeps them
+# starts and, on the Rust core, gives it back when graph tracing stops
+# (unless it is inside a traced function then); the C core keeps them
 # until the tasks exit. Measured as unreclaimable slab memory with 100
 # extra sleeping tasks, so that the stacks stand out of the noise.
 T=/sys/kernel/tracing
@@ -23,16 +22,6 @@ on=$(unrec)
 echo nop > $T/current_tracer
 sleep 1
 after=$(unrec)
-# The Rust core takes them back in a work item after grace periods:
-# give it up to ten seconds.
-if dmesg | grep -q 'function tracer core: Rust (generic core'; then
-	w=0
-	while [ $((on - after)) -lt $((n * 4 / 2)) ] && [ $w -lt 10 ]; do
-		sleep 1
-		w=$((w + 1))
-		after=$(unrec)
-	done
-fi
 kill $pids
 wait 2> /dev/null
 half=$((n * 4 / 2))
