@@ -257,7 +257,11 @@
  *    before freeing it: synchronize_rcu_tasks_rude() on the C core, and
  *    on both synchronize_rcu_tasks() when preemptible (the return path
  *    runs with preemption on). Then it sets "gone": a callback still
- *    running, or starting, afterwards is a mismatch.
+ *    running, or starting, afterwards is a mismatch. On the Rust core an
+ *    entry callback still running right after the unregistration
+ *    returned, before the owner's wait, is one too; and before each
+ *    unregistration one worker's entry callback stays up to 20 ms
+ *    (tt_graph_hold), so that there is one to wait for.
  *
  * Besides: a SAVE_REGS callback without pt_regs is a mismatch too (where
  * SAVE_REGS ops exist: CONFIG_DYNAMIC_FTRACE_WITH_REGS).
@@ -957,8 +961,8 @@ struct tt_cbdata {
 	int gone;		/* the unregistration returned: no callback now */
 	bool dawdle;		/* dynamic: dawdle in preemptible workers' calls */
 	atomic_long_t hits;	/* dynamic: hits on the torture functions */
-	int hold;		/* dynamic: one callback is to stay (tt_going) */
-	int held;		/* dynamic: a callback took the hold */
+	int hold;		/* dynamic, graph: one callback is to stay (tt_going) */
+	int held;		/* dynamic, graph: a callback took the hold */
 };
 #define TT_MAGIC	0x6174616462637474UL	/* "ttcbdata" */
 #define TT_MAGIC_FREED	0x6465657266627474UL	/* "ttbfreed" */
@@ -1085,6 +1089,7 @@ struct tt_pcpu {
 	int in_call;			/* 1 + function index, 0 outside a call */
 	struct tt_hits h;
 	int inflight[TT_NSLOT];		/* callbacks running (summed over CPUs) */
+	int gentry;			/* graph entry callbacks running (preemption off) */
 	struct tt_worker *gw;		/* graph: the bound worker in a call here */
 };
 static DEFINE_PER_CPU(struct tt_pcpu, tt_pcpu);
@@ -1704,6 +1709,26 @@ static notrace int tt_gpush(unsigned long ip, int depth, int fi, int nest)
 }
 
 /*
+ * The graph slot's entry callback, when its mutator asks before
+ * unregistering (tt_going): stays for up to 20 ms (preemption off, as the
+ * entry runs), so that the unregistration begins with a CPU inside the
+ * entry callback, which the core's rude wait must cover (the Rust core
+ * waits so itself; on the C core the owner's wait does). A core that
+ * does not wait returns with the CPU still here: tt_gone() finds it in
+ * flight, or it sees "gone". Once per unregistration.
+ */
+static notrace void tt_graph_hold(struct tt_cbdata *d)
+{
+	u64 end;
+
+	if (!READ_ONCE(d->hold) || cmpxchg(&d->held, 0, 1) != 0)
+		return;
+	end = ktime_get_mono_fast_ns() + 20 * NSEC_PER_MSEC;
+	while (!READ_ONCE(d->gone) && ktime_get_mono_fast_ns() < end)
+		cpu_relax();
+}
+
+/*
  * The graph slot's entry callback: a hit for the oracle (exactly as an
  * ftrace callback's) and a push on the worker's record. Its filter is
  * never empty and holds only torture and probe functions: anything else
@@ -1722,12 +1747,14 @@ static notrace int tt_graph_entry(struct ftrace_graph_ent *trace, struct fgraph_
 		return 0;
 	}
 	this_cpu_inc(tt_pcpu.inflight[TT_S_GRAPH]);
+	this_cpu_inc(tt_pcpu.gentry);
 	late = READ_ONCE(d->gone);
 	fi = tt_fn_of(ip);
 	nest = fi < 0 ? tt_nest_index(ip) : -1;
 	if (fi >= 0) {
 		if (tt_hit(s, fi, ip, 0, false, false))
 			want = tt_gpush(ip, trace->depth, fi, -1);
+		tt_graph_hold(d);
 	} else if (nest >= 0) {
 		want = tt_gpush(ip, trace->depth, -1, nest);
 	} else {
@@ -1735,6 +1762,7 @@ static notrace int tt_graph_entry(struct ftrace_graph_ent *trace, struct fgraph_
 	}
 	if (unlikely(late || READ_ONCE(d->gone)))
 		tt_stray(TT_STRAY_LATE, TT_S_GRAPH, ip, 0);
+	this_cpu_dec(tt_pcpu.gentry);
 	this_cpu_dec(tt_pcpu.inflight[TT_S_GRAPH]);
 	return want;
 }
@@ -1848,6 +1876,7 @@ static notrace void tt_gone(struct tt_slot *s, struct tt_cbdata *d)
 	long n;
 
 	WRITE_ONCE(d->gone, 1);
+	WRITE_ONCE(d->hold, 0);
 	/* A callback that started late either is counted or sees "gone". */
 	smp_mb();
 	n = tt_inflight(s - tt_slots);
@@ -1879,6 +1908,17 @@ static notrace void tt_going(struct tt_slot *s)
 		if (READ_ONCE(s->dyn->held))
 			s->holds++;
 	}
+#ifdef TT_GRAPH
+	if (k == TT_S_GRAPH) {
+		/* The same for a worker's graph entry (tt_graph_hold). */
+		WRITE_ONCE(s->data.held, 0);
+		smp_store_release(&s->data.hold, 1);
+		for (i = 0; i < 100 && !READ_ONCE(s->data.held); i++)
+			udelay(200);
+		if (READ_ONCE(s->data.held))
+			s->holds++;
+	}
+#endif
 	if (tt_inflight(k))
 		s->unreg_busy++;
 }
@@ -1985,6 +2025,30 @@ static notrace int tt_set_ips(struct tt_slot *s, u32 mask, int remove, int reset
  * the owner waits for a task preempted in a return, on either core. From
  * then on no callback may run.
  */
+/*
+ * Right after unregister_ftrace_graph() returns, before the owner's own
+ * wait: on the Rust core, which waits for the entries in flight (they run
+ * with preemption off), no entry callback may still be running (a return
+ * callback may: a task preempted in one is the owner's to wait for). The
+ * C core waits for none.
+ */
+static notrace void tt_graph_entries_left(struct tt_slot *s)
+{
+	long n = 0;
+	int cpu;
+
+	if (!IS_ENABLED(CONFIG_FTRACE_CORE_RUST_GENERIC))
+		return;
+	smp_mb();
+	for_each_possible_cpu(cpu)
+		n += READ_ONCE(per_cpu(tt_pcpu, cpu).gentry);
+	if (n) {
+		pr_err("rftrace_torture: mismatch: %s: %ld entry callbacks still running when the unregistration returned\n",
+		       s->name, n);
+		tt_mismatch();
+	}
+}
+
 static notrace void tt_graph_wait(void)
 {
 	/*
@@ -2080,6 +2144,7 @@ static notrace int tt_ftrace_unregister(struct tt_slot *s, const char *when)
 #ifdef TT_GRAPH
 	if (s->kind == TT_K_GRAPH) {
 		unregister_ftrace_graph(&s->gops);
+		tt_graph_entries_left(s);
 		tt_graph_wait();
 		tt_gone(s, &s->data);
 		return 0;
