@@ -200,10 +200,11 @@ pub unsafe extern "C" fn rftrace_arch_apply(
     }
     // SAFETY: a flag set once at boot, before any CPU but the first runs.
     if unsafe { bindings::rftrace_text_poke_twice() } {
-        // SAFETY: per the function's contract: the sites of `changes`,
-        // which this batch has just written, under the same hold of the
-        // lock; the context may sleep.
-        return unsafe { write_again(changes, bad_ip) };
+        // SAFETY: the batch just written, under the caller's hold of the
+        // lock, in a context that may sleep (the contract).
+        if let Err((ip, e)) = unsafe { write_again(changes) } {
+            return fail(ip, e);
+        }
     }
     0
 }
@@ -211,44 +212,32 @@ pub unsafe extern "C" fn rftrace_arch_apply(
 /// The harness's `text_poke_twice` (twice.c, for guests under
 /// multi-threaded TCG, which can keep running code it translated from a
 /// word a store was replacing): once every CPU has taken an interrupt
-/// after the batch, so that none is in the middle of a translation,
-/// writes each instruction the batch changed again with the word it now
-/// holds, which drops any translation made from the old word, and has
-/// every CPU take an interrupt again.
+/// after the batch `changes`, so that none is in the middle of a
+/// translation, writes each site's instruction again with the word it now
+/// holds, which drops any translation made from an old word, and has
+/// every CPU take an interrupt again. On a failure, the site and the
+/// error.
 ///
 /// # Safety
 ///
-/// As [`rftrace_arch_apply`], whose batch `changes` was just written.
-unsafe fn write_again(changes: &[Change], bad_ip: *mut u64) -> c_int {
-    // SAFETY: a sleepable context (the contract).
+/// `changes` is the batch [`rftrace_arch_apply`] just wrote, under the
+/// same hold of `ftrace_lock`; the context may sleep.
+unsafe fn write_again(changes: &[Change]) -> core::result::Result<(), (u64, Error)> {
+    // SAFETY: the context may sleep (the contract).
     unsafe { bindings::rftrace_kick_all_cpus() };
     for c in changes {
-        let old = state(c.ip, c.old, c.old_ops);
-        let new = state(c.ip, c.new, c.new_ops);
-        let via = plt_for(c.ip);
-        if word(c.ip, old, via).ok() == word(c.ip, new, via).ok() {
-            continue;
-        }
-        // What the site holds now: the batch's word, which the window
-        // read finds as it is.
-        let Some(w) = read_window(c.ip) else {
-            // SAFETY: per the function's contract.
-            unsafe { *bad_ip = c.ip };
-            return EFAULT.to_errno();
-        };
+        let w = read_window(c.ip).ok_or((c.ip, EFAULT))?;
         let r = perform(Write::Insn {
             at: c.ip,
             word: w.site,
         });
         if r != 0 {
-            // SAFETY: per the function's contract.
-            unsafe { *bad_ip = c.ip };
-            return r;
+            return Err((c.ip, Error::from_errno(r)));
         }
     }
     // SAFETY: as above.
     unsafe { bindings::rftrace_kick_all_cpus() };
-    0
+    Ok(())
 }
 
 /// Sets a site of code that does not run yet (the kernel at boot, a

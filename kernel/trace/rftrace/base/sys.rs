@@ -292,7 +292,6 @@ pub(crate) use kernel::sync::rcu::{
     synchronize_rcu, synchronize_rcu_tasks, synchronize_rcu_tasks_rude,
 };
 
-
 /// The tracing clock (`trace_clock_local()`, ns): callable in any
 /// context, and not traced.
 #[inline(always)]

@@ -261,7 +261,7 @@
  *    entry callback still running right after the unregistration
  *    returned, before the owner's wait, is one too; and before each
  *    unregistration one worker's entry callback stays up to 20 ms
- *    (tt_graph_hold), so that there is one to wait for.
+ *    (tt_graph_entry), so that there is one to wait for.
  *
  * Besides: a SAVE_REGS callback without pt_regs is a mismatch too (where
  * SAVE_REGS ops exist: CONFIG_DYNAMIC_FTRACE_WITH_REGS).
@@ -1352,6 +1352,21 @@ static __always_inline bool tt_hit(struct tt_slot *s, int fi, unsigned long ip,
 }
 
 /*
+ * A callback asked to stay (tt_going) takes the hold, if no other did,
+ * and stays until its data is gone or @ms have passed.
+ */
+static notrace void tt_take_hold(struct tt_cbdata *d, unsigned int ms)
+{
+	u64 end;
+
+	if (!READ_ONCE(d->hold) || cmpxchg(&d->held, 0, 1) != 0)
+		return;
+	end = ktime_get_mono_fast_ns() + (u64)ms * NSEC_PER_MSEC;
+	while (!READ_ONCE(d->gone) && ktime_get_mono_fast_ns() < end)
+		cpu_relax();
+}
+
+/*
  * The dynamic slot's callback in a preemptible worker's call: called
  * straight from its trampoline with preemption on, it spins a while, so
  * that with preempt=full the task is now and then preempted here, inside
@@ -1390,14 +1405,8 @@ static notrace void tt_dawdle(void)
  */
 static notrace void tt_hold(struct tt_cbdata *d)
 {
-	u64 end;
-
-	if (!READ_ONCE(d->hold) || !preemptible() || !tt_pw_current() ||
-	    cmpxchg(&d->held, 0, 1) != 0)
-		return;
-	end = ktime_get_mono_fast_ns() + 50 * NSEC_PER_MSEC;
-	while (!READ_ONCE(d->gone) && ktime_get_mono_fast_ns() < end)
-		cpu_relax();
+	if (preemptible() && tt_pw_current())
+		tt_take_hold(d, 50);
 }
 
 static notrace void tt_ftrace_cb(unsigned long ip, unsigned long parent_ip,
@@ -1709,26 +1718,6 @@ static notrace int tt_gpush(unsigned long ip, int depth, int fi, int nest)
 }
 
 /*
- * The graph slot's entry callback, when its mutator asks before
- * unregistering (tt_going): stays for up to 20 ms (preemption off, as the
- * entry runs), so that the unregistration begins with a CPU inside the
- * entry callback, which the core's rude wait must cover (the Rust core
- * waits so itself; on the C core the owner's wait does). A core that
- * does not wait returns with the CPU still here: tt_gone() finds it in
- * flight, or it sees "gone". Once per unregistration.
- */
-static notrace void tt_graph_hold(struct tt_cbdata *d)
-{
-	u64 end;
-
-	if (!READ_ONCE(d->hold) || cmpxchg(&d->held, 0, 1) != 0)
-		return;
-	end = ktime_get_mono_fast_ns() + 20 * NSEC_PER_MSEC;
-	while (!READ_ONCE(d->gone) && ktime_get_mono_fast_ns() < end)
-		cpu_relax();
-}
-
-/*
  * The graph slot's entry callback: a hit for the oracle (exactly as an
  * ftrace callback's) and a push on the worker's record. Its filter is
  * never empty and holds only torture and probe functions: anything else
@@ -1754,7 +1743,17 @@ static notrace int tt_graph_entry(struct ftrace_graph_ent *trace, struct fgraph_
 	if (fi >= 0) {
 		if (tt_hit(s, fi, ip, 0, false, false))
 			want = tt_gpush(ip, trace->depth, fi, -1);
-		tt_graph_hold(d);
+		/*
+		 * Before an unregistration (tt_going), one entry stays up to
+		 * 20 ms (preemption off, as the entry runs), so that the
+		 * unregistration begins with a CPU inside the entry callback,
+		 * which the core's rude wait must cover (the Rust core waits
+		 * so itself; on the C core the owner's wait does). A core that
+		 * does not wait returns with the CPU still here:
+		 * tt_graph_entries_left() or tt_gone() finds it in flight, or
+		 * it sees "gone".
+		 */
+		tt_take_hold(d, 20);
 	} else if (nest >= 0) {
 		want = tt_gpush(ip, trace->depth, -1, nest);
 	} else {
@@ -1897,28 +1896,24 @@ static notrace void tt_gone(struct tt_slot *s, struct tt_cbdata *d)
  */
 static notrace void tt_going(struct tt_slot *s)
 {
+	struct tt_cbdata *d = NULL;
 	int k = s - tt_slots, i;
 
-	if (k == TT_S_DYNAMIC && preempt_workers > 0 && s->dyn) {
-		/* Ask one callback to stay; wait up to 20 ms for one to take it. */
-		WRITE_ONCE(s->dyn->held, 0);
-		smp_store_release(&s->dyn->hold, 1);
-		for (i = 0; i < 100 && !READ_ONCE(s->dyn->held); i++)
-			udelay(200);
-		if (READ_ONCE(s->dyn->held))
-			s->holds++;
-	}
+	if (k == TT_S_DYNAMIC && preempt_workers > 0)
+		d = s->dyn;
 #ifdef TT_GRAPH
-	if (k == TT_S_GRAPH) {
-		/* The same for a worker's graph entry (tt_graph_hold). */
-		WRITE_ONCE(s->data.held, 0);
-		smp_store_release(&s->data.hold, 1);
-		for (i = 0; i < 100 && !READ_ONCE(s->data.held); i++)
+	if (k == TT_S_GRAPH)
+		d = &s->data;	/* a worker's graph entry (tt_graph_entry) */
+#endif
+	if (d) {
+		/* Ask one callback to stay; wait up to 20 ms for one to take it. */
+		WRITE_ONCE(d->held, 0);
+		smp_store_release(&d->hold, 1);
+		for (i = 0; i < 100 && !READ_ONCE(d->held); i++)
 			udelay(200);
-		if (READ_ONCE(s->data.held))
+		if (READ_ONCE(d->held))
 			s->holds++;
 	}
-#endif
 	if (tt_inflight(k))
 		s->unreg_busy++;
 }
