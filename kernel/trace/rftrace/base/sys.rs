@@ -288,9 +288,29 @@ pub(crate) unsafe fn mutex_init_keyed(
     unsafe { bindings::__mutex_init(m, name.as_char_ptr(), key) };
 }
 
-pub(crate) use kernel::sync::rcu::{
-    synchronize_rcu, synchronize_rcu_tasks, synchronize_rcu_tasks_rude,
-};
+pub(crate) use kernel::sync::rcu::{synchronize_rcu, synchronize_rcu_tasks};
+
+/// Waits until every online CPU has scheduled since the call (sleeps;
+/// takes the hotplug read lock): a CPU that was then in a section with
+/// preemption or interrupts off, or where RCU does not watch (the entry
+/// code, idle), has left it. The wait of a rude RCU-tasks grace period,
+/// which runs the same work on every CPU from its kthread, without that
+/// kthread's pacing: it sleeps 100 ms after each grace period, which every
+/// wait begun within them paid.
+///
+/// From a work item, or when the per-CPU works cannot be allocated, the
+/// kthread's grace period instead: a worker that waits for works of its
+/// own pool depends on the pool making another worker.
+pub(crate) fn wait_cpus_scheduled() {
+    extern "C" fn scheduled(_w: *mut bindings::work_struct) {}
+    // SAFETY: no precondition; it reads the current task's worker.
+    let in_work = !unsafe { bindings::current_work() }.is_null();
+    // SAFETY: `scheduled` has a work function's prototype and touches
+    // nothing; its works live until the call returns, which flushes them.
+    if in_work || unsafe { bindings::schedule_on_each_cpu(Some(scheduled)) } != 0 {
+        kernel::sync::rcu::synchronize_rcu_tasks_rude();
+    }
+}
 
 /// The tracing clock (`trace_clock_local()`, ns): callable in any
 /// context, and not traced.

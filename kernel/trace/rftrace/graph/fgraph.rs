@@ -488,10 +488,8 @@ fn stop_graph(held: &Held, st: &mut State) {
         st.probe = false;
     }
     // Entries in flight read `LIVE` as non-zero with preemption off, some
-    // where RCU does not watch (the rude grace period waits for every CPU
-    // to schedule, which ends those too).
-    crate::base::sys::synchronize_rcu_tasks_rude();
-    crate::base::sys::synchronize_rcu();
+    // where RCU does not watch: every CPU scheduling ends both.
+    crate::base::sys::wait_cpus_scheduled();
     take_stacks(held);
 }
 
@@ -510,7 +508,7 @@ fn wait_gops_left() {
     if mutant::is(Mutant::SkipGraphWait) {
         return;
     }
-    crate::base::sys::synchronize_rcu_tasks_rude();
+    crate::base::sys::wait_cpus_scheduled();
 }
 
 /// Registers a graph ops: its callbacks run at the entry and return of
@@ -549,26 +547,34 @@ pub(crate) fn register_ftrace_graph(g: GopsRef<'_>) -> c_int {
         };
         (i, active, r)
     };
-    // Live before its sites call the graph entry: an entry that finds
-    // one live ops skips the filter test (the manager's filter is then
-    // that ops'), which holds only while no other ops' sites are being
-    // added or taken away. So the new ops counts before its sites come,
-    // and, on the way out, after they went ([`unregister_ftrace_graph`]).
-    // The graph's state is not borrowed across the sub-op's startup,
-    // which changes the ops' own.
+    // Live before its sites call the graph entry when others are: an
+    // entry that finds one live ops skips the filter test (the manager's
+    // filter is then that ops'), which holds only while no other ops'
+    // sites are being added or taken away. So a new ops counts before its
+    // sites come, and, on the way out, after they went
+    // ([`unregister_ftrace_graph`]). The first ops counts once its sites
+    // are all there, and the last stops counting before they go, as in
+    // C: the entries its sites call meanwhile find none live and return
+    // at once, not one callback each, while the batch writes thousands
+    // of sites. The graph's state is not borrowed across the sub-op's
+    // startup, which changes the ops' own.
     if r.is_ok() {
         ARRAY.publish(held, i, g);
-        LIVE.fetch_or(1 << i, Ordering::Release);
+        if active > 1 {
+            LIVE.fetch_or(1 << i, Ordering::Release);
+        }
         r = crate::ops::subops::startup_subops(held, key, OpsRef::of_static(&GRAPH_OPS), g.ops());
         if r.is_ok() {
+            if active == 1 {
+                LIVE.fetch_or(1 << i, Ordering::Release);
+            }
             return 0;
         }
         LIVE.fetch_and(!(1u16 << i), Ordering::Release);
         ARRAY.remove(held, i);
         // An entry that read the bit may be in its callback (preemption
         // off); the owner may free the ops on the error.
-        crate::base::sys::synchronize_rcu_tasks_rude();
-        crate::base::sys::synchronize_rcu();
+        crate::base::sys::wait_cpus_scheduled();
     }
     ftrace_graph_active.store(active - 1, Ordering::Relaxed);
     g.set_entry(g.saved());
@@ -592,7 +598,12 @@ pub(crate) fn unregister_ftrace_graph(g: GopsRef<'_>) {
         if ftrace_graph_active.load(Ordering::Relaxed) > 0 && STATE.borrow(key).slots.release(i) {
             // Its sites go first, while it still counts (see
             // [`register_ftrace_graph`]): a lone ops left must not be
-            // called, unfiltered, for the sites of this one.
+            // called, unfiltered, for the sites of this one. The last
+            // stops counting first: no ops is left to be called so.
+            let last = ftrace_graph_active.load(Ordering::Relaxed) == 1;
+            if last {
+                LIVE.fetch_and(!(1u16 << i), Ordering::Release);
+            }
             let _ = crate::ops::subops::shutdown_subops(
                 held,
                 key,

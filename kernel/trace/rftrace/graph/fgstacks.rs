@@ -86,13 +86,14 @@ pub(crate) fn give_stacks(_held: &Held) -> Result {
 }
 
 /// Stacks taken back per pass when no list of the task count's size can
-/// be allocated: each pass then costs one grace period.
+/// be allocated.
 const REAP: usize = 64;
 
 /// Takes their stacks back from the tasks not inside a traced function,
-/// and frees them after one wait for every reader: normally one pass over
-/// the tasks and one wait, whatever their number; a pass per [`REAP`]
-/// stacks only when the list for all of them cannot be allocated.
+/// and hands them to RCU, which frees them once every reader is gone (no
+/// wait here): normally one pass over the tasks, whatever their number;
+/// a pass per [`REAP`] stacks only when the list for all of them cannot
+/// be allocated.
 /// `ftrace_lock` is held; no graph ops is registered and no CPU is in the
 /// entry path any more.
 pub(crate) fn take_stacks(_held: &Held) {

@@ -181,7 +181,7 @@ impl Drop for Fresh {
 /// A shadow stack taken out of its task: an unwinder of another task may
 /// still be reading it (under RCU, with preemption off) until a grace
 /// period has passed. Never freed while it may be read: [`Taken::free_after_grace`]
-/// waits first; dropped otherwise, it is leaked.
+/// hands it to RCU; dropped otherwise, it is leaked.
 ///
 /// # Invariants
 ///
@@ -201,17 +201,18 @@ impl TaskRef<'_> {
 }
 
 impl Taken {
-    /// Frees the stacks of `stacks` after one grace period, which waits
-    /// out every reader (sleeps).
+    /// Frees the stacks of `stacks` once a grace period, which waits out
+    /// every reader, has passed; does not wait for it (may sleep: it
+    /// waits only when RCU cannot take a stack without memory).
     pub(crate) fn free_after_grace(stacks: &mut [Option<Taken>]) {
-        if stacks.iter().all(Option::is_none) {
-            return;
-        }
-        crate::base::sys::synchronize_rcu();
         for s in stacks.iter_mut() {
             if let Some(t) = s.take() {
-                // INVARIANT: no reader is left (the wait above).
-                drop(Fresh(core::mem::ManuallyDrop::new(t).0));
+                let p = core::mem::ManuallyDrop::new(t).0;
+                // SAFETY: a `kmalloc` allocation (the invariants) that
+                // nothing refers to but readers that started before this
+                // call (the stack was taken out of its task before), all
+                // of which the grace period waits for before it is freed.
+                unsafe { bindings::rftrace_kvfree_rcu(p.as_ptr().cast()) };
             }
         }
     }

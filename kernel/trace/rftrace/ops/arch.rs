@@ -384,7 +384,7 @@ pub(crate) fn wait_trampolines_left() {
     if crate::base::mutant::is(crate::base::mutant::Mutant::SkipTasksWait) {
         return;
     }
-    crate::base::sys::synchronize_rcu_tasks_rude();
+    crate::base::sys::wait_cpus_scheduled();
     crate::base::sys::synchronize_rcu_tasks();
 }
 

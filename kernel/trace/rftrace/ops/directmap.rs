@@ -179,7 +179,7 @@ fn grow(held: &Held, more: usize) -> Result {
     if old.is_some() {
         // Readers may be where RCU does not watch: the rude wait covers
         // them; dropping the old table waits for a plain grace period.
-        crate::base::sys::synchronize_rcu_tasks_rude();
+        crate::base::sys::wait_cpus_scheduled();
     }
     drop(old);
     Ok(())

@@ -261,7 +261,16 @@
  *    entry callback still running right after the unregistration
  *    returned, before the owner's wait, is one too; and before each
  *    unregistration one worker's entry callback stays up to 20 ms
- *    (tt_graph_entry), so that there is one to wait for.
+ *    (tt_graph_entry), so that there is one to wait for. Three in four
+ *    unregistrations run with no other mutator in the API (whose waits,
+ *    under ftrace_lock, would end only with the hold and keep the
+ *    unregistration from starting before it ends) and with a second
+ *    graph ops registered, the anchor, which traces a function nobody
+ *    calls: the slot is then not the last graph ops, whose stop waits
+ *    for other reasons. Their hold lasts up to 250 ms, longer than the
+ *    test script's tracer switches and module loads keep ftrace_lock,
+ *    so that only the core's own wait ends it first (mutant 14, which
+ *    skips that wait, is caught so: 4 mismatches in 60 s).
  *
  * Besides: a SAVE_REGS callback without pt_regs is a mismatch too (where
  * SAVE_REGS ops exist: CONFIG_DYNAMIC_FTRACE_WITH_REGS).
@@ -295,6 +304,7 @@
 #include <linux/preempt.h>
 #include <linux/printk.h>
 #include <linux/random.h>
+#include <linux/rwsem.h>
 #include <linux/sched.h>
 #include <linux/slab.h>
 #include <linux/string.h>
@@ -677,7 +687,47 @@ static notrace unsigned long tt_call_nest(unsigned long x, unsigned long *landed
 	return x0;
 }
 #endif
+
+/*
+ * The anchor: a second graph ops, on a function nobody calls, that a
+ * mutator alone in the API registers around half the graph slot's
+ * unregistrations, so that the slot is not the last graph ops then (see
+ * Function graph). Its entry callback never runs: a call is a mismatch
+ * (a lone ops called, unfiltered, for the sites of one that is going).
+ */
+static noinline unsigned long rftrace_torture_anchor(unsigned long x)
+{
+	return tt_nest_mix(x) ^ 1;
+}
+
+static atomic_long_t tt_anchor_calls;
+static unsigned long tt_anchor_ip;
+
+static notrace int tt_anchor_entry(struct ftrace_graph_ent *trace, struct fgraph_ops *gops)
+{
+	atomic_long_inc(&tt_anchor_calls);
+	return 0;
+}
+
+static notrace void tt_anchor_return(struct ftrace_graph_ret *trace, struct fgraph_ops *gops)
+{
+}
+
+static struct fgraph_ops tt_anchor = {
+	.entryfunc = tt_anchor_entry,
+	.retfunc = tt_anchor_return,
+};
+
+/* tt_graph_unregister_alone() runs: the anchor is to be registered. */
+static bool tt_graph_alone;
 #endif /* TT_GRAPH */
+
+/*
+ * The mutators' steps hold this for reading; three in four unregistrations
+ * of the graph slot take it for writing (tt_graph_unregister_alone), so
+ * that they meet no other mutator inside the core (see Function graph).
+ */
+static DECLARE_RWSEM(tt_api_sem);
 
 #ifdef CONFIG_X86_64
 /*
@@ -963,6 +1013,7 @@ struct tt_cbdata {
 	atomic_long_t hits;	/* dynamic: hits on the torture functions */
 	int hold;		/* dynamic, graph: one callback is to stay (tt_going) */
 	int held;		/* dynamic, graph: a callback took the hold */
+	unsigned int hold_ms;	/* graph: how long the hold may last */
 };
 #define TT_MAGIC	0x6174616462637474UL	/* "ttcbdata" */
 #define TT_MAGIC_FREED	0x6465657266627474UL	/* "ttbfreed" */
@@ -995,6 +1046,7 @@ struct tt_slot {
 	unsigned long nops, nfailed;
 	unsigned long unreg_busy;	/* unregistrations begun with callbacks in flight */
 	unsigned long holds;		/* dynamic: unregistrations begun with a callback held */
+	unsigned long anchored;		/* graph: unregistrations with the anchor registered */
 	unsigned long dyn_hits;		/* dynamic: hits its freed data counted */
 	/* Quiet points (controller). */
 	unsigned long rec_intervals, rec_hits;
@@ -1745,7 +1797,7 @@ static notrace int tt_graph_entry(struct ftrace_graph_ent *trace, struct fgraph_
 			want = tt_gpush(ip, trace->depth, fi, -1);
 		/*
 		 * Before an unregistration (tt_going), one entry stays up to
-		 * 20 ms (preemption off, as the entry runs), so that the
+		 * hold_ms (preemption off, as the entry runs), so that the
 		 * unregistration begins with a CPU inside the entry callback,
 		 * which the core's rude wait must cover (the Rust core waits
 		 * so itself; on the C core the owner's wait does). A core that
@@ -1753,7 +1805,7 @@ static notrace int tt_graph_entry(struct ftrace_graph_ent *trace, struct fgraph_
 		 * tt_graph_entries_left() or tt_gone() finds it in flight, or
 		 * it sees "gone".
 		 */
-		tt_take_hold(d, 20);
+		tt_take_hold(d, READ_ONCE(d->hold_ms));
 	} else if (nest >= 0) {
 		want = tt_gpush(ip, trace->depth, -1, nest);
 	} else {
@@ -2100,6 +2152,32 @@ static notrace int tt_dyn_alloc(struct tt_slot *s)
 	return ret;
 }
 
+static notrace int tt_ftrace_unregister(struct tt_slot *s, const char *when);
+
+#ifdef TT_GRAPH
+/*
+ * A mutator's unregistration of the graph slot with no other mutator in
+ * the API, and the anchor registered (tt_ftrace_unregister): no other
+ * step keeps the core waiting (another's wait, under ftrace_lock, for the
+ * graph entry that holds a CPU would end only when the hold does), and
+ * the slot is not the last graph ops, so the core's own wait for the
+ * entries in flight is what the hold tests. The caller holds tt_api_sem
+ * for reading (tt_mutator_fn), and does again on return.
+ */
+static notrace int tt_graph_unregister_alone(struct tt_slot *s)
+{
+	int ret;
+
+	up_read(&tt_api_sem);
+	down_write(&tt_api_sem);
+	WRITE_ONCE(tt_graph_alone, true);
+	ret = tt_ftrace_unregister(s, "");
+	WRITE_ONCE(tt_graph_alone, false);
+	downgrade_write(&tt_api_sem);
+	return ret;
+}
+#endif
+
 static notrace int tt_ftrace_register(struct tt_slot *s)
 {
 	int ret;
@@ -2135,16 +2213,32 @@ static notrace int tt_ftrace_unregister(struct tt_slot *s, const char *when)
 {
 	int ret;
 
-	tt_going(s);
 #ifdef TT_GRAPH
 	if (s->kind == TT_K_GRAPH) {
+		/* Alone in the API: the slot is not the last graph ops. */
+		bool anchor = READ_ONCE(tt_graph_alone) && tt_anchor_ip &&
+			      !register_ftrace_graph(&tt_anchor);
+
+		if (anchor)
+			s->anchored++;
+		/*
+		 * Alone, long enough to outlast what else may keep the
+		 * unregistration from starting or ending (ftrace_lock, which
+		 * the test script's tracer switches and module loads take),
+		 * so that only the core's wait for it ends it first.
+		 */
+		WRITE_ONCE(s->data.hold_ms, anchor ? 250 : 20);
+		tt_going(s);
 		unregister_ftrace_graph(&s->gops);
 		tt_graph_entries_left(s);
+		if (anchor)
+			unregister_ftrace_graph(&tt_anchor);
 		tt_graph_wait();
 		tt_gone(s, &s->data);
 		return 0;
 	}
 #endif
+	tt_going(s);
 	ret = unregister_ftrace_function(s->opsp);
 	if (ret) {
 		pr_err("rftrace_torture: %s: %sunregister_ftrace_function() failed: %d\n",
@@ -2221,6 +2315,12 @@ static notrace const char *tt_mutate_ftrace(struct tt_slot *s, u32 *rnd, int *re
 	if (act < 25) {
 		if (s->registered) {
 			what = "unregister";
+#ifdef TT_GRAPH
+			if (s->kind == TT_K_GRAPH && tt_rand(rnd) % 4) {
+				what = "unregister (alone)";
+				ret = tt_graph_unregister_alone(s);
+			} else
+#endif
 			ret = tt_ftrace_unregister(s, "");
 			if (!ret)
 				s->registered = false;
@@ -2914,8 +3014,10 @@ static notrace int tt_mutator_fn(void *arg)
 		struct tt_slot *s = &tt_slots[m->slots[tt_rand(&m->rnd) % m->nslots]];
 		unsigned long us = 100 + tt_rand(&m->rnd) % 900;
 
+		down_read(&tt_api_sem);
 		if (!s->broken)
 			tt_mutate(s, &m->rnd);
+		up_read(&tt_api_sem);
 		usleep_range(us, 2 * us);
 	}
 	return 0;
@@ -3130,6 +3232,13 @@ static notrace void tt_finish_graph(void)
 		ent, rets, dropped, atomic_long_read(&tt_graph.bad[TT_GBAD_RETVAL]),
 		atomic_long_read(&tt_graph.bad[TT_GBAD_DEPTH]), atomic_long_read(&tt_graph.bit0),
 		probes, checked, hooked, atomic_long_read(&tt_graph.wrong_ret));
+	pr_info("rftrace_torture detail: graph: unregistrations alone in the API with the anchor registered %lu\n",
+		tt_slots[TT_S_GRAPH].anchored);
+	if (atomic_long_read(&tt_anchor_calls)) {
+		tt_mismatch();
+		pr_err("rftrace_torture: mismatch: graph: the anchor's entry callback ran %ld times (it traces a function nobody calls)\n",
+		       atomic_long_read(&tt_anchor_calls));
+	}
 	if (!hooked) {
 		pr_err("rftrace_torture: graph: the return address probe was never checked with the graph slot registered\n");
 		unchecked++;
@@ -3290,6 +3399,11 @@ static notrace void tt_unprepare(void)
 		else if (s->kind == TT_K_GRAPH && s->opsp)
 			ftrace_free_filter(s->opsp);
 	}
+#ifdef TT_GRAPH
+	if (tt_anchor_ip)
+		ftrace_free_filter(&tt_anchor.ops);
+	tt_anchor_ip = 0;
+#endif
 }
 
 /*
@@ -3392,6 +3506,16 @@ static notrace int __init tt_prepare(void)
 			return ret;
 		}
 	}
+#ifdef TT_GRAPH
+	/* Without its filter the anchor is not used (it would trace all). */
+	tt_anchor_ip = tt_site_of((unsigned long)rftrace_torture_anchor);
+	ret = ftrace_set_filter_ip(&tt_anchor.ops, tt_anchor_ip, 0, 1);
+	if (ret) {
+		pr_warn("rftrace_torture: cannot set the anchor's filter: %d\n", ret);
+		ftrace_free_filter(&tt_anchor.ops);
+		tt_anchor_ip = 0;
+	}
+#endif
 	return 0;
 }
 
