@@ -6,21 +6,9 @@
  */
 
 #include <linux/ftrace.h>
-#include <linux/rcupdate.h>
-#include <linux/slab.h>
 #include <linux/trace_recursion.h>
 
 #ifdef CONFIG_FUNCTION_TRACER
-/*
- * Frees @p (kmalloc'd) once an RCU grace period has passed, without
- * waiting for it: kvfree_rcu()'s form without an rcu_head (it sleeps only
- * when it cannot queue @p: then it waits for the grace period itself).
- */
-void rust_helper_rftrace_kvfree_rcu(void *p)
-{
-	kvfree_rcu_mightsleep(p);
-}
-
 notrace int rust_helper_ftrace_test_recursion_trylock(unsigned long ip,
 						      unsigned long parent_ip)
 {

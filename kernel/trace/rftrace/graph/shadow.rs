@@ -10,6 +10,7 @@
 //! the task is between two stores, and unwinders on other CPUs walk the
 //! stack at any time.
 
+use crate::base::cells::Retired;
 use crate::base::sys::ReadSide;
 use crate::base::task::{Current, TaskRef};
 use crate::logic::fgraph::{Words, SHADOW_STACK_SIZE, SHADOW_STACK_WORDS};
@@ -17,6 +18,7 @@ use crate::logic::retstack::{RetStack, StackMem};
 use core::ptr::NonNull;
 use core::sync::atomic::{AtomicU64, Ordering};
 use kernel::bindings;
+use kernel::prelude::*;
 
 /// The storage of one task's shadow stack.
 ///
@@ -202,19 +204,38 @@ impl TaskRef<'_> {
 
 impl Taken {
     /// Frees the stacks of `stacks` once a grace period, which waits out
-    /// every reader, has passed; does not wait for it (may sleep: it
-    /// waits only when RCU cannot take a stack without memory).
+    /// every reader, has passed, without waiting for it: RCU frees them
+    /// together in one callback. Without memory for that, it waits here
+    /// and frees them now (sleeps).
     pub(crate) fn free_after_grace(stacks: &mut [Option<Taken>]) {
-        for s in stacks.iter_mut() {
-            if let Some(t) = s.take() {
-                let p = core::mem::ManuallyDrop::new(t).0;
-                // SAFETY: a `kmalloc` allocation (the invariants) that
-                // nothing refers to but readers that started before this
-                // call (the stack was taken out of its task before), all
-                // of which the grace period waits for before it is freed.
-                unsafe { bindings::rftrace_kvfree_rcu(p.as_ptr().cast()) };
-            }
+        let n = stacks.iter().flatten().count();
+        if n == 0 {
+            return;
         }
+        let room = KVVec::with_capacity(n, GFP_KERNEL)
+            .ok()
+            .zip(KBox::<TakenBatch>::new_uninit(GFP_KERNEL).ok());
+        let Some((mut batch, b)) = room else {
+            crate::base::sys::synchronize_rcu();
+            for t in stacks.iter_mut().filter_map(Option::take) {
+                // SAFETY: every reader that could see it began before it
+                // was taken out of its task, and the grace period above
+                // waited them out.
+                drop(unsafe { t.unread() });
+            }
+            return;
+        };
+        for t in stacks.iter_mut().filter_map(Option::take) {
+            // Within the capacity: it does not fail (had it, the stack
+            // would be dropped, so leaked, which is safe).
+            let _ = batch.push_within_capacity(t);
+        }
+        let b = KBox::into_raw(KBox::write(b, TakenBatch(batch)));
+        // SAFETY: from `KBox::into_raw`, published nowhere; its stacks are
+        // referred to only by readers that found them in their tasks
+        // before they were taken out, which a grace period begun now
+        // waits out before `TakenBatch` drops (its invariant).
+        unsafe { Retired::from_raw(NonNull::new_unchecked(b)) }.defer();
     }
 
     /// The stack as one nobody reads, at once.
@@ -226,5 +247,29 @@ impl Taken {
     pub(crate) unsafe fn unread(self) -> Fresh {
         // INVARIANT: nobody reads it (the contract).
         Fresh(core::mem::ManuallyDrop::new(self).0)
+    }
+}
+
+/// Stacks taken out of their tasks, freed together when it drops.
+///
+/// # Invariants
+///
+/// It drops only once a grace period has passed since each of its stacks
+/// was taken out of its task: made only by [`Taken::free_after_grace`],
+/// which hands it to RCU at once (`Retired::defer`, whose fallback waits
+/// for one before it drops it).
+struct TakenBatch(KVVec<Taken>);
+
+// SAFETY: the stacks are plain memory that the batch alone owns (their
+// readers only read); RCU may free them on another CPU.
+unsafe impl Send for TakenBatch {}
+
+impl Drop for TakenBatch {
+    fn drop(&mut self) {
+        for t in core::mem::replace(&mut self.0, KVVec::new()) {
+            // SAFETY: a grace period has passed since it was taken out of
+            // its task (the invariants): no reader is left.
+            drop(unsafe { t.unread() });
+        }
     }
 }

@@ -3193,6 +3193,12 @@ static notrace void tt_teardown(struct tt_slot *s)
 		if (s->registered && !tt_ftrace_unregister(s, "final "))
 			s->registered = false;
 		ftrace_free_filter(s->opsp);
+#ifdef TT_GRAPH
+		/* The anchor is registered only inside an unregistration. */
+		if (tt_anchor_ip)
+			ftrace_free_filter(&tt_anchor.ops);
+		tt_anchor_ip = 0;
+#endif
 		break;
 	default:
 		break;
