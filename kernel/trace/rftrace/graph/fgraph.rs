@@ -600,8 +600,8 @@ pub(crate) fn unregister_ftrace_graph(g: GopsRef<'_>) {
             // [`register_ftrace_graph`]): a lone ops left must not be
             // called, unfiltered, for the sites of this one. The last
             // stops counting first: no ops is left to be called so.
-            let last = ftrace_graph_active.load(Ordering::Relaxed) == 1;
-            if last {
+            let active = ftrace_graph_active.load(Ordering::Relaxed) - 1;
+            if active == 0 {
                 LIVE.fetch_and(!(1u16 << i), Ordering::Release);
             }
             let _ = crate::ops::subops::shutdown_subops(
@@ -610,9 +610,10 @@ pub(crate) fn unregister_ftrace_graph(g: GopsRef<'_>) {
                 OpsRef::of_static(&GRAPH_OPS),
                 g.ops(),
             );
-            LIVE.fetch_and(!(1u16 << i), Ordering::Release);
+            if active != 0 {
+                LIVE.fetch_and(!(1u16 << i), Ordering::Release);
+            }
             ARRAY.remove(held, i);
-            let active = ftrace_graph_active.load(Ordering::Relaxed) - 1;
             ftrace_graph_active.store(active, Ordering::Relaxed);
             if active == 0 {
                 // Its waits cover this graph ops' entries and returns.

@@ -690,8 +690,8 @@ static notrace unsigned long tt_call_nest(unsigned long x, unsigned long *landed
 
 /*
  * The anchor: a second graph ops, on a function nobody calls, that a
- * mutator alone in the API registers around half the graph slot's
- * unregistrations, so that the slot is not the last graph ops then (see
+ * mutator alone in the API registers around three in four of the graph
+ * slot's unregistrations, so that the slot is not the last graph ops then (see
  * Function graph). Its entry callback never runs: a call is a mismatch
  * (a lone ops called, unfiltered, for the sites of one that is going).
  */
@@ -717,6 +717,14 @@ static struct fgraph_ops tt_anchor = {
 	.entryfunc = tt_anchor_entry,
 	.retfunc = tt_anchor_return,
 };
+
+/* The anchor's filter goes (it is registered only inside an unregistration). */
+static notrace void tt_anchor_free(void)
+{
+	if (tt_anchor_ip)
+		ftrace_free_filter(&tt_anchor.ops);
+	tt_anchor_ip = 0;
+}
 
 /* tt_graph_unregister_alone() runs: the anchor is to be registered. */
 static bool tt_graph_alone;
@@ -3194,10 +3202,7 @@ static notrace void tt_teardown(struct tt_slot *s)
 			s->registered = false;
 		ftrace_free_filter(s->opsp);
 #ifdef TT_GRAPH
-		/* The anchor is registered only inside an unregistration. */
-		if (tt_anchor_ip)
-			ftrace_free_filter(&tt_anchor.ops);
-		tt_anchor_ip = 0;
+		tt_anchor_free();
 #endif
 		break;
 	default:
@@ -3406,9 +3411,7 @@ static notrace void tt_unprepare(void)
 			ftrace_free_filter(s->opsp);
 	}
 #ifdef TT_GRAPH
-	if (tt_anchor_ip)
-		ftrace_free_filter(&tt_anchor.ops);
-	tt_anchor_ip = 0;
+	tt_anchor_free();
 #endif
 }
 
@@ -3518,8 +3521,7 @@ static notrace int __init tt_prepare(void)
 	ret = ftrace_set_filter_ip(&tt_anchor.ops, tt_anchor_ip, 0, 1);
 	if (ret) {
 		pr_warn("rftrace_torture: cannot set the anchor's filter: %d\n", ret);
-		ftrace_free_filter(&tt_anchor.ops);
-		tt_anchor_ip = 0;
+		tt_anchor_free();
 	}
 #endif
 	return 0;
