@@ -59,6 +59,10 @@ use crate::graph::gops::{entry_fn, Gops, GopsArray, GopsRef, GraphEntry, KeepsGo
 static ARRAY: GopsArray<OPS_SLOTS> = GopsArray::new();
 /// The indices of [`ARRAY`] in use, read by the entry path.
 static LIVE: AtomicU16 = AtomicU16::new(0);
+/// A graph ops left [`LIVE`] while others stay, and the entries that
+/// came through its sites may not all have left: one live ops is no
+/// reason to skip the filter test ([`unregister_ftrace_graph`]).
+static FILTER_ALWAYS: AtomicBool = AtomicBool::new(false);
 /// Set by `ftrace_graph_stop()`: no new frame is pushed.
 static DEAD: AtomicBool = AtomicBool::new(false);
 /// `sleep-time`: a function's time includes the time its task slept.
@@ -189,7 +193,7 @@ fn enter(
         return Err(EBUSY);
     };
     // One graph ops: the manager's filter is that ops' filter.
-    let single = live & live.wrapping_sub(1) == 0;
+    let single = live & live.wrapping_sub(1) == 0 && !FILTER_ALWAYS.load(Ordering::Acquire);
     let mut trace = bindings::ftrace_graph_ent { func, depth: 0 };
     let entered = s.enter(ret as u64, func as u64, now(), retp as u64, live, |c| {
         let Some(g) = ARRAY.get(np, c.idx()) else {
@@ -611,6 +615,12 @@ pub(crate) fn unregister_ftrace_graph(g: GopsRef<'_>) {
                 g.ops(),
             );
             if active != 0 {
+                // A CPU that came through one of its sites before they
+                // went may not have read `LIVE` yet: reading it after the
+                // bit went, one ops left would skip the filter test and be
+                // called for a function of this one. Until the wait below
+                // has seen those CPUs out, entries test the filter.
+                FILTER_ALWAYS.store(true, Ordering::Release);
                 LIVE.fetch_and(!(1u16 << i), Ordering::Release);
             }
             ARRAY.remove(held, i);
@@ -625,6 +635,10 @@ pub(crate) fn unregister_ftrace_graph(g: GopsRef<'_>) {
                 // return callback; its owner may free it once this
                 // returns.
                 wait_gops_left();
+                // (A task preempted in a trampoline before its entry is
+                // not waited for, as in C, whose lone graph ops is then
+                // called directly.)
+                FILTER_ALWAYS.store(false, Ordering::Release);
             }
         }
     }
